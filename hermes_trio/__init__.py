@@ -1,0 +1,55 @@
+"""hermes-trio: a streaming LLM agent runtime and gateway on trio.
+
+The public API, re-exported from the modules that hold it::
+
+    import trio, hermes_trio
+
+    async def main():
+        async with hermes_trio.open_agent() as agent:
+            async with agent.turn("What is 2 + 2?") as events:
+                async for event in events:
+                    if isinstance(event, hermes_trio.MessageChunk):
+                        print(event.text, end="", flush=True)
+
+    trio.run(main)
+"""
+
+from .agent import Agent, TurnResult, open_agent
+from .config import Config, ConfigError, load_config
+from .events import (
+    Commentary,
+    GatewayNotice,
+    LongToolHint,
+    MessageChunk,
+    MessageStop,
+    ReasoningChunk,
+    StreamEvent,
+    ToolCallChunk,
+    ToolCallFinished,
+    TurnFinished,
+    Usage,
+)
+from .llm import ModelError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "Commentary",
+    "Config",
+    "ConfigError",
+    "GatewayNotice",
+    "LongToolHint",
+    "MessageChunk",
+    "MessageStop",
+    "ModelError",
+    "ReasoningChunk",
+    "StreamEvent",
+    "ToolCallChunk",
+    "ToolCallFinished",
+    "TurnFinished",
+    "TurnResult",
+    "Usage",
+    "load_config",
+    "open_agent",
+]

@@ -1,0 +1,370 @@
+"""The turn loop: model → tool calls → model … → final text, as events.
+
+One call to :meth:`Agent.run_turn` is one turn. It sends events into a
+bounded memory channel and closes it at the end; ``TurnFinished`` is always
+the last event (unless the turn is cancelled, when consumers see their own
+cancellation or the end of the channel). The conversation list passed in is
+extended in place with what the turn adds, including an interrupted turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import httpx
+import trio
+
+from .config import Config, load_config
+from .events import (
+    Commentary,
+    LongToolHint,
+    MessageChunk,
+    MessageStop,
+    ReasoningChunk,
+    StreamEvent,
+    ToolCallChunk,
+    ToolCallFinished,
+    TurnFinished,
+    Usage,
+)
+from .llm import ModelClient, ModelError, ModelRequest, make_http_client
+from .tools import (
+    ApprovalCallback,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+    default_registry,
+)
+from .wire.chat_chunks import ChunkDelta, ToolCall
+from .wire.think import ThinkFilter, strip_think_blocks
+
+__all__ = ["Agent", "TurnResult", "open_agent"]
+
+log = logging.getLogger("hermes_trio.agent")
+
+INTERRUPTED_MARK = "[interrupted]"
+
+
+@dataclass
+class TurnResult:
+    text: str
+    usage: Usage
+    finish_reason: str
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+    error_code: str | None = None
+    added: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Step:
+    """What one model step has shown so far, for the interrupt record."""
+
+    def __init__(self, tags: Sequence[str]) -> None:
+        self.think = ThinkFilter(tags)
+        self.parts: list[str] = []
+
+    @property
+    def shown(self) -> str:
+        return "".join(self.parts)
+
+
+class Agent:
+    """Runs turns against one model configuration and tool registry."""
+
+    def __init__(
+        self,
+        config: Config,
+        http: httpx.AsyncClient,
+        *,
+        tools: ToolRegistry | None = None,
+        approve: ApprovalCallback | None = None,
+    ) -> None:
+        self.config = config
+        self.client = ModelClient(config.model, http)
+        self.tools = tools if tools is not None else default_registry(config.agent.tools)
+        self.approve = approve
+
+    def new_tool_context(self, *, approve: ApprovalCallback | None = None) -> ToolContext:
+        """A tool context for one session (it remembers "always" approvals)."""
+        return ToolContext(
+            approve=approve or self.approve,
+            yolo=self.config.agent.yolo,
+            cwd=self.config.agent.workdir,
+        )
+
+    def streams(self, consumer: str, request_stream: bool | None = None) -> bool:
+        return self.config.streaming.enabled_for(consumer, request_stream)
+
+    @asynccontextmanager
+    async def turn(
+        self, messages: list[dict[str, Any]] | str, **kwargs: Any
+    ) -> AsyncIterator[trio.MemoryReceiveChannel[StreamEvent]]:
+        """Run a turn in the background of this block; iterate its events.
+
+        ``messages`` may be a plain prompt. Leaving the block early cancels
+        the turn.
+        """
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(self.run_turn, messages, send, **kwargs))
+            with receive:
+                try:
+                    yield receive
+                finally:
+                    nursery.cancel_scope.cancel()
+
+    async def ask(self, prompt: str, **kwargs: Any) -> str:
+        """Run one turn and return its final text (raises on a model error)."""
+        send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
+        result: list[TurnResult] = []
+
+        async def run() -> None:
+            result.append(
+                await self.run_turn([{"role": "user", "content": prompt}], send, **kwargs)
+            )
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            async with receive:
+                async for _ in receive:
+                    pass
+        if result[0].error:
+            raise ModelError(result[0].error, code=result[0].error_code or "model_error")
+        return result[0].text
+
+    async def run_turn(
+        self,
+        messages: list[dict[str, Any]],
+        send: trio.MemorySendChannel[StreamEvent],
+        *,
+        stream: bool = True,
+        client_tools: Sequence[dict[str, Any]] = (),
+        params: dict[str, Any] | None = None,
+        model: str | None = None,
+        system: str | None = None,
+        tool_context: ToolContext | None = None,
+    ) -> TurnResult:
+        """Run one turn over ``messages`` (extended in place), sending events.
+
+        ``client_tools`` are OpenAI tool definitions the caller executes itself:
+        when the model calls one, the turn ends with ``finish_reason
+        "tool_calls"`` and the calls in ``TurnFinished.tool_calls``.
+        """
+        # Synchronous close: `async with` could replace a producer error with
+        # Cancelled at close (DESIGN §7).
+        with send:
+            start = len(messages)
+            try:
+                result = await self._loop(
+                    messages,
+                    send,
+                    stream=stream,
+                    client_tools=client_tools,
+                    params=params or {},
+                    model=model,
+                    system=system,
+                    ctx=tool_context or self.new_tool_context(),
+                )
+            except trio.BrokenResourceError:
+                # The consumer went away; the turn is over for everyone.
+                result = TurnResult("", Usage(), "interrupted")
+            result.added = messages[start:]
+            return result
+
+    async def _loop(
+        self,
+        messages: list[dict[str, Any]],
+        send: trio.MemorySendChannel[StreamEvent],
+        *,
+        stream: bool,
+        client_tools: Sequence[dict[str, Any]],
+        params: dict[str, Any],
+        model: str | None,
+        system: str | None,
+        ctx: ToolContext,
+    ) -> TurnResult:
+        cfg = self.config.agent
+        prompt = cfg.system_prompt
+        if system:
+            prompt = f"{prompt}\n\n{system}" if prompt else system
+        client_names = {t.get("function", {}).get("name") for t in client_tools}
+        schemas = [s for s in self.tools.schemas() if s["function"]["name"] not in client_names]
+        schemas += list(client_tools)
+        usage = Usage()
+        step = _Step(cfg.think_tags)
+
+        async def on_delta(delta: ChunkDelta) -> None:
+            if delta.content:
+                filtered = step.think.feed(delta.content)
+                if filtered.reasoning:
+                    await send.send(ReasoningChunk(filtered.reasoning))
+                if filtered.text:
+                    step.parts.append(filtered.text)
+                    await send.send(MessageChunk(filtered.text))
+            if delta.reasoning:
+                await send.send(ReasoningChunk(delta.reasoning))
+
+        try:
+            for _ in range(cfg.max_iterations):
+                step = _Step(cfg.think_tags)
+                head = [{"role": "system", "content": prompt}] if prompt else []
+                try:
+                    response = await self.client.complete(
+                        ModelRequest(head + messages, schemas, params),
+                        stream=stream,
+                        on_delta=on_delta,
+                        model=model,
+                    )
+                except ModelError as exc:
+                    await self._flush(step, send)
+                    return await self._fail(messages, send, step, usage, exc)
+                await self._flush(step, send)
+                if response.usage is not None:
+                    usage = usage + response.usage
+                message = response.message
+                if not message.tool_calls:
+                    text = strip_think_blocks(message.content, cfg.think_tags)
+                    messages.append({"role": "assistant", "content": text})
+                    await send.send(MessageStop(final=True))
+                    reason = "length" if message.finish_reason == "length" else "stop"
+                    await send.send(TurnFinished(text, usage, reason))
+                    return TurnResult(text, usage, reason)
+
+                said = strip_think_blocks(message.content, cfg.think_tags)
+                assistant = message.to_message()
+                assistant["content"] = said or None
+                messages.append(assistant)
+                if said:
+                    await send.send(Commentary(said))
+                await send.send(MessageStop(final=False))
+                mine = [c for c in message.tool_calls if c.name not in client_names]
+                theirs = [c for c in message.tool_calls if c.name in client_names]
+                if mine:
+                    await self._run_tools(mine, messages, send, ctx)
+                if theirs:
+                    calls = tuple(c.to_message() for c in theirs)
+                    await send.send(TurnFinished(said, usage, "tool_calls", tool_calls=calls))
+                    return TurnResult(said, usage, "tool_calls", tool_calls=calls)
+            note = (
+                f"(Stopped: the agent reached its limit of {cfg.max_iterations} model steps "
+                "in one turn without a final answer; raise agent.max_iterations to allow more.)"
+            )
+            messages.append({"role": "assistant", "content": note})
+            await send.send(MessageChunk(note))
+            await send.send(MessageStop(final=True))
+            await send.send(TurnFinished(note, usage, "length"))
+            return TurnResult(note, usage, "length")
+        except BaseException:
+            # Cancelled may arrive bare or grouped from the tool nursery;
+            # either way the turn ended without finishing.
+            self._record_interrupt(messages, step.shown)
+            raise
+
+    async def _flush(self, step: _Step, send: trio.MemorySendChannel[StreamEvent]) -> None:
+        rest = step.think.flush()
+        if rest.reasoning:
+            await send.send(ReasoningChunk(rest.reasoning))
+        if rest.text:
+            step.parts.append(rest.text)
+            await send.send(MessageChunk(rest.text))
+
+    async def _fail(
+        self,
+        messages: list[dict[str, Any]],
+        send: trio.MemorySendChannel[StreamEvent],
+        step: _Step,
+        usage: Usage,
+        exc: ModelError,
+    ) -> TurnResult:
+        partial_text = step.shown
+        if partial_text:
+            messages.append(
+                {"role": "assistant", "content": f"{partial_text}\n\n[error: {exc.message}]"}
+            )
+        log.warning("turn failed: %s", exc.message)
+        await send.send(MessageStop(final=True))
+        await send.send(
+            TurnFinished(partial_text, usage, "error", error=exc.message, error_code=exc.code)
+        )
+        return TurnResult(partial_text, usage, "error", error=exc.message, error_code=exc.code)
+
+    def _record_interrupt(self, messages: list[dict[str, Any]], shown: str) -> None:
+        """Leave a history the model can continue from after an interrupt."""
+        last = messages[-1] if messages else None
+        if last is not None and last.get("role") == "assistant" and last.get("tool_calls"):
+            # Every tool call needs a result, or the next request is invalid.
+            for call in last["tool_calls"]:
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call["id"],
+                        "content": "interrupted by the user before this tool finished",
+                    }
+                )
+            return
+        text = f"{shown} {INTERRUPTED_MARK}" if shown else INTERRUPTED_MARK
+        messages.append({"role": "assistant", "content": text})
+
+    async def _run_tools(
+        self,
+        calls: Sequence[ToolCall],
+        messages: list[dict[str, Any]],
+        send: trio.MemorySendChannel[StreamEvent],
+        ctx: ToolContext,
+    ) -> None:
+        """Run one step's tool calls concurrently; results keep call order."""
+        results: list[ToolResult | None] = [None] * len(calls)
+        async with trio.open_nursery() as nursery:
+            for index, call in enumerate(calls):
+                nursery.start_soon(self._run_tool, index, call, results, send, ctx)
+        for call, result in zip(calls, results, strict=True):
+            assert result is not None
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
+
+    async def _run_tool(
+        self,
+        index: int,
+        call: ToolCall,
+        results: list[ToolResult | None],
+        send: trio.MemorySendChannel[StreamEvent],
+        ctx: ToolContext,
+    ) -> None:
+        args, preview = self.tools.preview(call.name, call.arguments)
+        await send.send(ToolCallChunk(call.name, preview, args, index, call.id))
+        started = trio.current_time()
+        threshold = self.config.agent.long_tool_hint
+
+        async def hint() -> None:
+            await trio.sleep(threshold)
+            await send.send(LongToolHint(call.name, trio.current_time() - started))
+
+        async with trio.open_nursery() as nursery:
+            if threshold > 0:
+                nursery.start_soon(hint)
+            result = await self.tools.execute(call.name, call.arguments, ctx)
+            nursery.cancel_scope.cancel()
+        results[index] = result
+        duration = trio.current_time() - started
+        await send.send(
+            ToolCallFinished(call.name, duration, result.ok, index, call.id, result.content)
+        )
+
+
+@asynccontextmanager
+async def open_agent(
+    config: Config | None = None,
+    *,
+    tools: ToolRegistry | None = None,
+    approve: ApprovalCallback | None = None,
+) -> AsyncIterator[Agent]:
+    """Open an agent for the life of this block (it owns the HTTP client)."""
+    config = config or load_config()
+    async with make_http_client(config.model) as http:
+        yield Agent(config, http, tools=tools, approve=approve)

@@ -1,0 +1,112 @@
+"""The ``hermes-trio`` command: ``serve``, ``chat`` and ``gateway``.
+
+Each subcommand lives in its own module and is imported only when used, so
+``hermes-trio chat`` never loads the web stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .config import ConfigError, load_config
+
+__all__ = ["main"]
+
+# subcommand -> "module:function"; the function takes (config, args) -> exit code
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("hermes_trio.server.run:run_serve", "OpenAI-compatible API server"),
+    "chat": ("hermes_trio.chat:run_chat", "talk to the agent in this terminal"),
+    "gateway": ("hermes_trio.gateway:run_gateway", "chat platforms (Telegram, …) + API server"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes-trio",
+        description="A streaming LLM agent runtime and OpenAI-compatible gateway.",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file (default: $HERMES_CONFIG, else ./config.yaml if present)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = sub.add_parser("serve", help=COMMANDS["serve"][1])
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default 8642)")
+    _agent_flags(serve)
+
+    chat = sub.add_parser("chat", help=COMMANDS["chat"][1])
+    chat.add_argument("-q", "--query", metavar="QUESTION", help="answer one question and exit")
+    chat.add_argument(
+        "--no-stream", action="store_true", help="wait for whole answers instead of streaming"
+    )
+    _agent_flags(chat)
+
+    gateway = sub.add_parser("gateway", help=COMMANDS["gateway"][1])
+    _agent_flags(gateway)
+    return parser
+
+
+def _agent_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yolo", action="store_true", help="run dangerous commands without asking")
+    parser.add_argument("--model", metavar="NAME", help="model name to ask the model server for")
+    parser.add_argument("--base-url", metavar="URL", help="model server base URL (…/v1)")
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "yolo", False):
+        overrides["agent.yolo"] = True
+    if getattr(args, "model", None):
+        overrides["model.name"] = args.model
+    if getattr(args, "base_url", None):
+        overrides["model.base_url"] = args.base_url
+    if getattr(args, "host", None):
+        overrides["api_server.host"] = args.host
+    if getattr(args, "port", None) is not None:
+        overrides["api_server.port"] = args.port
+    return overrides
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    if not args.verbose:
+        # httpx logs every request at INFO, which would drown the product's own lines.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        config = load_config(args.config, overrides=overrides_from(args))
+    except ConfigError as exc:
+        print(f"hermes-trio: {exc}", file=sys.stderr)
+        return 2
+    target, _ = COMMANDS[args.command]
+    module_name, func_name = target.split(":")
+    func = getattr(importlib.import_module(module_name), func_name)
+    try:
+        return int(func(config, args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

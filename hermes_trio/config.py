@@ -1,0 +1,496 @@
+"""config.yaml plus environment overrides, into one typed, validated object.
+
+Every section is a dataclass; the loader walks the dataclass fields, so a key
+that is not a field, a wrong type or a bad value fails with one line that
+names the key and what it expects (``ConfigError``).
+
+Precedence for a setting: ``HERMES_*``/``API_SERVER_*``/platform environment
+variables, then ``config.yaml``, then the conventional ``OPENAI_*`` variables,
+then the defaults below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+__all__ = [
+    "AgentConfig",
+    "ApiServerConfig",
+    "Config",
+    "ConfigError",
+    "DisplayConfig",
+    "FallbackModel",
+    "GatewayConfig",
+    "HomeAssistantConfig",
+    "ModelConfig",
+    "PlatformsConfig",
+    "StoreConfig",
+    "StreamingConfig",
+    "TelegramConfig",
+    "TimeoutsConfig",
+    "WhatsAppConfig",
+    "load_config",
+]
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; ``str()`` is the one line shown to the user."""
+
+
+@dataclass(frozen=True)
+class TimeoutsConfig:
+    connect: float = 10.0
+    """Seconds to open a connection to the model server."""
+    first_token: float = 120.0
+    """Seconds from sending a request to the first byte of the answer."""
+    idle: float = 60.0
+    """Longest silence in seconds between two chunks of a streamed answer."""
+    request: float = 600.0
+    """Seconds a whole non-streaming request may take."""
+
+
+@dataclass(frozen=True)
+class FallbackModel:
+    name: str = ""
+    base_url: str | None = None
+    api_key: str | None = None
+    api_mode: Literal["chat_completions", "responses"] | None = None
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    api_key_env: str | None = None
+    name: str = "default"
+    api_mode: Literal["chat_completions", "responses"] = "chat_completions"
+    include_usage: bool = True
+    max_retries: int = 3
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
+    fallbacks: list[FallbackModel] = field(default_factory=list)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    system_prompt: str = (
+        "You are Hermes, a helpful assistant. Answer concisely. Use the tools you are "
+        "given when they help; say what you did."
+    )
+    max_iterations: int = 20
+    tools: list[str] | None = None
+    yolo: bool = False
+    long_tool_hint: float = 10.0
+    think_tags: list[str] = field(
+        default_factory=lambda: [
+            "think",
+            "thinking",
+            "reasoning",
+            "thought",
+            "REASONING_SCRATCHPAD",
+        ]
+    )
+    workdir: str | None = None
+    channel_size: int = 64
+
+
+@dataclass(frozen=True)
+class StreamingConfig:
+    enabled: bool = False
+    cli: bool | None = None
+    api_server: bool | None = None
+    telegram: bool | None = None
+    discord: bool | None = None
+    slack: bool | None = None
+    whatsapp: bool | None = None
+    homeassistant: bool | None = None
+    edit_interval: float = 1.5
+    min_tokens: int = 20
+    cursor: str = " ▌"
+
+    def enabled_for(self, consumer: str, request_stream: bool | None = None) -> bool:
+        """Whether ``consumer`` streams: the request's own choice, then the
+        per-consumer override, then the master switch."""
+        if request_stream is not None:
+            return request_stream
+        override = getattr(self, consumer, None) if consumer in _CONSUMERS else None
+        if override is not None:
+            return bool(override)
+        return self.enabled
+
+
+_CONSUMERS = frozenset(
+    {"cli", "api_server", "telegram", "discord", "slack", "whatsapp", "homeassistant"}
+)
+
+
+@dataclass(frozen=True)
+class ApiServerConfig:
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8642
+    key: str | None = field(default=None, repr=False)
+    cors_origins: list[str] = field(default_factory=list)
+    model_name: str = "hermes-agent"
+    allow_model_override: bool = False
+    max_concurrent: int = 8
+    max_body_bytes: int = 10 * 1024 * 1024
+    keepalive_interval: float = 10.0
+    write_timeout: float = 10.0
+    session_ttl: float = 3600.0
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    data_dir: str = "~/.hermes-trio"
+    max_rows: int = 10_000
+    max_age_days: float = 30.0
+
+
+@dataclass(frozen=True)
+class DisplayConfig:
+    show_reasoning: bool = False
+    show_tools: bool = True
+
+
+@dataclass(frozen=True)
+class TelegramConfig:
+    enabled: bool | None = None
+    token: str | None = field(default=None, repr=False)
+    api_base_url: str = "https://api.telegram.org"
+    allowed_users: list[int] = field(default_factory=list)
+    edit_interval: float | None = None
+    poll_timeout: int = 30
+
+
+@dataclass(frozen=True)
+class WhatsAppConfig:
+    enabled: bool = False
+    access_token: str | None = field(default=None, repr=False)
+    phone_number_id: str | None = None
+    app_secret: str | None = field(default=None, repr=False)
+    verify_token: str | None = field(default=None, repr=False)
+    api_base_url: str = "https://graph.facebook.com/v21.0"
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = 8643
+    allowed_users: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HomeAssistantConfig:
+    enabled: bool = False
+    url: str = "http://127.0.0.1:8123"
+    token: str | None = field(default=None, repr=False)
+    allowed_users: list[str] = field(default_factory=list)
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = 8644
+    webhook_secret: str | None = field(default=None, repr=False)
+    reply_event: str = "hermes_reply"
+    notify_service: str | None = None
+
+
+@dataclass(frozen=True)
+class PlatformsConfig:
+    telegram: TelegramConfig = field(default_factory=TelegramConfig)
+    whatsapp: WhatsAppConfig = field(default_factory=WhatsAppConfig)
+    homeassistant: HomeAssistantConfig = field(default_factory=HomeAssistantConfig)
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    on_new_message: Literal["interrupt", "queue"] = "interrupt"
+    restart_backoff_max: float = 60.0
+
+
+@dataclass(frozen=True)
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    streaming: StreamingConfig = field(default_factory=StreamingConfig)
+    api_server: ApiServerConfig = field(default_factory=ApiServerConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    display: DisplayConfig = field(default_factory=DisplayConfig)
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    platforms: PlatformsConfig = field(default_factory=PlatformsConfig)
+    source: str | None = None
+    """Path of the config file this came from (None: defaults and environment)."""
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+
+# Environment variables that override config.yaml, as dotted key paths.
+ENV_OVERRIDES: dict[str, str] = {
+    "HERMES_MODEL_BASE_URL": "model.base_url",
+    "HERMES_MODEL_API_KEY": "model.api_key",
+    "HERMES_MODEL": "model.name",
+    "HERMES_API_MODE": "model.api_mode",
+    "HERMES_STREAMING_ENABLED": "streaming.enabled",
+    "HERMES_YOLO_MODE": "agent.yolo",
+    "HERMES_SYSTEM_PROMPT": "agent.system_prompt",
+    "HERMES_DATA_DIR": "store.data_dir",
+    "API_SERVER_ENABLED": "api_server.enabled",
+    "API_SERVER_HOST": "api_server.host",
+    "API_SERVER_PORT": "api_server.port",
+    "API_SERVER_KEY": "api_server.key",
+    "API_SERVER_CORS_ORIGINS": "api_server.cors_origins",
+    "API_SERVER_MODEL_NAME": "api_server.model_name",
+    "TELEGRAM_BOT_TOKEN": "platforms.telegram.token",
+    "TELEGRAM_API_BASE_URL": "platforms.telegram.api_base_url",
+    "TELEGRAM_ALLOWED_USERS": "platforms.telegram.allowed_users",
+}
+
+# Conventional variables that fill a setting only when neither the config
+# file nor a HERMES_ variable set it.
+ENV_FALLBACKS: dict[str, str] = {
+    "OPENAI_BASE_URL": "model.base_url",
+    "OPENAI_API_KEY": "model.api_key",
+}
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Load and validate the configuration.
+
+    ``path``: explicit file (must exist); else ``HERMES_CONFIG``; else
+    ``./config.yaml`` when present; else defaults. ``overrides`` are dotted
+    keys set last (command-line flags).
+    """
+    env = os.environ if env is None else env
+    file_path: Path | None = None
+    explicit = path if path is not None else env.get("HERMES_CONFIG") or None
+    if explicit is not None:
+        file_path = Path(explicit).expanduser()
+        if not file_path.is_file():
+            raise ConfigError(f"config file {file_path}: not found")
+    elif Path("config.yaml").is_file():
+        file_path = Path("config.yaml")
+
+    raw: dict[str, Any] = {}
+    if file_path is not None:
+        try:
+            loaded = yaml.safe_load(file_path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or "invalid YAML"
+            raise ConfigError(f"config file {file_path}{where}: {problem}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(
+                f"config file {file_path}: expected a mapping of sections at top level"
+            )
+        raw = loaded
+
+    for var, key in ENV_FALLBACKS.items():
+        if env.get(var) and _get_path(raw, key) is None:
+            _set_path(raw, key, _EnvValue(var, env[var]))
+    for var, key in ENV_OVERRIDES.items():
+        if var in env and (env[var] != "" or var.endswith(("_ENABLED", "_MODE"))):
+            _set_path(raw, key, _EnvValue(var, env[var]))
+    for key, value in (overrides or {}).items():
+        _set_path(raw, key, value)
+
+    config = _build(Config, raw, "")
+    config = _resolve_api_key(config, env)
+    _check(config)
+    return dataclasses.replace(config, source=str(file_path) if file_path else None)
+
+
+@dataclass(frozen=True)
+class _EnvValue:
+    """A string from the environment, parsed to the field's type on build."""
+
+    var: str
+    text: str
+
+
+def _get_path(raw: dict[str, Any], dotted: str) -> Any:
+    node: Any = raw
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def _build(cls: type, data: Any, prefix: str) -> Any:
+    where = prefix.rstrip(".") or "top level"
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {_describe(data)}")
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls) if f.name != "source"}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(
+            f"{prefix}{unknown[0]}: unknown key (known keys here: {', '.join(sorted(names))})"
+        )
+    values = {name: _convert(hints[name], data[name], f"{prefix}{name}") for name in data}
+    return cls(**values)
+
+
+def _convert(tp: Any, value: Any, key: str) -> Any:
+    if isinstance(value, _EnvValue):
+        return _convert_env(tp, value, key)
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _convert(inner[0], value, key)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, key + ".")
+    if origin is Literal:
+        if value not in args:
+            choices = " or ".join(repr(a) for a in args)
+            raise ConfigError(f"{key}: expected {choices}, got {value!r}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {_describe(value)}")
+        return [_convert(args[0], item, f"{key}[{i}]") for i, item in enumerate(value)]
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {_describe(value)}")
+        return dict(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {_describe(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {_describe(value)}")
+        if value < 0:
+            raise ConfigError(f"{key}: expected a non-negative integer, got {value}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key}: expected a number, got {_describe(value)}")
+        if value < 0:
+            raise ConfigError(f"{key}: expected a non-negative number, got {value}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {_describe(value)}")
+        return value
+    if tp is Any:
+        return value
+    raise ConfigError(f"{key}: unsupported setting type {tp}")  # pragma: no cover
+
+
+def _convert_env(tp: Any, value: _EnvValue, key: str) -> Any:
+    text = value.text.strip()
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin in (Union, types.UnionType):
+        tp = next(a for a in args if a is not type(None))
+        origin, args = get_origin(tp), get_args(tp)
+    label = f"{value.var} (sets {key})"
+    if tp is bool:
+        word = text.lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+        raise ConfigError(f"{label}: expected true/false (1/0, yes/no), got {value.text!r}")
+    if tp is int or tp is float:
+        try:
+            number = tp(text)
+        except ValueError:
+            kind = "an integer" if tp is int else "a number"
+            raise ConfigError(f"{label}: expected {kind}, got {value.text!r}") from None
+        if number < 0:
+            raise ConfigError(f"{label}: expected a non-negative number, got {value.text!r}")
+        return number
+    if origin is list:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        return [
+            _convert_env(args[0], _EnvValue(value.var, item), key) if args[0] is not str else item
+            for item in items
+        ]
+    if origin is Literal:
+        if text not in args:
+            choices = " or ".join(repr(a) for a in args)
+            raise ConfigError(f"{label}: expected {choices}, got {value.text!r}")
+        return text
+    return text
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _resolve_api_key(config: Config, env: Mapping[str, str]) -> Config:
+    model = config.model
+    if model.api_key is None and model.api_key_env:
+        key = env.get(model.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"model.api_key_env: environment variable {model.api_key_env} is not set"
+            )
+        return dataclasses.replace(config, model=dataclasses.replace(model, api_key=key))
+    return config
+
+
+def _check(config: Config) -> None:
+    """Cross-field and range checks the type walk cannot express."""
+    for key, url in [("model.base_url", config.model.base_url)] + [
+        (f"model.fallbacks[{i}].base_url", fb.base_url)
+        for i, fb in enumerate(config.model.fallbacks)
+    ]:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{key}: expected an http:// or https:// URL, got {url!r}")
+    for i, fb in enumerate(config.model.fallbacks):
+        if not fb.name:
+            raise ConfigError(f"model.fallbacks[{i}].name: expected a model name")
+    if config.agent.max_iterations < 1:
+        raise ConfigError("agent.max_iterations: expected an integer of at least 1")
+    if not 0 < config.api_server.port < 65536:
+        raise ConfigError(f"api_server.port: expected 1-65535, got {config.api_server.port}")
+    if config.api_server.max_concurrent < 1:
+        raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
+    if config.agent.channel_size < 1:
+        raise ConfigError("agent.channel_size: expected an integer of at least 1")
+    for key in ("connect", "first_token", "idle", "request"):
+        if getattr(config.model.timeouts, key) <= 0:
+            raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")

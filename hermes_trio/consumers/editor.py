@@ -1,0 +1,122 @@
+"""Progressive message editor: shows a turn's stream in a chat, editing one
+message as text arrives.
+
+This is the trio shell around ``EditorPlan`` (all decisions live there). Two
+sibling tasks share the plan: one drains the event channel into it — it never
+waits on the platform, so a slow chat never slows the agent — and one makes
+the platform calls the plan asks for, one at a time, sleeping on the trio
+clock until the plan's next due time or new input.
+
+Run it as the consumer task in the turn's nursery::
+
+    report = await run_editor(receive_channel, messenger, settings)
+
+When the turn is cancelled, a shielded cleanup with a deadline leaves the
+shown text without cursor plus an "interrupted" note, then ``Cancelled``
+propagates.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from hermes_trio.consumers.editor_plan import Action, EditorPlan, EditorReport, EditorSettings
+from hermes_trio.events import StreamEvent, TurnFinished
+from hermes_trio.platforms.base import Messenger, PlatformError, RateLimited
+
+__all__ = ["EditorReport", "EditorSettings", "run_editor"]
+
+
+class _Driver:
+    def __init__(self, plan: EditorPlan, messenger: Messenger, settings: EditorSettings) -> None:
+        self._plan = plan
+        self._messenger = messenger
+        self._settings = settings
+        self._changed = trio.Event()
+
+    def _notify(self) -> None:
+        self._changed.set()
+
+    async def pump(self, receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+        """Feed every event to the plan as soon as it arrives."""
+        try:
+            async with receive:
+                async for event in receive:
+                    self._plan.feed(event, trio.current_time())
+                    self._notify()
+                    if isinstance(event, TurnFinished):
+                        return
+            self._plan.close(trio.current_time())
+        finally:
+            self._notify()
+
+    async def deliver(self) -> None:
+        """Make the plan's platform calls until nothing more is owed."""
+        plan = self._plan
+        while not plan.done:
+            now = trio.current_time()
+            action = plan.next_action(now)
+            if action is None:
+                deadline = plan.wake_at(now)
+                with trio.move_on_at(deadline):
+                    await self._changed.wait()
+                # Anything that changed the plan is looked at on the next pass.
+                self._changed = trio.Event()
+                continue
+            await self._perform(action)
+
+    async def _perform(self, action: Action) -> None:
+        plan, messenger = self._plan, self._messenger
+        # Shielded so a cancelled turn never leaves a call half done with an
+        # unknown outcome (a send whose message id we never learn would be a
+        # duplicate message later); bounded so cancellation still lands.
+        with trio.move_on_after(self._settings.call_timeout, shield=True) as scope:
+            try:
+                message_id: str | None = None
+                if action.kind == "send":
+                    message_id = await messenger.send(action.text)
+                elif action.kind == "edit":
+                    assert action.message_id is not None
+                    await messenger.edit(action.message_id, action.text)
+                elif action.kind == "delete":
+                    assert action.message_id is not None
+                    await messenger.delete(action.message_id)
+                else:
+                    await messenger.typing()
+            except RateLimited as exc:
+                plan.rate_limited(action, exc.retry_after, trio.current_time())
+                return
+            except PlatformError as exc:
+                plan.failed(action, str(exc), trio.current_time())
+                return
+            plan.succeeded(action, trio.current_time(), message_id)
+        if scope.cancelled_caught:
+            plan.failed(action, "timed out", trio.current_time())
+
+
+async def run_editor(
+    receive: trio.MemoryReceiveChannel[StreamEvent],
+    messenger: Messenger,
+    settings: EditorSettings = EditorSettings(),  # noqa: B008 - frozen, never mutated
+) -> EditorReport:
+    """Show the turn on ``receive`` through ``messenger``; return what was delivered.
+
+    Ends after ``TurnFinished`` once the final text is acknowledged (or given
+    up on). If the channel closes without ``TurnFinished`` the turn counts as
+    interrupted. Closes ``receive``.
+    """
+    plan = EditorPlan(settings, messenger.capabilities)
+    driver = _Driver(plan, messenger, settings)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(driver.pump, receive)
+            nursery.start_soon(driver.deliver)
+    finally:
+        if not plan.done:
+            # Cancelled (or failed): the turn is cut off, but the chat must not
+            # keep a cursor. Whatever raised is re-raised after this block.
+            with trio.move_on_after(settings.cleanup_deadline, shield=True):
+                plan.forget_in_flight()
+                plan.interrupt(trio.current_time())
+                await driver.deliver()
+    return plan.report()

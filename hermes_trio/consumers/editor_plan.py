@@ -1,0 +1,584 @@
+"""The message editor's decisions, without I/O: what to send, edit or delete,
+and when.
+
+``EditorPlan`` is fed stream events and platform answers, each with the time
+it happened, and is asked for the next platform call. It owns a *ledger*: one
+slot per chat message with the text we want it to show (``want``) and the
+text the platform acknowledged (``shown``). Work is owed exactly when the two
+differ, so nothing is ever sent twice — a retried final edit is the same owed
+edit, never a second "final" message — and identical text is never re-sent.
+
+Decisions, in brief:
+
+- Text appears once ``min_tokens`` message chunks of the current segment have
+  arrived (one ``MessageChunk`` is counted as one token: upstreams send about
+  one token per delta) or the segment ends. While streaming, the live page
+  shows the accumulated text plus the cursor.
+- Edits of one message are at least ``edit_interval`` apart and, while text
+  keeps changing, land on that message's grid: last edit + k·interval. A
+  rate-limit pause re-anchors the grid at the pause's end.
+- One budget per chat: a single call is in flight at a time, a 429 pauses all
+  calls for ``retry_after``, and the next call is chosen by priority: final
+  text (edits, deletions, then the next final send) > sends > interim edits >
+  typing indicator. Messages are always sent in ledger order.
+- Final text that keeps failing is retried ``final_retry_limit`` times, then
+  given up with a short note; interim text is simply retried later.
+- Tool progress is best effort: its own message, edited as tools change, and
+  dropped from the ledger once the turn is over.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hermes_trio.consumers.splitting import Paginator, split_all
+from hermes_trio.events import (
+    Commentary,
+    GatewayNotice,
+    LongToolHint,
+    MessageChunk,
+    MessageStop,
+    StreamEvent,
+    ToolCallChunk,
+    ToolCallFinished,
+    TurnFinished,
+)
+from hermes_trio.platforms.base import Capabilities, measure
+
+__all__ = ["Action", "EditorPlan", "EditorReport", "EditorSettings"]
+
+_INF = math.inf
+# Clock values are floats summed from sleeps; grid arithmetic tolerates this much.
+_EPS = 1e-9
+_PREVIEW_CHARS = 80
+_MAX_BACKOFF = 10.0
+
+
+@dataclass(frozen=True)
+class EditorSettings:
+    edit_interval: float = 1.5
+    """Seconds between two edits of one message."""
+    min_tokens: int = 20
+    """Message chunks (≈ tokens) of a segment before its first message appears."""
+    cursor: str = " ▌"
+    streaming: bool = True
+    """False (or a messenger that cannot edit): one complete message at the end."""
+    interrupted_note: str = "⏹ interrupted"
+    cleanup_deadline: float = 5.0
+    """Seconds the shielded cleanup after an interrupt may take."""
+    final_retry_limit: int = 8
+    """Failed attempts at final text before giving up with a note."""
+    show_tool_progress: bool = True
+    typing_interval: float = 4.0
+    """Seconds between typing indicators while nothing is shown; 0 disables."""
+    call_timeout: float = 10.0
+    """Seconds one platform call may take (it is shielded from cancellation)."""
+    error_note: str = "⚠️ {error}"
+    undelivered_note: str = "⚠️ could not deliver the full answer ({error})"
+
+
+@dataclass
+class EditorReport:
+    """What was delivered, for the gateway and tests."""
+
+    message_ids: list[str]
+    final_text: str | None
+    delivered: bool
+    interrupted: bool
+
+
+ActionKind = Literal["send", "edit", "delete", "typing"]
+Role = Literal["text", "progress", "note"]
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One platform call to make. ``slot`` is -1 for the typing indicator."""
+
+    kind: ActionKind
+    slot: int
+    text: str = ""
+    message_id: str | None = None
+    final: bool = False
+
+
+@dataclass
+class _Slot:
+    role: Role
+    want: str | None  # None: the message should not exist
+    final: bool  # want will not change again
+    dirty_since: float | None  # when want last started to differ from shown
+    message_id: str | None = None
+    shown: str | None = None
+    last_call: float | None = None
+    attempts: int = 0  # failed attempts at the current (final) want
+    retry_at: float = -_INF
+    abandoned: bool = False
+    deleted: bool = False
+
+    @property
+    def sent(self) -> bool:
+        return self.message_id is not None
+
+    def owed(self) -> bool:
+        if self.abandoned or self.deleted:
+            return False
+        if not self.sent:
+            return self.want is not None
+        return self.want != self.shown
+
+
+@dataclass
+class _Segment:
+    pages: Paginator
+    chunks: int = 0
+    slots: list[int] = field(default_factory=list)
+
+
+class EditorPlan:
+    """Sans-IO state of one turn's messages in one chat."""
+
+    def __init__(self, settings: EditorSettings, capabilities: Capabilities) -> None:
+        self._s = settings
+        self._caps = capabilities
+        self._streaming = settings.streaming and capabilities.can_edit
+        self._slots: list[_Slot] = []
+        self._seg: _Segment | None = None
+        self._last_closed_text: str | None = None
+        self._progress: int | None = None
+        self._tool_lines: dict[int, str] = {}
+        self._tool_names: dict[int, str] = {}
+        self._tool_elapsed: dict[int, float] = {}
+        self._tool_running: set[int] = set()
+        self._blocked_until = -_INF
+        self._last_typing = -_INF
+        self._in_flight: Action | None = None
+        self._finished = False
+        self._interrupted = False
+        self._give_up_at = _INF
+        self._final_text: str | None = None
+        self._noted_undelivered = False
+        self._undelivered = False
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def finished(self) -> bool:
+        """The turn is over (finished, failed or interrupted)."""
+        return self._finished
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
+    @property
+    def blocked_until(self) -> float:
+        return self._blocked_until
+
+    @property
+    def done(self) -> bool:
+        """The turn is over and nothing more is owed to the platform."""
+        return self._finished and self._in_flight is None and not any(s.owed() for s in self._slots)
+
+    def report(self) -> EditorReport:
+        undelivered = self._undelivered or any(
+            s.owed() for s in self._slots if s.role != "progress"
+        )
+        return EditorReport(
+            message_ids=[s.message_id for s in self._slots if s.message_id and not s.deleted],
+            final_text=self._final_text,
+            delivered=self._finished and not undelivered,
+            interrupted=self._interrupted,
+        )
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, event: StreamEvent, now: float) -> None:
+        """Take one stream event received at ``now``."""
+        if self._finished:
+            return
+        match event:
+            case MessageChunk(text=text):
+                self._chunk(text, now)
+            case MessageStop(final=False):
+                self._close_segment(now)
+            case Commentary(text=text):
+                self._commentary(text, now)
+            case ToolCallChunk():
+                self._tool_started(event, now)
+            case ToolCallFinished(index=index):
+                self._tool_running.discard(index)
+            case LongToolHint():
+                self._long_tool(event, now)
+            case GatewayNotice(text=text):
+                self._add_message("note", text, now)
+            case TurnFinished():
+                self._turn_finished(event, now)
+            case _:
+                # ReasoningChunk is not shown on chat platforms; MessageStop(final=True)
+                # is followed by TurnFinished, which carries the text to show.
+                pass
+
+    def close(self, now: float) -> None:
+        """The event stream ended without ``TurnFinished``: the turn was cut off."""
+        self.interrupt(now)
+
+    def interrupt(self, now: float) -> None:
+        """Stop the turn: keep what is shown, drop the cursor, add the note, and
+        give the cleanup ``cleanup_deadline`` seconds."""
+        self._give_up_at = min(self._give_up_at, now + self._s.cleanup_deadline)
+        if self._finished:
+            return
+        self._interrupt_with(None, now)
+
+    def forget_in_flight(self) -> None:
+        """The call in flight will never report back (its task died). Its
+        outcome is unknown; the ledger still owes it, the safe side for final
+        text."""
+        self._in_flight = None
+
+    # ----------------------------------------------------------------- output
+
+    def next_action(self, now: float) -> Action | None:
+        """The platform call to make now, if any; it is in flight until one of
+        ``succeeded``/``rate_limited``/``failed`` is called for it."""
+        if self._in_flight is not None:
+            raise RuntimeError("a platform call is already in flight")
+        if now >= self._give_up_at:
+            self._give_up()
+            return None
+        if now < self._blocked_until:
+            return None
+        action = self._pick(now)
+        if action is not None:
+            self._in_flight = action
+            if action.kind == "typing":
+                self._last_typing = now
+            else:
+                self._slots[action.slot].last_call = now
+        return action
+
+    def wake_at(self, now: float) -> float:
+        """When ``next_action`` may next return something without new input."""
+        if self._in_flight is not None:
+            return _INF
+        times: list[float] = []
+        first_unsent = self._first_unsent()
+        for i, s in enumerate(self._slots):
+            if not s.owed():
+                continue
+            if s.sent:
+                times.append(self._due_final(s) if s.final else self._due_interim(s))
+            elif i == first_unsent:
+                times.append(s.retry_at)
+        if self._typing_wanted():
+            times.append(self._last_typing + self._s.typing_interval)
+        if not times:
+            return _INF
+        return min(max(min(times), self._blocked_until), self._give_up_at)
+
+    def succeeded(self, action: Action, now: float, message_id: str | None = None) -> None:
+        """The platform acknowledged ``action`` (``message_id`` for a send)."""
+        self._settle_in_flight(action)
+        if action.kind == "typing":
+            return
+        s = self._slots[action.slot]
+        if action.kind == "send":
+            s.message_id = message_id
+            s.shown = action.text
+        elif action.kind == "edit":
+            s.shown = action.text
+        else:
+            s.deleted = True
+            s.shown = None
+        s.retry_at = -_INF
+        if s.role == "progress" and self._finished:
+            s.want = s.shown  # progress that landed after the turn ended stays as is
+        if s.owed():
+            # The want moved while the call was out; count it as changed then.
+            s.dirty_since = s.last_call
+        else:
+            s.dirty_since = None
+            s.attempts = 0
+
+    def rate_limited(self, action: Action, retry_after: float, now: float) -> None:
+        """The platform answered 429: every call to this chat waits."""
+        self._settle_in_flight(action)
+        self._blocked_until = max(self._blocked_until, now + max(retry_after, 0.0))
+        if action.kind != "typing":
+            self._failed_attempt(action.slot, "rate limited", now, backoff=0.0)
+
+    def failed(self, action: Action, error: str, now: float) -> None:
+        """The platform refused ``action`` for another reason."""
+        self._settle_in_flight(action)
+        if action.kind == "typing":
+            return
+        s = self._slots[action.slot]
+        backoff = min(2.0**s.attempts, _MAX_BACKOFF) if s.final else self._s.edit_interval
+        self._failed_attempt(action.slot, error, now, backoff=backoff)
+
+    # ---------------------------------------------------------------- events
+
+    def _chunk(self, text: str, now: float) -> None:
+        if not text:
+            return
+        seg = self._seg
+        if seg is None:
+            seg = self._seg = self._new_segment()
+            self._last_closed_text = None
+        seg.chunks += 1
+        seg.pages.append(text, paginate=self._streaming)
+        if self._streaming and seg.chunks >= self._s.min_tokens:
+            live = seg.pages.live()
+            pages = [*seg.pages.frozen]
+            if live:
+                pages.append(live + self._s.cursor)
+            for i, page in enumerate(pages):
+                self._assign(seg, i, page, final=i < len(seg.pages.frozen), now=now)
+
+    def _close_segment(self, now: float, text: str | None = None, note: str | None = None) -> None:
+        seg = self._seg
+        self._seg = None
+        if seg is None:
+            if text is None and note is None:
+                return
+            seg = self._new_segment()
+        final = (seg.pages.raw if text is None else text).strip()
+        pages = seg.pages.finalize(final) if final else []
+        if note is not None:
+            pages = self._with_note(pages, note)
+        for i, page in enumerate(pages):
+            self._assign(seg, i, page, final=True, now=now)
+        for idx in seg.slots[len(pages) :]:
+            self._set_want(idx, None, final=True, now=now)
+        self._last_closed_text = final or None
+
+    def _commentary(self, text: str, now: float) -> None:
+        self._close_segment(now)
+        text = text.strip()
+        # Agents that stream the text before a tool call may also report it as
+        # Commentary; it is already on screen then.
+        if text and text != self._last_closed_text:
+            self._add_message("text", text, now)
+
+    def _tool_started(self, event: ToolCallChunk, now: float) -> None:
+        self._close_segment(now)
+        if not self._s.show_tool_progress:
+            return
+        if event.index in self._tool_lines or not self._tool_running:
+            # A new step of tool calls replaces the previous step's lines.
+            self._tool_lines.clear()
+            self._tool_names.clear()
+            self._tool_elapsed.clear()
+        preview = " ".join(event.preview.split())
+        if len(preview) > _PREVIEW_CHARS:
+            preview = preview[: _PREVIEW_CHARS - 1] + "…"
+        line = f"🔧 {event.tool_name}: {preview}" if preview else f"🔧 {event.tool_name}"
+        self._tool_lines[event.index] = line
+        self._tool_names[event.index] = event.tool_name
+        self._tool_running.add(event.index)
+        last = len(self._slots) - 1
+        reusable = self._progress is not None and self._progress == last
+        if self._caps.can_edit:
+            if reusable and self._progress is not None:
+                self._set_want(self._progress, self._progress_text(), final=False, now=now)
+            else:
+                self._progress = self._new_slot("progress", self._progress_text(), False, now)
+            return
+        # Without edits, a line can only join a progress message not yet sent.
+        if reusable and self._progress is not None and not self._slots[self._progress].sent:
+            s = self._slots[self._progress]
+            self._set_want(self._progress, self._fit(f"{s.want}\n{line}"), final=False, now=now)
+        else:
+            self._progress = self._new_slot("progress", self._fit(line), False, now)
+
+    def _long_tool(self, event: LongToolHint, now: float) -> None:
+        if self._progress is None or not self._caps.can_edit:
+            return
+        changed = False
+        for index in self._tool_running:
+            if self._tool_names.get(index) == event.tool_name:
+                self._tool_elapsed[index] = event.duration
+                changed = True
+        if changed:
+            self._set_want(self._progress, self._progress_text(), final=False, now=now)
+
+    def _turn_finished(self, event: TurnFinished, now: float) -> None:
+        if event.finish_reason == "interrupted":
+            self._interrupt_with(event.text, now)
+            return
+        text = event.text.strip()
+        note = None
+        if event.finish_reason == "error":
+            if not text and self._seg is not None:
+                text = self._seg.pages.raw.strip()
+            note = self._s.error_note.format(error=event.error or "error")
+        self._close_segment(now, text=text, note=note)
+        self._final_text = text
+        self._finish()
+
+    def _interrupt_with(self, text: str | None, now: float) -> None:
+        partial = (text or "").strip()
+        if not partial and self._seg is not None:
+            partial = self._seg.pages.raw.strip()
+        self._close_segment(now, text=partial, note=self._s.interrupted_note)
+        self._final_text = partial
+        self._interrupted = True
+        self._give_up_at = min(self._give_up_at, now + self._s.cleanup_deadline)
+        self._finish()
+
+    def _finish(self) -> None:
+        self._finished = True
+        # Tool progress is best effort: nothing about it is owed after the turn.
+        for s in self._slots:
+            if s.role == "progress" and s.owed():
+                s.want = s.shown
+                s.dirty_since = None
+
+    # ---------------------------------------------------------------- ledger
+
+    def _new_segment(self) -> _Segment:
+        reserve = self._s.cursor if self._streaming else ""
+        return _Segment(Paginator(self._caps.max_length, self._caps.length_unit, reserve))
+
+    def _new_slot(self, role: Role, want: str, final: bool, now: float) -> int:
+        self._slots.append(_Slot(role, want, final, dirty_since=now))
+        return len(self._slots) - 1
+
+    def _assign(self, seg: _Segment, i: int, text: str, *, final: bool, now: float) -> None:
+        if i < len(seg.slots):
+            self._set_want(seg.slots[i], text, final=final, now=now)
+        else:
+            seg.slots.append(self._new_slot("text", text, final, now))
+
+    def _set_want(self, idx: int, text: str | None, *, final: bool, now: float) -> None:
+        s = self._slots[idx]
+        if s.abandoned or s.deleted or (s.sent and not self._caps.can_edit):
+            return
+        if text is None and s.sent and not self._caps.can_delete:
+            text = "…"  # the message stays; it must not keep stale text
+        if s.want != text:
+            s.attempts = 0
+        s.want = text
+        s.final = final
+        if not s.owed():
+            s.dirty_since = None
+        elif s.dirty_since is None:
+            s.dirty_since = now
+
+    def _add_message(self, role: Role, text: str, now: float) -> None:
+        for page in split_all(text, self._caps.max_length, self._caps.length_unit):
+            self._new_slot(role, page, True, now)
+        self._last_closed_text = None
+
+    def _with_note(self, pages: list[str], note: str) -> list[str]:
+        if not pages:
+            return [self._fit(note)]
+        joined = f"{pages[-1]}\n\n{note}"
+        if measure(joined, self._caps.length_unit) <= self._caps.max_length:
+            return [*pages[:-1], joined]
+        return [*pages, self._fit(note)]
+
+    def _fit(self, text: str) -> str:
+        """Truncate a short status text to the platform limit."""
+        unit, limit = self._caps.length_unit, self._caps.max_length
+        if measure(text, unit) <= limit:
+            return text
+        while text and measure(text + "…", unit) > limit:
+            text = text[:-1]
+        return text + "…"
+
+    def _progress_text(self) -> str:
+        lines = []
+        for index in sorted(self._tool_lines):
+            line = self._tool_lines[index]
+            if index in self._tool_elapsed:
+                line += f" ({self._tool_elapsed[index]:.0f}s)"
+            lines.append(line)
+        return self._fit("\n".join(lines))
+
+    def _failed_attempt(self, idx: int, error: str, now: float, *, backoff: float) -> None:
+        s = self._slots[idx]
+        s.retry_at = now + backoff
+        if not s.final:
+            return  # interim text is simply tried again later
+        s.attempts += 1
+        if s.attempts >= self._s.final_retry_limit:
+            self._abandon(idx, error, now)
+
+    def _abandon(self, idx: int, error: str, now: float) -> None:
+        s = self._slots[idx]
+        s.abandoned = True
+        if s.role == "progress":
+            return
+        self._undelivered = True
+        if not self._noted_undelivered:
+            self._noted_undelivered = True
+            note = self._fit(self._s.undelivered_note.format(error=error))
+            self._new_slot("note", note, True, now)
+
+    def _give_up(self) -> None:
+        for s in self._slots:
+            if s.owed():
+                s.abandoned = True
+                if s.role != "progress":
+                    self._undelivered = True
+
+    def _settle_in_flight(self, action: Action) -> None:
+        if self._in_flight is not action:
+            raise RuntimeError(f"{action!r} is not the call in flight")
+        self._in_flight = None
+
+    # -------------------------------------------------------------- schedule
+
+    def _first_unsent(self) -> int | None:
+        for i, s in enumerate(self._slots):
+            if not s.sent and s.owed():
+                return i
+        return None
+
+    def _due_final(self, s: _Slot) -> float:
+        due = -_INF if s.last_call is None else s.last_call + self._s.edit_interval
+        return max(due, s.retry_at)
+
+    def _due_interim(self, s: _Slot) -> float:
+        interval = self._s.edit_interval
+        base = -_INF if s.last_call is None else s.last_call + interval
+        if self._blocked_until > base:
+            base = self._blocked_until  # a pause re-anchors the grid at its end
+        changed = s.dirty_since if s.dirty_since is not None else base
+        if changed > base and interval > 0:
+            base += math.ceil((changed - base) / interval - _EPS) * interval
+        return max(base, s.retry_at)
+
+    def _typing_wanted(self) -> bool:
+        return (
+            not self._finished
+            and self._caps.can_type
+            and self._s.typing_interval > 0
+            and (self._seg is None or not self._seg.slots)
+            and not any(s.owed() for s in self._slots)
+        )
+
+    def _pick(self, now: float) -> Action | None:
+        first = self._first_unsent()
+        for i, s in enumerate(self._slots):
+            if s.sent and s.owed() and s.final and now >= self._due_final(s):
+                return self._change(i, s)
+        if first is not None:
+            s = self._slots[first]
+            if now >= s.retry_at and s.want is not None:
+                return Action("send", first, s.want, final=s.final)
+        for i, s in enumerate(self._slots):
+            if s.sent and s.owed() and not s.final and now >= self._due_interim(s):
+                return self._change(i, s)
+        if self._typing_wanted() and now >= self._last_typing + self._s.typing_interval:
+            return Action("typing", -1)
+        return None
+
+    def _change(self, i: int, s: _Slot) -> Action:
+        if s.want is None:
+            return Action("delete", i, message_id=s.message_id, final=True)
+        return Action("edit", i, s.want, message_id=s.message_id, final=s.final)

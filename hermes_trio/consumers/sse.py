@@ -1,0 +1,203 @@
+"""The Chat Completions SSE writer: a consumer task turning turn events
+into the bytes of an OpenAI ``chat.completion.chunk`` stream.
+
+It drains every event already waiting in the channel and writes them as one
+piece (one socket write, no added delay when idle), sends ``: keep-alive``
+comments while the turn is silent, and reports a failure that happens before
+any byte was written as a :class:`PreStreamError` so the server can still
+answer with a plain JSON error and the right status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import trio
+
+from ..events import (
+    LongToolHint,
+    MessageChunk,
+    MessageStop,
+    ReasoningChunk,
+    StreamEvent,
+    ToolCallChunk,
+    ToolCallFinished,
+    TurnFinished,
+)
+from ..wire.chat_out import ChatStreamFrames, error_frame
+from ..wire.sse import encode_comment
+
+__all__ = [
+    "EXTENSIONS",
+    "KEEPALIVE",
+    "PreStreamError",
+    "SSEOptions",
+    "error_status",
+    "write_chat_sse",
+]
+
+KEEPALIVE = encode_comment("keep-alive")
+
+# Opt-in stream extensions a client can ask for with X-Hermes-Stream-Extensions.
+EXTENSIONS = frozenset({"tools", "reasoning"})
+
+
+@dataclass(frozen=True, slots=True)
+class SSEOptions:
+    keepalive: float = 10.0
+    extensions: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class PreStreamError:
+    """The turn failed before anything was written: answer with JSON."""
+
+    status: int
+    message: str
+    code: str | None
+
+
+def error_status(code: str | None) -> int:
+    """HTTP status for a model failure (DESIGN §5)."""
+    return 504 if code == "model_timeout" else 502
+
+
+async def write_chat_sse(
+    receive: trio.MemoryReceiveChannel[StreamEvent],
+    out: trio.MemorySendChannel[bytes | PreStreamError],
+    frames: ChatStreamFrames,
+    options: SSEOptions = SSEOptions(),
+) -> None:
+    """Consume one turn's events, sending SSE bytes to ``out`` until the end."""
+    writer = _Writer(frames, options)
+    with out, receive:
+        while True:
+            event: StreamEvent | None = None
+            with trio.move_on_after(options.keepalive):
+                try:
+                    event = await receive.receive()
+                except trio.EndOfChannel:
+                    return
+            if event is None:
+                await out.send(KEEPALIVE)
+                writer.emitted = True
+                continue
+            batch = [event]
+            while True:
+                try:
+                    batch.append(receive.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            piece = writer.render(batch)
+            if piece:
+                await out.send(piece)
+                writer.emitted = True
+            if writer.ended:
+                return
+
+
+class _Writer:
+    """Event batches to bytes; all decisions, no I/O."""
+
+    def __init__(self, frames: ChatStreamFrames, options: SSEOptions) -> None:
+        self.frames = frames
+        self.tools = "tools" in options.extensions
+        self.reasoning = "reasoning" in options.extensions
+        self.emitted = False
+        self.ended = False
+        self.any_text = False
+        self.boundary = False
+
+    def render(self, batch: list[StreamEvent]) -> bytes | PreStreamError:
+        parts: list[bytes] = []
+        text: list[str] = []
+        frames = self.frames
+
+        def flush_text() -> None:
+            if text:
+                parts.append(frames.content("".join(text)))
+                text.clear()
+
+        for event in batch:
+            if isinstance(event, MessageChunk):
+                if self.boundary and self.any_text:
+                    # Text after a tool step is a new paragraph of the same answer.
+                    text.append("\n\n")
+                self.boundary = False
+                self.any_text = True
+                text.append(event.text)
+                continue
+            flush_text()
+            if isinstance(event, MessageStop):
+                if not event.final:
+                    self.boundary = True
+            elif isinstance(event, ReasoningChunk):
+                if self.reasoning:
+                    parts.append(frames.reasoning(event.text))
+            elif isinstance(event, ToolCallChunk):
+                if self.tools:
+                    parts.append(
+                        frames.extension(
+                            "hermes.tool.started",
+                            {
+                                "type": "hermes.tool.started",
+                                "tool": event.tool_name,
+                                "preview": event.preview,
+                                "index": event.index,
+                                "call_id": event.call_id,
+                            },
+                        )
+                    )
+            elif isinstance(event, ToolCallFinished):
+                if self.tools:
+                    parts.append(
+                        frames.extension(
+                            "hermes.tool.finished",
+                            {
+                                "type": "hermes.tool.finished",
+                                "tool": event.tool_name,
+                                "index": event.index,
+                                "call_id": event.call_id,
+                                "ok": event.ok,
+                                "duration": round(event.duration, 3),
+                            },
+                        )
+                    )
+            elif isinstance(event, LongToolHint):
+                if self.tools:
+                    parts.append(
+                        frames.extension(
+                            "hermes.tool.running",
+                            {
+                                "type": "hermes.tool.running",
+                                "tool": event.tool_name,
+                                "duration": round(event.duration, 3),
+                            },
+                        )
+                    )
+            elif isinstance(event, TurnFinished):
+                self.ended = True
+                if event.finish_reason == "error":
+                    if not self.emitted and not parts and not frames.started:
+                        return PreStreamError(
+                            error_status(event.error_code),
+                            event.error or "the model server failed",
+                            event.error_code,
+                        )
+                    parts.append(
+                        error_frame(
+                            event.error or "the model server failed",
+                            type="server_error",
+                            code=event.error_code,
+                        )
+                    )
+                    break
+                if event.tool_calls:
+                    parts.append(frames.tool_calls(event.tool_calls))
+                reason = event.finish_reason
+                if reason not in ("stop", "length", "tool_calls"):
+                    reason = "stop"
+                parts.append(frames.finish(reason, event.usage))
+                break
+        flush_text()
+        return b"".join(parts)

@@ -1,0 +1,481 @@
+"""What the terminal shows for a stream of turn events — pure decisions.
+
+No trio, no rich, no clock: the trio shell in ``terminal.py`` passes the time
+in, feeds batches of events and executes the returned ops. Keeping this pure
+is what lets the tricky parts (Markdown block boundaries across arbitrary
+chunking, which box is open, what an interrupt leaves on screen) be tested
+exhaustively.
+
+Two kinds of output come out of a :class:`TerminalPlan`:
+
+* *ops* — things printed once and never redrawn (a box border, a finished
+  Markdown block, a tool's result line, an error). Each op carries enough
+  for both a rich painter (which uses the complete blocks) and a plain-text
+  painter (which writes the raw deltas as they come).
+* a :class:`LiveView` snapshot — the part of the screen that changes until it
+  is committed: the Markdown block still being written, running tools with
+  their elapsed time, the "thinking" spinner.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ..events import (
+    Commentary,
+    GatewayNotice,
+    LongToolHint,
+    MessageChunk,
+    MessageStop,
+    ReasoningChunk,
+    StreamEvent,
+    ToolCallChunk,
+    ToolCallFinished,
+    TurnFinished,
+)
+
+__all__ = [
+    "SPINNER_FRAMES",
+    "BlockSplitter",
+    "CloseBox",
+    "LiveView",
+    "MarkdownBlock",
+    "Notice",
+    "Op",
+    "OpenBox",
+    "ReasoningBlock",
+    "ReasoningDelta",
+    "RunningTool",
+    "TerminalPlan",
+    "TextDelta",
+    "ToolLine",
+    "coalesce",
+    "format_duration",
+    "spinner_frame",
+    "tail_lines",
+]
+
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPINNER_INTERVAL = 0.08
+
+# CommonMark: up to three spaces of indentation, then 3+ backticks or tildes.
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+# ---------------------------------------------------------------------------
+# Batching
+
+
+def coalesce(events: Iterable[StreamEvent]) -> list[StreamEvent]:
+    """Merge runs of adjacent text (and reasoning) deltas into one event each.
+
+    A fast model can queue hundreds of one-token deltas while the terminal
+    draws; handling them as one delta costs one Markdown scan and one redraw
+    instead of hundreds. Order between different kinds is preserved.
+    """
+    out: list[StreamEvent] = []
+    for event in events:
+        last = out[-1] if out else None
+        if isinstance(event, MessageChunk) and isinstance(last, MessageChunk):
+            out[-1] = MessageChunk(last.text + event.text)
+        elif isinstance(event, ReasoningChunk) and isinstance(last, ReasoningChunk):
+            out[-1] = ReasoningChunk(last.text + event.text)
+        else:
+            out.append(event)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Markdown blocks
+
+
+@dataclass(frozen=True, slots=True)
+class _Fence:
+    char: str
+    length: int
+
+    def closed_by(self, line: str) -> bool:
+        match = _FENCE_RE.match(line)
+        if match is None:
+            return False
+        marker, rest = match.groups()
+        return marker[0] == self.char and len(marker) >= self.length and not rest.strip()
+
+
+def _opens_fence(line: str) -> _Fence | None:
+    match = _FENCE_RE.match(line)
+    if match is None:
+        return None
+    marker, info = match.groups()
+    # A backtick fence's info string may not contain backticks (CommonMark),
+    # which keeps inline ```code``` on one line from opening a block.
+    if marker[0] == "`" and "`" in info:
+        return None
+    return _Fence(marker[0], len(marker))
+
+
+class BlockSplitter:
+    """Cut streamed Markdown into blocks that can be rendered for good.
+
+    A block is complete at a blank line outside a code fence, when a fence
+    closes, or just before a fence opens (a fence interrupts a paragraph).
+    Blank lines inside a fence never end a block, so a code block is always
+    rendered whole. Blocks come out without their surrounding blank lines.
+    """
+
+    def __init__(self) -> None:
+        self._buf = ""  # text of the block being written, from its start
+        self._scan = 0  # everything before this index in _buf is complete lines already seen
+        self._content = False  # the block has a non-blank line already
+        self._fence: _Fence | None = None
+
+    @property
+    def pending(self) -> str:
+        """The incomplete block, as written so far."""
+        return self._buf
+
+    @property
+    def in_fence(self) -> bool:
+        return self._fence is not None
+
+    def feed(self, text: str) -> list[str]:
+        """Add text; return the blocks it completed, in order."""
+        self._buf += text
+        blocks: list[str] = []
+        while True:
+            end = self._buf.find("\n", self._scan)
+            if end < 0:
+                break
+            start, self._scan = self._scan, end + 1
+            line = self._buf[start:end]
+            if self._fence is not None:
+                if self._fence.closed_by(line):
+                    self._fence = None
+                    self._emit(blocks, self._scan)
+                continue
+            fence = _opens_fence(line)
+            if fence is not None:
+                if self._content:
+                    self._emit(blocks, start)
+                    self._scan = end + 1 - start
+                self._fence = fence
+                self._content = True
+            elif not line.strip():
+                if self._content:
+                    self._emit(blocks, start)
+                else:
+                    # Blank lines between blocks are the renderer's business.
+                    self._buf = self._buf[self._scan :]
+                    self._scan = 0
+            else:
+                self._content = True
+        return blocks
+
+    def flush(self) -> str | None:
+        """End of the text: the incomplete block (if any) as a last block."""
+        rest = self._buf.strip("\n")
+        self._buf, self._scan, self._content, self._fence = "", 0, False, None
+        return rest if rest.strip() else None
+
+    def _emit(self, blocks: list[str], upto: int) -> None:
+        block = self._buf[:upto].strip("\n")
+        if block.strip():
+            blocks.append(block)
+        self._buf = self._buf[upto:]
+        self._scan = 0
+        self._content = False
+
+
+def tail_lines(text: str, max_lines: int) -> tuple[str, bool]:
+    """The last ``max_lines`` lines of ``text`` and whether lines were cut.
+
+    The live area redraws on every batch; looking only at the tail keeps that
+    cost flat however long the block being written gets.
+    """
+    if max_lines <= 0:
+        return "", bool(text)
+    cut = len(text)
+    for _ in range(max_lines):
+        cut = text.rfind("\n", 0, cut)
+        if cut < 0:
+            return text, False
+    return text[cut + 1 :], True
+
+
+# ---------------------------------------------------------------------------
+# Ops
+
+
+@dataclass(frozen=True, slots=True)
+class OpenBox:
+    """The first text of an assistant segment arrived: draw the top border."""
+
+
+@dataclass(frozen=True, slots=True)
+class CloseBox:
+    """The segment ended: draw the bottom border."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Raw assistant text as it arrived (plain painters write this)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownBlock:
+    """A complete Markdown block (rich painters render this)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningBlock:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLine:
+    """A tool call is over; ``status`` says how."""
+
+    name: str
+    preview: str
+    duration: float
+    status: Literal["ok", "failed", "interrupted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A one-line message about the turn, not from the model."""
+
+    text: str
+    kind: Literal["info", "warning", "error", "interrupted"]
+
+
+Op = (
+    OpenBox
+    | CloseBox
+    | TextDelta
+    | MarkdownBlock
+    | ReasoningDelta
+    | ReasoningBlock
+    | ToolLine
+    | Notice
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTool:
+    index: int
+    name: str
+    preview: str
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class LiveView:
+    """The redrawn part of the screen, bottom of the output."""
+
+    pending_text: str
+    pending_reasoning: str
+    tools: tuple[RunningTool, ...]
+    waiting_since: float | None  # "thinking" spinner when not None
+    in_box: bool
+    in_fence: bool
+
+    @property
+    def animated(self) -> bool:
+        """Whether the view changes with time alone (spinners, clocks)."""
+        return bool(self.tools) or self.waiting_since is not None
+
+    @property
+    def empty(self) -> bool:
+        return (
+            not (self.pending_text or self.pending_reasoning or self.tools)
+            and self.waiting_since is None
+        )
+
+
+def spinner_frame(now: float) -> str:
+    return SPINNER_FRAMES[int(now / SPINNER_INTERVAL) % len(SPINNER_FRAMES)]
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+# ---------------------------------------------------------------------------
+# The plan
+
+
+class TerminalPlan:
+    """Turns one turn's events into ops and a live view.
+
+    Each assistant text segment (commentary before tools, the final answer)
+    gets its own box, opened by its first text and closed by its
+    ``MessageStop``. A non-streaming turn delivers its text only in
+    ``Commentary`` / ``TurnFinished``; those are shown as a whole box when
+    nothing of them was streamed.
+    """
+
+    def __init__(self, *, show_reasoning: bool = False, show_tools: bool = True) -> None:
+        self.show_reasoning = show_reasoning
+        self.show_tools = show_tools
+        self._text = BlockSplitter()
+        self._reasoning = BlockSplitter()
+        self._box = False
+        self._streamed = False  # the current segment got text
+        self._last_streamed = False  # ... and so did the segment last stopped
+        self._tools: dict[int, RunningTool] = {}
+        self._waiting_since: float | None = None
+        self.finished: TurnFinished | None = None
+        self.ended = False
+
+    # -- feeding -------------------------------------------------------------
+
+    def start(self, now: float) -> list[Op]:
+        """The turn began (the request is on its way)."""
+        self._waiting_since = now
+        return []
+
+    def feed(self, events: Sequence[StreamEvent], now: float) -> list[Op]:
+        ops: list[Op] = []
+        for event in coalesce(events):
+            self._event(event, now, ops)
+        self._update_waiting(now)
+        return ops
+
+    def end(self, now: float) -> list[Op]:
+        """The event stream ended. Without ``TurnFinished`` that means the
+        turn was cancelled: keep what was shown and mark it interrupted."""
+        if self.ended:
+            return []
+        self.ended = True
+        ops: list[Op] = []
+        if self.finished is not None:
+            return ops
+        self._flush_reasoning(ops)
+        for tool in sorted(self._tools.values(), key=lambda t: t.index):
+            ops.append(ToolLine(tool.name, tool.preview, now - tool.started, "interrupted"))
+        self._tools.clear()
+        self._flush_text(ops)
+        ops.append(Notice("⏹ interrupted", "interrupted"))
+        if self._box:
+            ops.append(CloseBox())
+            self._box = False
+        self._waiting_since = None
+        return ops
+
+    def _event(self, event: StreamEvent, now: float, ops: list[Op]) -> None:
+        if isinstance(event, MessageChunk):
+            self._add_text(event.text, ops)
+        elif isinstance(event, ReasoningChunk):
+            if self.show_reasoning and event.text:
+                ops.append(ReasoningDelta(event.text))
+                ops.extend(ReasoningBlock(b) for b in self._reasoning.feed(event.text))
+        elif isinstance(event, Commentary):
+            if not self._streamed:
+                self._add_text(event.text, ops)
+        elif isinstance(event, MessageStop):
+            self._flush_reasoning(ops)
+            self._flush_text(ops)
+            if self._box:
+                ops.append(CloseBox())
+                self._box = False
+            self._last_streamed, self._streamed = self._streamed, False
+        elif isinstance(event, ToolCallChunk):
+            if self.show_tools:
+                self._tools[event.index] = RunningTool(
+                    event.index, event.tool_name, event.preview, now
+                )
+        elif isinstance(event, ToolCallFinished):
+            tool = self._tools.pop(event.index, None)
+            if self.show_tools:
+                preview = tool.preview if tool is not None else ""
+                status: Literal["ok", "failed"] = "ok" if event.ok else "failed"
+                ops.append(ToolLine(event.tool_name, preview, event.duration, status))
+        elif isinstance(event, LongToolHint):
+            pass  # the live tool line already shows how long it has run
+        elif isinstance(event, GatewayNotice):
+            ops.append(Notice(event.text, "info"))
+        elif isinstance(event, TurnFinished):
+            self._finish(event, ops)
+
+    def _finish(self, event: TurnFinished, ops: list[Op]) -> None:
+        self.finished = event
+        self._flush_reasoning(ops)
+        if self._streamed:
+            # A stream that ended without MessageStop: close it like one.
+            self._flush_text(ops)
+            self._last_streamed, self._streamed = True, False
+        if event.text and not self._last_streamed:
+            self._add_text(event.text, ops)
+            self._flush_text(ops)
+        if self._box:
+            ops.append(CloseBox())
+            self._box = False
+        if event.finish_reason == "error":
+            ops.append(Notice(f"error: {event.error or 'the model request failed'}", "error"))
+        elif event.finish_reason == "length":
+            if not event.text.startswith("(Stopped:"):
+                ops.append(Notice("(answer cut off at the model's length limit)", "warning"))
+        self._tools.clear()
+        self._waiting_since = None
+
+    def _add_text(self, text: str, ops: list[Op]) -> None:
+        if not text:
+            return
+        if not self._box and text.strip():
+            # Whitespace alone would draw an empty box.
+            self._flush_reasoning(ops)
+            ops.append(OpenBox())
+            self._box = True
+        self._streamed = True
+        ops.append(TextDelta(text))
+        ops.extend(MarkdownBlock(b) for b in self._text.feed(text))
+
+    def _flush_text(self, ops: list[Op]) -> None:
+        rest = self._text.flush()
+        if rest is not None:
+            ops.append(MarkdownBlock(rest))
+
+    def _flush_reasoning(self, ops: list[Op]) -> None:
+        rest = self._reasoning.flush()
+        if rest is not None:
+            ops.append(ReasoningBlock(rest))
+
+    def _update_waiting(self, now: float) -> None:
+        busy = (
+            self.finished is not None
+            or self._box
+            or bool(self._tools)
+            or bool(self._reasoning.pending)
+        )
+        if busy:
+            self._waiting_since = None
+        elif self._waiting_since is None:
+            self._waiting_since = now
+
+    # -- the live part ---------------------------------------------------------
+
+    def live(self) -> LiveView:
+        return LiveView(
+            pending_text=self._text.pending if self._box else "",
+            pending_reasoning=self._reasoning.pending,
+            tools=tuple(sorted(self._tools.values(), key=lambda t: t.index)),
+            waiting_since=None if self.ended else self._waiting_since,
+            in_box=self._box,
+            in_fence=self._text.in_fence,
+        )

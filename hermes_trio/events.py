@@ -1,0 +1,146 @@
+"""The typed event vocabulary an agent turn sends to its consumers (DESIGN §3).
+
+Events describe presentation only; the conversation history is owned by the
+agent. Like h11's events they are frozen dataclasses exported through one
+``__all__`` and one union type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Commentary",
+    "GatewayNotice",
+    "LongToolHint",
+    "MessageChunk",
+    "MessageStop",
+    "ReasoningChunk",
+    "StreamEvent",
+    "ToolCallChunk",
+    "ToolCallFinished",
+    "TurnFinished",
+    "Usage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the model server reported them (summed over a turn)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MessageChunk:
+    """A delta of assistant text, think blocks already filtered out."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningChunk:
+    """A delta of model reasoning, for consumers that show it."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStop:
+    """The current text segment ended; ``final=False`` at a tool boundary."""
+
+    final: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Commentary:
+    """Complete interim assistant text said before tool calls."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A tool call started. ``index`` is its position among the step's calls."""
+
+    tool_name: str
+    preview: str
+    args: dict[str, Any]
+    index: int
+    call_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    """A tool call ended; ``result`` is what the model will read."""
+
+    tool_name: str
+    duration: float
+    ok: bool
+    index: int
+    call_id: str = ""
+    result: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LongToolHint:
+    """A tool has run longer than the configured hint threshold."""
+
+    tool_name: str
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayNotice:
+    """A gateway control message (restart, interrupted, …)."""
+
+    kind: str
+    text: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    """The turn is over; always the last event of a turn.
+
+    ``finish_reason`` is ``stop``, ``length``, ``tool_calls`` (client-side tools
+    were called and wait for the client), ``interrupted`` or ``error``.
+    ``tool_calls`` holds the client-side calls in OpenAI message form and
+    ``error`` a human-readable message when ``finish_reason == "error"``, with
+    ``error_code`` one of ``model_unreachable``, ``model_timeout``,
+    ``model_error`` so a server can pick its status (502/504).
+    """
+
+    text: str
+    usage: Usage
+    finish_reason: str
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+    error_code: str | None = None
+
+
+StreamEvent = (
+    MessageChunk
+    | ReasoningChunk
+    | MessageStop
+    | Commentary
+    | ToolCallChunk
+    | ToolCallFinished
+    | LongToolHint
+    | GatewayNotice
+    | TurnFinished
+)

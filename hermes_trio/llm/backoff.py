@@ -1,0 +1,41 @@
+"""Retry timing: exponential backoff with jitter, and ``Retry-After``."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+__all__ = ["backoff_delay", "parse_retry_after"]
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
+    """Delay before retry number ``attempt`` (0-based).
+
+    "Equal jitter": half the exponential step is fixed so retries never bunch
+    at zero, half is random so many clients hitting one 429 spread out.
+    """
+    step = min(cap, base * (2**attempt))
+    return step / 2 + (rng or random).uniform(0, step / 2)
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        # An HTTP date is wall-clock by definition; this is the one place the
+        # client reads the wall clock, and only to turn a date into a delay.
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)

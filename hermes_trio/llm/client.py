@@ -1,0 +1,481 @@
+"""The model client: one ``httpx.AsyncClient`` per process, used inside the
+caller's nursery and cancel scopes.
+
+Streaming requests deliver each parsed delta through an ``on_delta`` callback
+as it arrives, so the caller decides where text goes and a slow consumer
+slows the upstream read (no buffering here). Retries happen only while
+nothing has reached the consumer; afterwards a failure is an error that
+carries the partial text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import trio
+
+from ..config import ModelConfig
+from ..events import Usage
+from ..wire.chat_chunks import (
+    AssistantMessage,
+    ChatChunkAccumulator,
+    ChunkDelta,
+    ChunkError,
+    ProviderError,
+    message_from_completion,
+)
+from ..wire.responses_stream import (
+    ResponsesStreamAccumulator,
+    chat_messages_to_responses_input,
+    chat_tools_to_responses_tools,
+    message_from_response,
+)
+from ..wire.sse import SSEDecoder, SSEEvent
+from .backoff import backoff_delay, parse_retry_after
+from .errors import ModelError
+
+__all__ = ["ModelClient", "ModelRequest", "ModelResponse", "OnDelta", "Target", "make_http_client"]
+
+log = logging.getLogger("hermes_trio.llm")
+
+OnDelta = Callable[[ChunkDelta], Awaitable[None]]
+
+# Statuses a server sends when it will not stream this request; the same
+# request is then tried once without ``stream``.
+_STREAM_REFUSAL_STATUSES = frozenset({400, 415, 422, 501})
+_MAX_RETRY_AFTER = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One model on one server: the primary or a fallback."""
+
+    name: str
+    base_url: str
+    api_key: str | None
+    api_mode: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.base_url}#{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    messages: list[dict[str, Any]]
+    tools: Sequence[dict[str, Any]] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    message: AssistantMessage
+    usage: Usage | None
+    model: str
+    streamed: bool
+
+
+class _Delivery:
+    """Tracks what has reached the consumer, which decides whether a retry
+    is still silent."""
+
+    __slots__ = ("delivered", "on_delta", "parts")
+
+    def __init__(self, on_delta: OnDelta) -> None:
+        self.on_delta = on_delta
+        self.delivered = False
+        self.parts: list[str] = []
+
+    async def __call__(self, delta: ChunkDelta) -> None:
+        if delta.content or delta.reasoning or delta.tool_calls:
+            self.delivered = True
+            if delta.content:
+                self.parts.append(delta.content)
+            await self.on_delta(delta)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class _StreamUnsupported(Exception):
+    def __init__(self, reason: str, *, remember: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.remember = remember
+
+
+def make_http_client(config: ModelConfig) -> httpx.AsyncClient:
+    """The process's one HTTP client for model servers."""
+    timeouts = config.timeouts
+    # Reads are bounded by trio cancel scopes (first token, idle) so that
+    # MockClock drives them and the limits differ before and after the first
+    # byte; httpx only bounds connecting.
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(connect=timeouts.connect, read=None, write=60.0, pool=None),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+    )
+
+
+class ModelClient:
+    def __init__(
+        self,
+        config: ModelConfig,
+        http: httpx.AsyncClient,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self.http = http
+        self._rng = rng or random.Random()
+        self._no_stream: set[str] = set()
+        self._logged_fallback: set[str] = set()
+
+    def targets(self, model: str | None = None) -> list[Target]:
+        cfg = self.config
+        if not cfg.base_url:
+            raise ModelError(
+                "no model server configured: set model.base_url in config.yaml, "
+                "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL",
+                code="model_unreachable",
+            )
+        primary = Target(model or cfg.name, cfg.base_url, cfg.api_key, cfg.api_mode)
+        chain = [primary]
+        for fb in cfg.fallbacks:
+            chain.append(
+                Target(
+                    fb.name,
+                    fb.base_url or cfg.base_url,
+                    fb.api_key if fb.api_key is not None else cfg.api_key,
+                    fb.api_mode or cfg.api_mode,
+                )
+            )
+        return chain
+
+    async def complete(
+        self,
+        request: ModelRequest,
+        *,
+        stream: bool,
+        on_delta: OnDelta,
+        model: str | None = None,
+    ) -> ModelResponse:
+        """Run one model request down the fallback chain."""
+        delivery = _Delivery(on_delta)
+        failures: list[tuple[Target, ModelError]] = []
+        chain = self.targets(model)
+        for position, target in enumerate(chain):
+            try:
+                return await self._complete_target(target, request, stream, delivery)
+            except ModelError as exc:
+                if delivery.delivered:
+                    raise exc.with_partial(delivery.text) from None
+                failures.append((target, exc))
+                if position + 1 < len(chain):
+                    log.warning(
+                        "model %s failed before answering (%s); trying fallback model %s",
+                        target.name,
+                        exc.message,
+                        chain[position + 1].name,
+                    )
+        first = failures[0][1]
+        if len(failures) == 1:
+            raise first
+        tried = "; ".join(f"{t.name}: {e.message}" for t, e in failures)
+        raise ModelError(
+            f"every configured model failed ({tried})",
+            code=failures[-1][1].code,
+            status=failures[-1][1].status,
+        )
+
+    async def _complete_target(
+        self, target: Target, request: ModelRequest, stream: bool, delivery: _Delivery
+    ) -> ModelResponse:
+        attempt = 0
+        while True:
+            try:
+                if stream and target.key not in self._no_stream:
+                    try:
+                        return await self._stream_once(target, request, delivery)
+                    except _StreamUnsupported as why:
+                        self._note_fallback(target, why)
+                return await self._plain_once(target, request, delivery)
+            except ModelError as exc:
+                if delivery.delivered or not exc.retryable or attempt >= self.config.max_retries:
+                    raise
+                delay = exc.retry_after
+                if delay is None:
+                    delay = backoff_delay(
+                        attempt, self.config.backoff_base, self.config.backoff_max, self._rng
+                    )
+                delay = min(delay, _MAX_RETRY_AFTER)
+                log.info(
+                    "model %s: %s; retry %d of %d in %.2f s",
+                    target.name,
+                    exc.message,
+                    attempt + 1,
+                    self.config.max_retries,
+                    delay,
+                )
+                await trio.sleep(delay)
+                attempt += 1
+
+    def _note_fallback(self, target: Target, why: _StreamUnsupported) -> None:
+        if why.remember:
+            self._no_stream.add(target.key)
+        if target.base_url not in self._logged_fallback:
+            self._logged_fallback.add(target.base_url)
+            log.warning(
+                "model server %s cannot stream (%s); using non-streaming requests",
+                target.base_url,
+                why.reason,
+            )
+
+    # -- one HTTP exchange -------------------------------------------------
+
+    def _headers(self, target: Target, *, stream: bool) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream" if stream else "application/json"}
+        if target.api_key:
+            headers["Authorization"] = f"Bearer {target.api_key}"
+        return headers
+
+    def _body(self, target: Target, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        params = dict(request.params)
+        if target.api_mode == "responses":
+            instructions, items = chat_messages_to_responses_input(request.messages)
+            body: dict[str, Any] = {"model": target.name, "input": items}
+            if instructions:
+                body["instructions"] = instructions
+            if request.tools:
+                body["tools"] = chat_tools_to_responses_tools(list(request.tools))
+            for old, new in (
+                ("max_tokens", "max_output_tokens"),
+                ("max_completion_tokens", "max_output_tokens"),
+            ):
+                if old in params:
+                    params[new] = params.pop(old)
+            params.pop("stop", None)  # the Responses API has no stop sequences
+        else:
+            body = {"model": target.name, "messages": request.messages}
+            if request.tools:
+                body["tools"] = list(request.tools)
+        body.update(params)
+        body.update(self.config.extra_body)
+        if stream:
+            body["stream"] = True
+            if target.api_mode != "responses" and self.config.include_usage:
+                body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _url(self, target: Target) -> str:
+        path = "/responses" if target.api_mode == "responses" else "/chat/completions"
+        return target.base_url.rstrip("/") + path
+
+    async def _stream_once(
+        self, target: Target, request: ModelRequest, delivery: _Delivery
+    ) -> ModelResponse:
+        timeouts = self.config.timeouts
+        responses_mode = target.api_mode == "responses"
+        acc: ChatChunkAccumulator | ResponsesStreamAccumulator = (
+            ResponsesStreamAccumulator() if responses_mode else ChatChunkAccumulator()
+        )
+        decoder = SSEDecoder()
+        seen_event = False
+        finished = False
+        with trio.CancelScope(deadline=trio.current_time() + timeouts.first_token) as scope:
+            try:
+                async with self.http.stream(
+                    "POST",
+                    self._url(target),
+                    json=self._body(target, request, stream=True),
+                    headers=self._headers(target, stream=True),
+                ) as response:
+                    if response.status_code != 200:
+                        raw = await response.aread()
+                        if response.status_code in _STREAM_REFUSAL_STATUSES:
+                            raise _StreamUnsupported(
+                                f"HTTP {response.status_code} for stream: true: {_error_text(raw)}",
+                                remember=True,
+                            )
+                        raise _status_error(target, response, raw)
+                    ctype = response.headers.get("content-type", "")
+                    if "text/event-stream" not in ctype:
+                        raw = await response.aread()
+                        msg, usage = _parse_plain(raw, responses_mode)
+                        self._note_fallback(
+                            target,
+                            _StreamUnsupported(
+                                f"answered {ctype or 'no content type'}", remember=True
+                            ),
+                        )
+                        await delivery(ChunkDelta(content=msg.content, reasoning=msg.reasoning))
+                        return ModelResponse(msg, usage, target.name, streamed=False)
+                    async for raw in response.aiter_raw():
+                        events = decoder.feed(raw)
+                        if not events:
+                            continue
+                        seen_event = True
+                        scope.deadline = math.inf  # a slow consumer is not model silence
+                        for event in events:
+                            if not isinstance(event, SSEEvent):
+                                continue
+                            delta = _feed(acc, event, responses_mode)
+                            if delta is None:
+                                finished = True
+                                break
+                            await delivery(delta)
+                        if finished:
+                            break
+                        scope.deadline = trio.current_time() + timeouts.idle
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                raise ModelError(
+                    f"cannot connect to the model server at {target.base_url}: {exc}",
+                    code="model_unreachable",
+                    retryable=True,
+                ) from None
+            except httpx.TransportError as exc:
+                if not seen_event:
+                    raise _StreamUnsupported(
+                        f"stream failed before its first byte ({type(exc).__name__})",
+                        remember=False,
+                    ) from None
+                raise ModelError(
+                    f"the model server at {target.base_url} dropped the stream "
+                    f"({type(exc).__name__}: {exc})",
+                    code="model_error",
+                    retryable=True,
+                ) from None
+            except ProviderError as exc:
+                raise ModelError(
+                    f"the model server reported an error: {exc.message}", code="model_error"
+                ) from None
+            except ChunkError as exc:
+                raise ModelError(f"the model server sent a malformed chunk: {exc}") from None
+        if scope.cancelled_caught:
+            if seen_event:
+                raise ModelError(
+                    f"the model server at {target.base_url} went silent for "
+                    f"{timeouts.idle:g} s in the middle of its answer",
+                    code="model_timeout",
+                    retryable=True,
+                )
+            raise ModelError(
+                f"no answer from the model server at {target.base_url} within "
+                f"{timeouts.first_token:g} s",
+                code="model_timeout",
+            )
+        if not seen_event:
+            raise _StreamUnsupported("the stream ended before its first event", remember=False)
+        message = acc.result()
+        if not finished and message.finish_reason is None and not responses_mode:
+            raise ModelError(
+                f"the model server at {target.base_url} ended the stream before finishing",
+                retryable=True,
+            )
+        return ModelResponse(message, acc.usage, target.name, streamed=True)
+
+    async def _plain_once(
+        self, target: Target, request: ModelRequest, delivery: _Delivery
+    ) -> ModelResponse:
+        timeouts = self.config.timeouts
+        with trio.move_on_after(timeouts.request) as scope:
+            try:
+                response = await self.http.post(
+                    self._url(target),
+                    json=self._body(target, request, stream=False),
+                    headers=self._headers(target, stream=False),
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                raise ModelError(
+                    f"cannot connect to the model server at {target.base_url}: {exc}",
+                    code="model_unreachable",
+                    retryable=True,
+                ) from None
+            except httpx.TransportError as exc:
+                raise ModelError(
+                    f"the model server at {target.base_url} failed: {type(exc).__name__}: {exc}",
+                    retryable=True,
+                ) from None
+        if scope.cancelled_caught:
+            raise ModelError(
+                f"no answer from the model server at {target.base_url} within "
+                f"{timeouts.request:g} s",
+                code="model_timeout",
+            )
+        if response.status_code != 200:
+            raise _status_error(target, response, response.content)
+        message, usage = _parse_plain(response.content, target.api_mode == "responses")
+        await delivery(ChunkDelta(content=message.content, reasoning=message.reasoning))
+        return ModelResponse(message, usage, target.name, streamed=False)
+
+
+def _feed(
+    acc: ChatChunkAccumulator | ResponsesStreamAccumulator, event: SSEEvent, responses_mode: bool
+) -> ChunkDelta | None:
+    """Feed one SSE event; returns its delta, or None at the end of the stream."""
+    if responses_mode:
+        assert isinstance(acc, ResponsesStreamAccumulator)
+        etype = event.event
+        if etype == "message":
+            try:
+                etype = json.loads(event.data).get("type", "message")
+            except (ValueError, AttributeError):
+                etype = "message"
+        delta = acc.feed_json(etype, event.data)
+        return None if acc.done and not (delta.content or delta.tool_calls) else delta
+    if event.data == "[DONE]":
+        return None
+    assert isinstance(acc, ChatChunkAccumulator)
+    return acc.feed_json(event.data)
+
+
+def _parse_plain(raw: bytes, responses_mode: bool) -> tuple[AssistantMessage, Usage | None]:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise ModelError(
+            f"the model server answered with something that is not JSON: {raw[:200]!r}"
+        ) from None
+    try:
+        if responses_mode:
+            return message_from_response(body)
+        return message_from_completion(body)
+    except ProviderError as exc:
+        raise ModelError(f"the model server reported an error: {exc.message}") from None
+    except ChunkError as exc:
+        raise ModelError(f"the model server sent a malformed answer: {exc}") from None
+
+
+def _error_text(raw: bytes) -> str:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw[:300].decode("utf-8", "replace").strip() or "(empty body)"
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+        if body.get("message"):
+            return str(body["message"])
+    return json.dumps(body)[:300]
+
+
+def _status_error(target: Target, response: httpx.Response, raw: bytes) -> ModelError:
+    status = response.status_code
+    retry_after = parse_retry_after(response.headers.get("retry-after"))
+    return ModelError(
+        f"the model server at {target.base_url} answered HTTP {status}: {_error_text(raw)}",
+        code="model_error",
+        status=status,
+        retryable=status == 429 or status >= 500,
+        retry_after=retry_after if status in (429, 503) else None,
+    )

@@ -1,0 +1,37 @@
+"""Errors the model client raises once it has given up."""
+
+from __future__ import annotations
+
+__all__ = ["ModelError"]
+
+
+class ModelError(Exception):
+    """The model server could not give an answer.
+
+    ``code`` is ``model_unreachable`` (no connection), ``model_timeout`` (a
+    timeout fired) or ``model_error`` (the server answered with an error).
+    ``partial`` holds the text that had already reached the consumer when the
+    stream broke, so nothing is shown twice and nothing is silently lost.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "model_error",
+        status: int | None = None,
+        partial: str = "",
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+        self.partial = partial
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+    def with_partial(self, partial: str) -> ModelError:
+        self.partial = partial
+        return self

@@ -1,0 +1,283 @@
+"""Home Assistant over its REST API, plus a small inbound webhook.
+
+No extra dependency and no long-lived socket to HA: HA pushes each user
+message to us, and we answer through HA's documented REST API.
+
+Inbound: the adapter serves ``POST http://{webhook_host}:{webhook_port}/hermes``
+with ``Authorization: Bearer {secret}`` (``webhook_secret``, falling back to
+the HA access token) and a JSON body::
+
+    {"text": "turn on the lights", "conversation_id": "kitchen",
+     "user_id": "abc123", "user_name": "Ana"}          # only text is required
+
+``conversation_id`` (else ``user_id``, else ``"homeassistant"``) is the chat
+id. Answers: 200 ``{"ok": true}``; 401 bad or missing bearer; 400 bad body.
+In HA this is a ``rest_command`` called from an automation, e.g.::
+
+    rest_command:
+      hermes:
+        url: "http://hermes-host:8644/hermes"
+        method: post
+        headers:
+          authorization: !secret hermes_bearer     # "Bearer <secret>"
+        content_type: "application/json"
+        payload: >-
+          {"text": {{ text | tojson }},
+           "conversation_id": {{ conversation_id | default('default') | tojson }}}
+
+Outbound, with the long-lived access token (``Authorization: Bearer``):
+
+- default: fire an event, ``POST {url}/api/events/hermes_reply`` with
+  ``{"conversation_id", "text", "message_id"}``; automations trigger on the
+  event (speak it, show it, forward it).
+- with ``notify_service="mobile_app_phone"``: call
+  ``POST {url}/api/services/notify/mobile_app_phone`` with
+  ``{"message": text, "title": "Hermes"}``.
+
+At start, ``GET {url}/api/`` checks the token (401 raises ``PlatformError``).
+Messages cannot be edited or deleted.
+"""
+
+from __future__ import annotations
+
+import hmac
+import itertools
+import logging
+from functools import partial
+from typing import Any
+
+import httpx
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from quart import request
+from quart_trio import QuartTrio
+
+from ..config import HomeAssistantConfig
+from .base import Capabilities, InboundMessage, PlatformError, RateLimited
+
+__all__ = [
+    "HOMEASSISTANT_CAPABILITIES",
+    "HomeAssistantAdapter",
+    "HomeAssistantMessenger",
+    "TokenRejected",
+]
+
+log = logging.getLogger(__name__)
+
+HOMEASSISTANT_CAPABILITIES = Capabilities(
+    can_edit=False, max_length=4096, length_unit="chars", can_delete=False, can_type=False
+)
+WEBHOOK_PATH = "/hermes"
+MAX_BODY = 256 * 1024
+
+
+class TokenRejected(PlatformError):
+    """HA answered 401: the access token is wrong or revoked."""
+
+
+def _hypercorn_config(host: str, port: int, logger_name: str) -> HypercornConfig:
+    # No access log: it would be noise; errors go to our logger.
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger(logger_name)
+    config.graceful_timeout = 1.0
+    config.include_server_header = False
+    return config
+
+
+class HomeAssistantAdapter:
+    """Serves the inbound webhook; replies by event or notify service.
+
+    ``webhook_url`` is the bound URL once ``run`` has started.
+    ``filter_users=False`` hands every sender on (the gateway enforces the
+    allow-list itself so it can answer refused users).
+    """
+
+    name = "homeassistant"
+
+    def __init__(
+        self,
+        config: HomeAssistantConfig,
+        client: httpx.AsyncClient,
+        *,
+        webhook_host: str = "127.0.0.1",
+        webhook_port: int = 8644,
+        webhook_secret: str | None = None,
+        reply_event: str = "hermes_reply",
+        notify_service: str | None = None,
+        request_timeout: float = 30.0,
+        filter_users: bool = True,
+    ) -> None:
+        if not config.token:
+            raise PlatformError(
+                "homeassistant: no access token configured (platforms.homeassistant.token)"
+            )
+        self.config = config
+        self._client = client
+        self._base = config.url.rstrip("/")
+        self._token = config.token
+        self._secret = webhook_secret or config.token
+        self.webhook_host = webhook_host
+        self.webhook_port = webhook_port
+        self.reply_event = reply_event
+        self.notify_service = notify_service
+        self.request_timeout = request_timeout
+        self._allowed = frozenset(config.allowed_users) if filter_users else frozenset()
+        self._ids = itertools.count(1)
+        self.webhook_url: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<HomeAssistantAdapter {self._base}>"
+
+    # -- HA REST -----------------------------------------------------------
+
+    async def _request(self, method: str, path: str, json: Any = None) -> Any:
+        what = f"homeassistant {method} {path}"
+        try:
+            response = await self._client.request(
+                method,
+                f"{self._base}{path}",
+                json=json,
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=httpx.Timeout(self.request_timeout, connect=10.0),
+            )
+        except httpx.HTTPError as exc:
+            detail = str(exc).replace(self._token, "<redacted>")
+            raise PlatformError(f"{what}: network error: {type(exc).__name__}: {detail}") from None
+        if response.status_code == 401:
+            raise TokenRejected(
+                "homeassistant: the access token was rejected (401); "
+                "check platforms.homeassistant.token (a long-lived access token)"
+            )
+        if response.status_code == 429:
+            try:
+                retry_after = float(response.headers.get("retry-after", "1"))
+            except ValueError:
+                retry_after = 1.0
+            raise RateLimited(retry_after, f"{what}: too many requests")
+        if response.status_code >= 400:
+            detail = response.text.strip()[:200].replace(self._token, "<redacted>")
+            raise PlatformError(f"{what}: HTTP {response.status_code}: {detail}")
+        try:
+            return response.json()
+        except ValueError:
+            return response.text
+
+    async def check(self) -> None:
+        """``GET /api/``: raises ``PlatformError`` when HA refuses the token."""
+        await self._request("GET", "/api/")
+
+    async def send_text(self, chat_id: str, text: str) -> str:
+        message_id = f"ha-{next(self._ids)}"
+        if self.notify_service:
+            await self._request(
+                "POST",
+                f"/api/services/notify/{self.notify_service}",
+                {"message": text, "title": "Hermes"},
+            )
+        else:
+            await self._request(
+                "POST",
+                f"/api/events/{self.reply_event}",
+                {"conversation_id": chat_id, "text": text, "message_id": message_id},
+            )
+        return message_id
+
+    # -- inbound -----------------------------------------------------------
+
+    async def run(
+        self,
+        inbound: trio.MemorySendChannel[InboundMessage],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve the inbound webhook until cancelled. A rejected token raises
+        at once; HA being unreachable is only logged (it may start later)."""
+        try:
+            await self.check()
+        except TokenRejected:
+            raise
+        except PlatformError as exc:
+            log.warning("homeassistant: cannot reach %s yet (%s)", self._base, exc)
+        app = self._build_app(inbound)
+        hconfig = _hypercorn_config(self.webhook_host, self.webhook_port, f"{__name__}.http")
+        async with trio.open_nursery() as nursery:
+            binds: list[str] = await nursery.start(partial(serve, app, hconfig))
+            self.webhook_url = binds[0] + WEBHOOK_PATH
+            log.info("homeassistant: webhook listening on %s", self.webhook_url)
+            task_status.started()
+
+    def _build_app(self, inbound: trio.MemorySendChannel[InboundMessage]) -> QuartTrio:
+        app = QuartTrio(__name__)
+        app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+        expected = f"Bearer {self._secret}".encode()
+
+        @app.post(WEBHOOK_PATH)
+        async def receive() -> tuple[dict[str, Any], int]:
+            given = request.headers.get("Authorization", "").encode("utf-8", "replace")
+            if not hmac.compare_digest(given, expected):
+                log.warning("homeassistant: refused a webhook call with a bad bearer token")
+                return {"ok": False, "error": "unauthorized"}, 401
+            body = await request.get_json(force=True, silent=True)
+            message = self._to_inbound(body)
+            if message is None:
+                return {"ok": False, "error": "expected a JSON object with a text"}, 400
+            if self._allowed and message.user_id not in self._allowed:
+                log.info("homeassistant: ignoring a message from %s (not allowed)", message.user_id)
+                return {"ok": True, "ignored": True}, 200
+            try:
+                await inbound.send(message)
+            except trio.BrokenResourceError:
+                return {"ok": False, "error": "shutting down"}, 503
+            return {"ok": True}, 200
+
+        return app
+
+    @staticmethod
+    def _to_inbound(body: Any) -> InboundMessage | None:
+        if not isinstance(body, dict):
+            return None
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return None
+        user_id = str(body.get("user_id") or "homeassistant")
+        conversation = body.get("conversation_id") or body.get("user_id") or "homeassistant"
+        user_name = body.get("user_name")
+        return InboundMessage(
+            platform="homeassistant",
+            chat_id=str(conversation),
+            user_id=user_id,
+            text=text,
+            message_id=str(body["message_id"]) if body.get("message_id") else None,
+            user_name=str(user_name) if user_name else None,
+            raw=body,
+        )
+
+    # -- outbound ----------------------------------------------------------
+
+    def messenger(self, chat_id: str) -> HomeAssistantMessenger:
+        return HomeAssistantMessenger(self, str(chat_id))
+
+
+class HomeAssistantMessenger:
+    """Replies to one HA conversation. No edits, deletes or typing."""
+
+    capabilities = HOMEASSISTANT_CAPABILITIES
+
+    def __init__(self, adapter: HomeAssistantAdapter, chat_id: str) -> None:
+        self._adapter = adapter
+        self.chat_id = chat_id
+
+    async def send(self, text: str) -> str:
+        return await self._adapter.send_text(self.chat_id, text)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        raise PlatformError("homeassistant: cannot edit messages")
+
+    async def delete(self, message_id: str) -> None:
+        raise PlatformError("homeassistant: cannot delete messages")
+
+    async def typing(self) -> None:
+        return None

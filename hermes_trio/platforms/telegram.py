@@ -1,0 +1,424 @@
+"""Telegram over the Bot API, on httpx (so it runs under trio).
+
+Every call is ``POST {api_base_url}/bot{token}/{method}`` with a JSON body;
+answers are ``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code",
+"description", "parameters"}``. Inbound messages arrive by long polling
+``getUpdates``; the adapter keeps the offset (last ``update_id`` + 1) on the
+instance, so a restarted ``run`` continues where the previous one stopped and
+no update is handed over twice.
+
+Outgoing text is converted from common Markdown to MarkdownV2. If Telegram
+still refuses the markup ("can't parse entities"), the same call is repeated
+as plain text with the original text.
+
+The bot token is part of every URL, so it must never reach a log line or an
+exception message: the adapter never logs URLs, redacts the token from every
+error it raises (httpx puts URLs in its exceptions), and installs a filter on
+the ``httpx`` logger, which logs each request URL at INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from typing import Any
+
+import httpx
+import trio
+
+from ..config import TelegramConfig
+from .base import Capabilities, InboundMessage, PlatformError, RateLimited
+from .telegram_format import to_markdown_v2
+
+__all__ = [
+    "TELEGRAM_CAPABILITIES",
+    "TelegramAdapter",
+    "TelegramApiError",
+    "TelegramMessenger",
+    "TokenRejected",
+    "redact",
+]
+
+log = logging.getLogger(__name__)
+
+TELEGRAM_CAPABILITIES = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")
+
+
+class TokenRejected(PlatformError):
+    """Telegram answered 401: the bot token is wrong or revoked. Retrying
+    cannot help; the configuration has to change."""
+
+
+class TelegramApiError(PlatformError):
+    """Telegram answered ``ok: false``; ``error_code`` and ``description``
+    are its own (``str()`` adds the method)."""
+
+    def __init__(self, method: str, error_code: int, description: str) -> None:
+        super().__init__(f"telegram {method}: {description}")
+        self.method = method
+        self.error_code = error_code
+        self.description = description
+
+
+class _EntitiesRejected(TelegramApiError):
+    """400 "can't parse entities": the MarkdownV2 markup was refused."""
+
+
+# ---------------------------------------------------------------------------
+# Secret redaction
+
+_SECRETS: set[str] = set()
+
+
+def _register_secret(secret: str) -> None:
+    _SECRETS.add(secret)
+    quoted = urllib.parse.quote(secret, safe="")
+    if quoted != secret:
+        _SECRETS.add(quoted)
+    _install_log_filter()
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret (bot tokens) replaced."""
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, "<redacted>")
+    return text
+
+
+class _RedactFilter(logging.Filter):
+    """Rewrites log records that would print a registered secret."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _SECRETS:
+            try:
+                message = record.getMessage()
+            except Exception:
+                return True
+            cleaned = redact(message)
+            if cleaned != message:
+                record.msg = cleaned
+                record.args = None
+        return True
+
+
+_FILTER = _RedactFilter()
+
+
+def _install_log_filter() -> None:
+    # Logger-level filters run for records created on that logger, before any
+    # handler sees them; httpx and httpcore are where request URLs are logged.
+    for name in ("httpx", "httpcore"):
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
+# ---------------------------------------------------------------------------
+
+
+def _chat_ref(chat_id: str) -> int | str:
+    try:
+        return int(chat_id)
+    except ValueError:
+        return chat_id  # "@channelusername"
+
+
+def _message_ref(message_id: str) -> int:
+    try:
+        return int(message_id)
+    except ValueError:
+        raise PlatformError(
+            f"telegram: message id must be an integer, got {message_id!r}"
+        ) from None
+
+
+class TelegramAdapter:
+    """Long-polls the Bot API and hands out one ``TelegramMessenger`` per chat.
+
+    ``client`` is shared and owned by the caller. ``markdown=False`` sends
+    plain text only. Backoff after a failed poll starts at
+    ``backoff_initial`` seconds and doubles up to ``backoff_max``.
+
+    ``filter_users=True`` drops messages from users outside a non-empty
+    ``allowed_users`` here. The gateway passes False and enforces the
+    allow-list itself, because only it can answer the refused user.
+    """
+
+    name = "telegram"
+
+    def __init__(
+        self,
+        config: TelegramConfig,
+        client: httpx.AsyncClient,
+        *,
+        markdown: bool = True,
+        request_timeout: float = 30.0,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 30.0,
+        filter_users: bool = True,
+    ) -> None:
+        if not config.token:
+            raise PlatformError(
+                "telegram: no bot token configured "
+                "(set platforms.telegram.token or TELEGRAM_BOT_TOKEN)"
+            )
+        self.config = config
+        self._client = client
+        self._token = config.token
+        _register_secret(config.token)
+        self._base = config.api_base_url.rstrip("/")
+        self.markdown = markdown
+        self.request_timeout = request_timeout
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self._allowed = frozenset(config.allowed_users) if filter_users else frozenset()
+        self._offset: int | None = None
+        self.bot_user: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<TelegramAdapter {self._base}>"
+
+    @property
+    def offset(self) -> int | None:
+        """The next ``getUpdates`` offset (last handled ``update_id`` + 1)."""
+        return self._offset
+
+    # -- low level ---------------------------------------------------------
+
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        http_timeout: float | None = None,
+    ) -> Any:
+        """Call a Bot API method; returns ``result`` or raises ``PlatformError``
+        (``RateLimited`` for 429, ``TokenRejected`` for 401). ``http_timeout``
+        is httpx's per-request timeout (a long poll needs more than a send)."""
+        url = f"{self._base}/bot{self._token}/{method}"
+        req_timeout = httpx.Timeout(http_timeout or self.request_timeout, connect=10.0)
+        try:
+            response = await self._client.post(url, json=params or {}, timeout=req_timeout)
+        except httpx.HTTPError as exc:
+            # httpx messages can include the request URL, hence the token.
+            detail = redact(str(exc)) or type(exc).__name__
+            raise PlatformError(
+                f"telegram {method}: network error: {type(exc).__name__}: {detail}"
+            ) from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            if response.status_code == 401:
+                raise TokenRejected(_TOKEN_REJECTED) from None
+            raise PlatformError(
+                f"telegram {method}: HTTP {response.status_code} with a non-JSON answer"
+            )
+        if body.get("ok") is True and response.status_code < 400:
+            return body.get("result")
+        code = body.get("error_code")
+        if not isinstance(code, int):
+            code = response.status_code
+        description = redact(str(body.get("description") or f"HTTP {response.status_code}"))
+        parameters = body.get("parameters")
+        if not isinstance(parameters, dict):
+            parameters = {}
+        if code == 429 or response.status_code == 429:
+            retry_after = parameters.get("retry_after")
+            if not isinstance(retry_after, int | float):
+                retry_after = _retry_after_header(response) or 1.0
+            raise RateLimited(float(retry_after), f"telegram {method}: {description}")
+        if code == 401 or response.status_code == 401:
+            raise TokenRejected(_TOKEN_REJECTED)
+        if code == 400 and "can't parse entities" in description.lower():
+            raise _EntitiesRejected(method, code, description)
+        if "migrate_to_chat_id" in parameters:
+            description += f" (the group is now chat {parameters['migrate_to_chat_id']})"
+        raise TelegramApiError(method, code, description)
+
+    async def get_me(self) -> dict[str, Any]:
+        me = await self.call("getMe")
+        if not isinstance(me, dict):
+            raise PlatformError("telegram getMe: answer without a bot user")
+        self.bot_user = me
+        return me
+
+    # -- inbound -----------------------------------------------------------
+
+    async def run(
+        self,
+        inbound: trio.MemorySendChannel[InboundMessage],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Poll for messages until cancelled.
+
+        A rejected token raises ``TokenRejected`` at once (before
+        ``task_status.started()`` when it shows up in the first call).
+        Network trouble is logged and retried with backoff: Telegram being
+        unreachable at startup does not hold up whoever started us.
+        """
+        try:
+            me = await self.get_me()
+            log.info("telegram: polling as @%s", me.get("username", "?"))
+        except TokenRejected:
+            raise
+        except PlatformError as exc:
+            if isinstance(exc, TelegramApiError) and exc.error_code == 404:
+                # The Bot API answers 404 to a malformed token (and a wrong
+                # api_base_url looks the same): polling would never work.
+                raise TokenRejected(
+                    "telegram: the Bot API does not know this bot token (404 Not Found); "
+                    "check platforms.telegram.token and platforms.telegram.api_base_url"
+                ) from None
+            log.warning("telegram: could not reach the Bot API yet (%s); will keep trying", exc)
+        task_status.started()
+
+        delay = self.backoff_initial
+        while True:
+            params: dict[str, Any] = {
+                "timeout": self.config.poll_timeout,
+                "allowed_updates": ["message"],
+            }
+            if self._offset is not None:
+                params["offset"] = self._offset
+            try:
+                updates = await self.call(
+                    "getUpdates", params, http_timeout=self.config.poll_timeout + 15.0
+                )
+            except TokenRejected:
+                raise
+            except RateLimited as exc:
+                log.warning("telegram: getUpdates rate limited; waiting %g s", exc.retry_after)
+                await trio.sleep(exc.retry_after)
+                continue
+            except PlatformError as exc:
+                log.warning("telegram: polling failed (%s); retrying in %g s", exc, delay)
+                await trio.sleep(delay)
+                delay = min(delay * 2, self.backoff_max)
+                continue
+            if not isinstance(updates, list):
+                log.warning("telegram: getUpdates answered %s, not a list", type(updates).__name__)
+                await trio.sleep(delay)
+                continue
+            delay = self.backoff_initial
+            for update in updates:
+                try:
+                    await self._handle_update(update, inbound)
+                except trio.BrokenResourceError:
+                    log.info("telegram: inbound channel closed; stopping")
+                    return
+
+    async def _handle_update(
+        self, update: dict[str, Any], inbound: trio.MemorySendChannel[InboundMessage]
+    ) -> None:
+        if not isinstance(update, dict):
+            return
+        update_id = update.get("update_id")
+        message = _to_inbound(update.get("message"))
+        if message is not None and self._allowed and int(message.user_id) not in self._allowed:
+            log.info("telegram: ignoring a message from user %s (not allowed)", message.user_id)
+            message = None
+        if message is not None:
+            # A send that completes has delivered; one that is cancelled has
+            # not. So the offset moves only after a completed send: nothing is
+            # lost to cancellation and nothing is handed over twice.
+            await inbound.send(message)
+        if isinstance(update_id, int):
+            self._offset = max(self._offset or 0, update_id + 1)
+
+    # -- outbound ----------------------------------------------------------
+
+    def messenger(self, chat_id: str) -> TelegramMessenger:
+        return TelegramMessenger(self, str(chat_id))
+
+
+_TOKEN_REJECTED = (
+    "telegram: the bot token was rejected (401 Unauthorized); "
+    "check platforms.telegram.token / TELEGRAM_BOT_TOKEN"
+)
+
+
+def _retry_after_header(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _to_inbound(message: Any) -> InboundMessage | None:
+    if not isinstance(message, dict):
+        return None
+    text = message.get("text")
+    chat = message.get("chat") or {}
+    sender = message.get("from") or {}
+    if not isinstance(text, str) or "id" not in chat or sender.get("is_bot"):
+        return None
+    user_id = sender.get("id", chat["id"])
+    name = sender.get("username") or " ".join(
+        part for part in (sender.get("first_name"), sender.get("last_name")) if part
+    )
+    return InboundMessage(
+        platform="telegram",
+        chat_id=str(chat["id"]),
+        user_id=str(user_id),
+        text=text,
+        message_id=str(message["message_id"]) if "message_id" in message else None,
+        user_name=name or None,
+        raw=message,
+    )
+
+
+class TelegramMessenger:
+    """Sending to one Telegram chat. ``edit`` treats "message is not
+    modified" as success; markup Telegram refuses is resent as plain text."""
+
+    capabilities = TELEGRAM_CAPABILITIES
+
+    def __init__(self, adapter: TelegramAdapter, chat_id: str) -> None:
+        self._adapter = adapter
+        self.chat_id = chat_id
+
+    def __repr__(self) -> str:
+        return f"<TelegramMessenger chat={self.chat_id}>"
+
+    async def _call_text(self, method: str, params: dict[str, Any], text: str) -> Any:
+        if self._adapter.markdown:
+            try:
+                return await self._adapter.call(
+                    method, {**params, "text": to_markdown_v2(text), "parse_mode": "MarkdownV2"}
+                )
+            except _EntitiesRejected as exc:
+                log.warning("%s; sending as plain text", exc)
+        return await self._adapter.call(method, {**params, "text": text})
+
+    async def send(self, text: str) -> str:
+        result = await self._call_text("sendMessage", {"chat_id": _chat_ref(self.chat_id)}, text)
+        return str(result["message_id"])
+
+    async def edit(self, message_id: str, text: str) -> None:
+        params = {"chat_id": _chat_ref(self.chat_id), "message_id": _message_ref(message_id)}
+        try:
+            await self._call_text("editMessageText", params, text)
+        except TelegramApiError as exc:
+            if "message is not modified" in exc.description:
+                return
+            raise
+
+    async def delete(self, message_id: str) -> None:
+        params = {"chat_id": _chat_ref(self.chat_id), "message_id": _message_ref(message_id)}
+        try:
+            await self._adapter.call("deleteMessage", params)
+        except TelegramApiError as exc:
+            # Already gone is what we wanted.
+            if "message to delete not found" in exc.description:
+                return
+            raise
+
+    async def typing(self) -> None:
+        await self._adapter.call(
+            "sendChatAction", {"chat_id": _chat_ref(self.chat_id), "action": "typing"}
+        )

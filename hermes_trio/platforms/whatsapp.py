@@ -1,0 +1,373 @@
+"""WhatsApp over Meta's Cloud API.
+
+Inbound: the adapter serves the webhook Meta calls, at
+``http://{webhook_host}:{webhook_port}/webhook`` (put a TLS proxy in front;
+Meta only calls https URLs):
+
+- ``GET /webhook?hub.mode=subscribe&hub.verify_token=T&hub.challenge=C`` is
+  the subscription check: answered with ``C`` when ``T`` equals
+  ``verify_token``, else 403.
+- ``POST /webhook`` carries notifications. The raw body must be signed:
+  ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body, key app_secret>``
+  (missing: 401, wrong: 403, compared in constant time). Messages of type
+  ``text`` become ``InboundMessage``s; everything else (statuses, media) is
+  acknowledged and ignored. Meta redelivers on timeouts, so message ids seen
+  recently are dropped.
+
+Outbound: ``POST {api_base_url}/{phone_number_id}/messages`` with
+``Authorization: Bearer {access_token}`` and
+``{"messaging_product": "whatsapp", "to": ..., "type": "text",
+"text": {"body": ...}}``. Sent messages cannot be edited or deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from collections import OrderedDict
+from functools import partial
+from typing import Any
+
+import httpx
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from ..config import WhatsAppConfig
+from .base import Capabilities, InboundMessage, PlatformError, RateLimited
+
+__all__ = [
+    "WHATSAPP_CAPABILITIES",
+    "TokenRejected",
+    "WhatsAppAdapter",
+    "WhatsAppMessenger",
+    "signature",
+]
+
+log = logging.getLogger(__name__)
+
+WHATSAPP_CAPABILITIES = Capabilities(
+    can_edit=False, max_length=4096, length_unit="chars", can_delete=False, can_type=False
+)
+WEBHOOK_PATH = "/webhook"
+MAX_BODY = 1024 * 1024
+# Graph error codes that mean "slow down" even when the status is not 429.
+_RATE_CODES = frozenset({4, 80007, 130429, 131048, 131056})
+_DEFAULT_RETRY_AFTER = 5.0
+_SEEN_IDS = 1024
+
+
+class TokenRejected(PlatformError):
+    """The Graph API refused the access token (401 / OAuth code 190)."""
+
+
+def signature(body: bytes, app_secret: str) -> str:
+    """The ``X-Hub-Signature-256`` value Meta sends for ``body``."""
+    return "sha256=" + hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _check_signature(header: str | None, body: bytes, app_secret: str) -> int | None:
+    """None when the signature is right, else the HTTP status to answer."""
+    if not header or not header.startswith("sha256="):
+        return 401
+    expected = signature(body, app_secret).encode()
+    given = header.strip().lower().encode("ascii", "replace")
+    return None if hmac.compare_digest(given, expected) else 403
+
+
+def _hypercorn_config(host: str, port: int, logger_name: str) -> HypercornConfig:
+    """A quiet hypercorn config for a small webhook server: no access log
+    (query strings can hold verify tokens), errors to our own logger."""
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger(logger_name)
+    config.graceful_timeout = 1.0
+    config.include_server_header = False
+    return config
+
+
+class WhatsAppAdapter:
+    """Runs the webhook server and sends through the Graph API.
+
+    ``webhook_url`` is the bound URL once ``run`` has started (useful with
+    ``webhook_port=0``). ``filter_users=False`` hands every sender on (the
+    gateway enforces the allow-list itself so it can answer refused users).
+    """
+
+    name = "whatsapp"
+
+    def __init__(
+        self,
+        config: WhatsAppConfig,
+        client: httpx.AsyncClient,
+        *,
+        request_timeout: float = 30.0,
+        filter_users: bool = True,
+    ) -> None:
+        missing = [
+            key
+            for key in ("access_token", "phone_number_id", "app_secret")
+            if not getattr(config, key)
+        ]
+        if missing:
+            raise PlatformError(
+                "whatsapp: missing " + ", ".join(f"platforms.whatsapp.{key}" for key in missing)
+            )
+        self.config = config
+        self._client = client
+        self.request_timeout = request_timeout
+        self._allowed = frozenset(config.allowed_users) if filter_users else frozenset()
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self.webhook_url: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<WhatsAppAdapter phone_number_id={self.config.phone_number_id}>"
+
+    # -- inbound -----------------------------------------------------------
+
+    async def run(
+        self,
+        inbound: trio.MemorySendChannel[InboundMessage],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve the webhook until cancelled."""
+        if not self.config.verify_token:
+            log.warning("whatsapp: no verify_token configured; webhook verification will fail")
+        try:
+            await self.check()
+        except TokenRejected:
+            raise
+        except PlatformError as exc:
+            log.warning("whatsapp: could not check the phone number yet (%s)", exc)
+        app = self._build_app(inbound)
+        hconfig = _hypercorn_config(
+            self.config.webhook_host, self.config.webhook_port, f"{__name__}.http"
+        )
+        async with trio.open_nursery() as nursery:
+            binds: list[str] = await nursery.start(partial(serve, app, hconfig))
+            self.webhook_url = binds[0] + WEBHOOK_PATH
+            log.info("whatsapp: webhook listening on %s", self.webhook_url)
+            task_status.started()
+
+    def _build_app(self, inbound: trio.MemorySendChannel[InboundMessage]) -> QuartTrio:
+        app = QuartTrio(__name__)
+        app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+
+        @app.get(WEBHOOK_PATH)
+        async def verify() -> Response:
+            args = request.args
+            token = args.get("hub.verify_token", "")
+            expected = self.config.verify_token or ""
+            if (
+                args.get("hub.mode") == "subscribe"
+                and expected
+                and hmac.compare_digest(token.encode(), expected.encode())
+            ):
+                return Response(args.get("hub.challenge", ""), 200, content_type="text/plain")
+            return Response("forbidden", 403, content_type="text/plain")
+
+        @app.post(WEBHOOK_PATH)
+        async def notify() -> Response:
+            body = await request.get_data()
+            assert self.config.app_secret is not None
+            status = _check_signature(
+                request.headers.get("X-Hub-Signature-256"), body, self.config.app_secret
+            )
+            if status is not None:
+                log.warning("whatsapp: refused a webhook call with a bad signature (%d)", status)
+                return Response("invalid signature", status, content_type="text/plain")
+            try:
+                payload = json.loads(body)
+            except ValueError:
+                return Response("invalid JSON", 400, content_type="text/plain")
+            try:
+                for message in self._messages(payload):
+                    await self._deliver(message, inbound)
+            except trio.BrokenResourceError:
+                return Response("shutting down", 503, content_type="text/plain")
+            return Response("OK", 200, content_type="text/plain")
+
+        return app
+
+    async def _deliver(
+        self, message: InboundMessage, inbound: trio.MemorySendChannel[InboundMessage]
+    ) -> None:
+        key = message.message_id
+        if key is not None:
+            if key in self._seen:
+                return  # Meta redelivered it (or is redelivering it right now)
+            self._seen[key] = None
+            if len(self._seen) > _SEEN_IDS:
+                self._seen.popitem(last=False)
+        try:
+            await inbound.send(message)
+        except BaseException:
+            # Not delivered: let Meta's retry through.
+            if key is not None:
+                self._seen.pop(key, None)
+            raise
+
+    def _messages(self, payload: Any) -> list[InboundMessage]:
+        out: list[InboundMessage] = []
+        if not isinstance(payload, dict):
+            return out
+        for entry in _dicts(payload.get("entry")):
+            for change in _dicts(entry.get("changes")):
+                value = change.get("value")
+                if not isinstance(value, dict):
+                    continue
+                metadata = value.get("metadata")
+                number = metadata.get("phone_number_id") if isinstance(metadata, dict) else None
+                if number is not None and str(number) != str(self.config.phone_number_id):
+                    continue  # another number on the same app
+                names = {
+                    c.get("wa_id"): profile.get("name")
+                    for c in _dicts(value.get("contacts"))
+                    if isinstance(profile := c.get("profile"), dict)
+                }
+                for msg in _dicts(value.get("messages")):
+                    message = self._to_inbound(msg, names)
+                    if message is not None:
+                        out.append(message)
+        return out
+
+    def _to_inbound(self, msg: dict[str, Any], names: dict[Any, Any]) -> InboundMessage | None:
+        if msg.get("type") != "text":
+            return None
+        text = msg.get("text")
+        body = text.get("body") if isinstance(text, dict) else None
+        sender = msg.get("from")
+        message_id = msg.get("id")
+        if not isinstance(body, str) or not sender:
+            return None
+        if self._allowed and str(sender) not in self._allowed:
+            log.info("whatsapp: ignoring a message from %s (not allowed)", sender)
+            return None
+        name = names.get(sender)
+        return InboundMessage(
+            platform="whatsapp",
+            chat_id=str(sender),
+            user_id=str(sender),
+            text=body,
+            message_id=str(message_id) if message_id is not None else None,
+            user_name=name if isinstance(name, str) else None,
+            raw=msg,
+        )
+
+    # -- outbound ----------------------------------------------------------
+
+    def messenger(self, chat_id: str) -> WhatsAppMessenger:
+        return WhatsAppMessenger(self, str(chat_id))
+
+    async def send_text(self, to: str, text: str) -> str:
+        """Send ``text`` to ``to`` (a wa_id); returns the new message id."""
+        payload = {
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": to,
+            "type": "text",
+            "text": {"body": text, "preview_url": False},
+        }
+        body = await self._graph("POST", "messages", "send", json=payload)
+        try:
+            return str(body["messages"][0]["id"])
+        except (KeyError, IndexError, TypeError):
+            raise PlatformError("whatsapp send: answer without a message id") from None
+
+    async def check(self) -> dict[str, Any]:
+        """Read the phone number's details: proves token and number id work."""
+        return await self._graph(
+            "GET", "", "check", params={"fields": "display_phone_number,verified_name"}
+        )
+
+    async def _graph(
+        self,
+        method: str,
+        edge: str,
+        what: str,
+        *,
+        json: Any = None,
+        params: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        path = f"{self.config.phone_number_id}/{edge}" if edge else str(self.config.phone_number_id)
+        url = f"{self.config.api_base_url.rstrip('/')}/{path}"
+        headers = {"Authorization": f"Bearer {self.config.access_token}"}
+        try:
+            response = await self._client.request(
+                method,
+                url,
+                json=json,
+                params=params,
+                headers=headers,
+                timeout=httpx.Timeout(self.request_timeout, connect=10.0),
+            )
+        except httpx.HTTPError as exc:
+            raise PlatformError(
+                f"whatsapp {what}: network error: {type(exc).__name__}: {self._redact(str(exc))}"
+            ) from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if not isinstance(body, dict):
+            body = {}
+        if response.status_code < 400 and "error" not in body:
+            return body
+        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        code = error.get("code")
+        message = self._redact(str(error.get("message") or f"HTTP {response.status_code}"))
+        if response.status_code == 429 or code in _RATE_CODES:
+            raise RateLimited(_retry_after(response), f"whatsapp {what}: {message}")
+        if response.status_code == 401 or code == 190:
+            raise TokenRejected(
+                "whatsapp: the access token was rejected; check platforms.whatsapp.access_token"
+            )
+        suffix = f" (code {code})" if code is not None else ""
+        raise PlatformError(f"whatsapp {what}: {message}{suffix}")
+
+    def _redact(self, text: str) -> str:
+        token = self.config.access_token
+        return text.replace(token, "<redacted>") if token else text
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """The dict items of a JSON list (webhook payloads are not trusted to be
+    well-formed, even when signed)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _retry_after(response: httpx.Response) -> float:
+    try:
+        return float(response.headers["retry-after"])
+    except (KeyError, ValueError):
+        return _DEFAULT_RETRY_AFTER
+
+
+class WhatsAppMessenger:
+    """Sending to one WhatsApp user. Messages cannot be edited or deleted."""
+
+    capabilities = WHATSAPP_CAPABILITIES
+
+    def __init__(self, adapter: WhatsAppAdapter, chat_id: str) -> None:
+        self._adapter = adapter
+        self.chat_id = chat_id
+
+    async def send(self, text: str) -> str:
+        return await self._adapter.send_text(self.chat_id, text)
+
+    async def edit(self, message_id: str, text: str) -> None:
+        raise PlatformError("whatsapp: cannot edit messages")
+
+    async def delete(self, message_id: str) -> None:
+        raise PlatformError("whatsapp: cannot delete messages")
+
+    async def typing(self) -> None:
+        # The Cloud API only shows typing tied to an inbound message id; the
+        # capability says no, so the editor does not rely on it.
+        return None

@@ -1,0 +1,439 @@
+"""The quart-trio app: routes, auth, CORS and the turn plumbing.
+
+Each chat request runs one agent turn (``turns.start_turn``) whose consumer
+is the SSE writer (streaming) or a collector (non-streaming). Client
+disconnect cancels the request task; the ``finally`` blocks here then cancel
+the turn's scope, which closes the upstream stream and kills tool processes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hmac
+import json
+import logging
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import trio
+from quart import Response, request
+from quart.wrappers.response import ResponseBody
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from ..agent import Agent
+from ..consumers.sse import EXTENSIONS, PreStreamError, SSEOptions, error_status, write_chat_sse
+from ..events import StreamEvent, TurnFinished
+from ..wire.chat_out import ChatStreamFrames, completion_body, error_frame, new_completion_id
+from .chat_request import ChatRequest, parse_chat_request
+from .errors import APIError, error_body
+from .sessions import SessionStore, new_messages, validate_session_id
+from .turns import RunningTurn, TurnSlots, start_turn
+
+__all__ = ["ServerState", "create_app"]
+
+log = logging.getLogger("hermes_trio.server")
+
+# What the official SDKs send on every request; browsers preflight them.
+SDK_HEADERS = (
+    "authorization",
+    "content-type",
+    "x-session-id",
+    "x-hermes-stream-extensions",
+    "openai-organization",
+    "openai-project",
+    "openai-beta",
+    "x-stainless-arch",
+    "x-stainless-async",
+    "x-stainless-helper-method",
+    "x-stainless-lang",
+    "x-stainless-os",
+    "x-stainless-package-version",
+    "x-stainless-retry-count",
+    "x-stainless-runtime",
+    "x-stainless-runtime-version",
+    "x-stainless-timeout",
+    "x-stainless-poll-helper",
+    "x-stainless-custom-poll-interval",
+)
+
+
+@dataclass(eq=False)
+class ServerState:
+    agent: Agent
+    nursery: trio.Nursery
+    slots: TurnSlots
+    sessions: SessionStore
+    created: int = 0
+    turns: set[RunningTurn] = field(default_factory=set)
+
+
+def create_app(state: ServerState) -> QuartTrio:
+    config = state.agent.config
+    api = config.api_server
+    app = QuartTrio(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = api.max_body_bytes
+    # Quart would end a long stream after RESPONSE_TIMEOUT (DESIGN §7).
+    app.config["RESPONSE_TIMEOUT"] = None
+    app.config["BODY_TIMEOUT"] = 60
+    origins = frozenset(api.cors_origins)
+
+    def json_response(
+        body: Any, status: int = 200, headers: dict[str, str] | None = None
+    ) -> Response:
+        response = Response(
+            json.dumps(body, ensure_ascii=False), status=status, content_type="application/json"
+        )
+        for key, value in (headers or {}).items():
+            response.headers[key] = value
+        return response
+
+    @app.errorhandler(APIError)
+    async def on_api_error(exc: APIError) -> Response:
+        return json_response(exc.body(), exc.status, exc.headers)
+
+    @app.errorhandler(HTTPException)
+    async def on_http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        if status == 413:
+            message = f"request body too large (limit {api.max_body_bytes} bytes)"
+        elif status == 404:
+            message = f"no such endpoint: {request.method} {request.path}"
+        elif status == 405:
+            message = f"method {request.method} not allowed for {request.path}"
+        else:
+            message = exc.description or exc.name
+        return json_response(error_body(message, status=status), status)
+
+    @app.errorhandler(Exception)
+    async def on_unexpected(exc: Exception) -> Response:
+        log.exception("unexpected error in %s %s", request.method, request.path)
+        return json_response(error_body(f"internal error: {type(exc).__name__}", status=500), 500)
+
+    @app.before_request
+    async def check_request() -> Response | None:
+        origin = request.headers.get("Origin")
+        if origin is not None and origin not in origins and request.path.startswith("/v1"):
+            if request.method == "OPTIONS" or origins:
+                raise APIError(403, f"origin {origin} is not allowed", code="cors_origin_denied")
+        if request.method == "OPTIONS":
+            return _preflight(origin)
+        if request.path.startswith("/v1") and api.key:
+            given = request.headers.get("Authorization", "")
+            token = given[7:] if given[:7].lower() == "bearer " else ""
+            if not hmac.compare_digest(token.encode(), api.key.encode()):
+                raise APIError(
+                    401,
+                    "invalid or missing API key: send 'Authorization: Bearer <key>'",
+                    code="invalid_api_key",
+                )
+        length = request.content_length
+        if length is not None and length > api.max_body_bytes:
+            raise APIError(413, f"request body too large (limit {api.max_body_bytes} bytes)")
+        return None
+
+    def _preflight(origin: str | None) -> Response:
+        response = Response("", status=204)
+        if origin is not None and origin in origins:
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Access-Control-Allow-Methods"] = "GET, POST, DELETE, OPTIONS"
+            response.headers["Access-Control-Allow-Headers"] = ", ".join(SDK_HEADERS)
+            response.headers["Access-Control-Max-Age"] = "600"
+            response.headers["Vary"] = "Origin"
+        return response
+
+    @app.after_request
+    async def add_cors(response: Response) -> Response:
+        origin = request.headers.get("Origin")
+        if origin is not None and origin in origins:
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Access-Control-Expose-Headers"] = "Retry-After, X-Session-ID"
+            response.headers["Vary"] = "Origin"
+        return response
+
+    @app.get("/health")
+    async def health() -> Response:
+        return json_response({"status": "ok", "turns_running": state.slots.in_use})
+
+    @app.get("/v1/models")
+    async def models() -> Response:
+        return json_response(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": api.model_name,
+                        "object": "model",
+                        "created": state.created,
+                        "owned_by": "hermes-trio",
+                    }
+                ],
+            }
+        )
+
+    @app.get("/v1/models/<model_id>")
+    async def model(model_id: str) -> Response:
+        if model_id != api.model_name:
+            raise APIError(
+                404, f"model '{model_id}' does not exist", param="model", code="model_not_found"
+            )
+        return json_response(
+            {
+                "id": api.model_name,
+                "object": "model",
+                "created": state.created,
+                "owned_by": "hermes-trio",
+            }
+        )
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions() -> Response:
+        raw = await request.get_data(cache=False)
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            raise APIError(
+                400, f"invalid JSON in request body: {exc}", code="invalid_json"
+            ) from None
+        chat = parse_chat_request(body)
+        return await _run_chat(state, chat)
+
+    return app
+
+
+def _extensions() -> frozenset[str]:
+    asked = request.headers.get("X-Hermes-Stream-Extensions", "")
+    names = frozenset(part.strip().lower() for part in asked.split(",") if part.strip())
+    unknown = names - EXTENSIONS
+    if unknown:
+        raise APIError(
+            400,
+            f"unknown stream extension '{sorted(unknown)[0]}' in X-Hermes-Stream-Extensions "
+            f"(known: {', '.join(sorted(EXTENSIONS))})",
+            param="X-Hermes-Stream-Extensions",
+        )
+    return names
+
+
+async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
+    agent = state.agent
+    api = agent.config.api_server
+    run = _ChatRun(
+        state,
+        chat,
+        completion_id=new_completion_id(),
+        created=_now(),
+        model=chat.model or api.model_name,
+        extensions=_extensions(),
+    )
+    kwargs: dict[str, Any] = {
+        "stream": agent.streams("api_server", chat.stream),
+        "client_tools": chat.tools,
+        "params": chat.params,
+        "model": chat.model if (api.allow_model_override and chat.model) else None,
+        "system": chat.system,
+    }
+    session_id = request.headers.get("X-Session-ID")
+    if session_id is None:
+        await run.begin(list(chat.messages), kwargs)
+        return await run.respond()
+    validate_session_id(session_id)
+    key = SessionStore.key(request.headers.get("Authorization", ""), session_id)
+    session = state.sessions.get_or_create(key, agent.new_tool_context)
+    run.headers["X-Session-ID"] = session_id
+    async with session.lock:
+        if session.running is not None:
+            await session.running.stop("interrupted by a newer request on this session")
+        session.messages.extend(new_messages(session.messages, chat.messages))
+        kwargs["tool_context"] = session.tool_context
+        session.running = await run.begin(session.messages, kwargs)
+    return await run.respond()
+
+
+def _now() -> int:
+    # Completion objects carry a wall-clock timestamp by contract; trio's
+    # clock is monotonic and has no epoch.
+    return int(datetime.datetime.now(datetime.UTC).timestamp())
+
+
+class _ChatRun:
+    """One chat request's turn: started under the session lock, answered
+    outside it, so a newer request can interrupt while this one waits."""
+
+    def __init__(
+        self,
+        state: ServerState,
+        chat: ChatRequest,
+        *,
+        completion_id: str,
+        created: int,
+        model: str,
+        extensions: frozenset[str],
+    ) -> None:
+        self.state = state
+        self.chat = chat
+        self.completion_id = completion_id
+        self.created = created
+        self.model = model
+        self.extensions = extensions
+        self.headers: dict[str, str] = {}
+        self.turn: RunningTurn | None = None
+        self.finished: list[TurnFinished] = []
+        self.out: trio.MemoryReceiveChannel[bytes | PreStreamError] | None = None
+
+    async def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
+        state = self.state
+        state.slots.acquire()
+        try:
+            if self.chat.stream:
+                frames = ChatStreamFrames(
+                    self.completion_id,
+                    self.created,
+                    self.model,
+                    include_usage=self.chat.include_usage,
+                )
+                out_send, self.out = trio.open_memory_channel[bytes | PreStreamError](4)
+                options = SSEOptions(
+                    keepalive=state.agent.config.api_server.keepalive_interval,
+                    extensions=self.extensions,
+                )
+
+                async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+                    await write_chat_sse(receive, out_send, frames, options)
+
+            else:
+
+                async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+                    async with receive:
+                        async for event in receive:
+                            if isinstance(event, TurnFinished):
+                                self.finished.append(event)
+
+            self.turn = await start_turn(
+                state.nursery,
+                state.agent,
+                messages,
+                consumer,
+                on_exit=state.slots.release,
+                **kwargs,
+            )
+        except BaseException:
+            if self.turn is None:
+                state.slots.release()
+            raise
+        return self.turn
+
+    async def respond(self) -> Response:
+        turn = self.turn
+        assert turn is not None
+        if self.out is not None:
+            return await self._stream_response(turn, self.out)
+        try:
+            await turn.done.wait()
+        finally:
+            turn.cancel("client went away")
+        if not self.finished:
+            raise APIError(409, turn.interrupted or "the turn was interrupted", code="interrupted")
+        end = self.finished[0]
+        if end.finish_reason == "error":
+            raise APIError(
+                error_status(end.error_code),
+                end.error or "the model server failed",
+                code=end.error_code,
+            )
+        reason = (
+            end.finish_reason if end.finish_reason in ("stop", "length", "tool_calls") else "stop"
+        )
+        body = completion_body(
+            id=self.completion_id,
+            created=self.created,
+            model=self.model,
+            content=end.text if (end.text or not end.tool_calls) else None,
+            finish_reason=reason,
+            usage=end.usage,
+            tool_calls=end.tool_calls,
+        )
+        response = Response(json.dumps(body, ensure_ascii=False), content_type="application/json")
+        response.headers.update(self.headers)
+        return response
+
+    async def _stream_response(
+        self, turn: RunningTurn, out: trio.MemoryReceiveChannel[bytes | PreStreamError]
+    ) -> Response:
+        try:
+            first = await out.receive()
+        except trio.EndOfChannel:
+            first = error_frame(
+                turn.interrupted or "the turn ended without an answer",
+                type="interrupted",
+                code="interrupted",
+            )
+        except BaseException:
+            turn.cancel("client went away")
+            out.close()
+            raise
+        if isinstance(first, PreStreamError):
+            out.close()
+            raise APIError(first.status, first.message, code=first.code)
+        response = Response(
+            _StreamBody(first, out, turn), status=200, content_type="text/event-stream"
+        )
+        response.headers["Cache-Control"] = "no-cache"
+        response.headers["X-Accel-Buffering"] = "no"
+        response.headers.update(self.headers)
+        response.timeout = None
+        return response
+
+
+class _StreamBody(ResponseBody):
+    """The SSE response body: bytes from the turn's writer, and the cancel
+    of the turn when the response ends for any reason (client gone)."""
+
+    def __init__(
+        self,
+        first: bytes,
+        out: trio.MemoryReceiveChannel[bytes | PreStreamError],
+        turn: RunningTurn,
+    ) -> None:
+        self._first: bytes | None = first
+        self._out = out
+        self._turn = turn
+
+    async def __aenter__(self) -> _StreamBody:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._turn.cancel("client went away")
+        self._out.close()
+
+    def __aiter__(self) -> _StreamBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._first is not None:
+            piece, self._first = self._first, None
+            return piece
+        try:
+            item = await self._out.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            if self._turn.interrupted and self._turn.result is None:
+                reason = self._turn.interrupted
+                self._turn.interrupted = None
+                return error_frame(reason, type="interrupted", code="interrupted")
+            raise StopAsyncIteration from None
+        parts = [item] if isinstance(item, bytes) else []
+        # Coalesce whatever else is already waiting into the same socket write.
+        while True:
+            try:
+                more = self._out.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+            if isinstance(more, bytes):
+                parts.append(more)
+        return b"".join(parts)

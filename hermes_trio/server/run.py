@@ -1,0 +1,229 @@
+"""``hermes-trio serve``: hypercorn's trio worker around the app.
+
+``open_api_server`` is the same server as an async context manager, for
+tests and for trio programs that embed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+
+import httpx
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.config import Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
+
+from ..agent import Agent, open_agent
+from ..config import Config
+from .app import ServerState, create_app
+from .sessions import SessionStore
+from .turns import TurnSlots
+
+__all__ = ["ApiServer", "open_api_server", "run_serve", "startup_problem"]
+
+log = logging.getLogger("hermes_trio.server")
+
+# Linux: a peer that stops acknowledging our writes fails the socket after
+# this long, so a client that stopped reading can't hold a shielded write
+# (and with it shutdown) forever (DESIGN §7).
+TCP_USER_TIMEOUT_MS = 10_000
+
+
+@dataclass
+class ApiServer:
+    host: str
+    port: int
+    state: ServerState
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def startup_problem(config: Config) -> str | None:
+    """The one line that stops ``serve`` from starting, if any."""
+    if not config.model.base_url:
+        return (
+            "no model server configured: set model.base_url in config.yaml, "
+            "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL"
+        )
+    api = config.api_server
+    if not is_loopback(api.host) and not api.key:
+        return (
+            f"api_server.host is {api.host}, which is not a loopback address: set an API key "
+            "(api_server.key or API_SERVER_KEY) before listening beyond this machine"
+        )
+    return None
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if hasattr(socket, "TCP_USER_TIMEOUT"):
+        # Accepted sockets inherit it.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, TCP_USER_TIMEOUT_MS)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def _hypercorn_config(config: Config) -> HypercornConfig:
+    hc = HypercornConfig()
+    hc.graceful_timeout = 2.0
+    hc.keep_alive_timeout = 75.0
+    hc.accesslog = None
+    hc.errorlog = logging.getLogger("hypercorn.error")
+    hc.backlog = 1024
+    hc.h11_max_incomplete_size = 64 * 1024
+    return hc
+
+
+@asynccontextmanager
+async def open_api_server(
+    config: Config,
+    *,
+    agent: Agent | None = None,
+    port: int | None = None,
+    shutdown: trio.Event | None = None,
+) -> AsyncIterator[ApiServer]:
+    """Serve the API inside this block (``port=0`` picks a free port)."""
+    api = config.api_server
+    async with _agent_or(config, agent) as the_agent, trio.open_nursery() as turns:
+        state = ServerState(
+            agent=the_agent,
+            nursery=turns,
+            slots=TurnSlots(api.max_concurrent),
+            sessions=SessionStore(ttl=api.session_ttl),
+            created=int(datetime.datetime.now(datetime.UTC).timestamp()),
+        )
+        app = create_app(state)
+        sock = _listening_socket(api.host, api.port if port is None else port)
+        bound_port = sock.getsockname()[1]
+        hc = _hypercorn_config(config)
+        stop = shutdown or trio.Event()
+        async with trio.open_nursery() as server_nursery:
+            await server_nursery.start(
+                partial(
+                    worker_serve,
+                    wrap_app(app, hc.wsgi_max_body_size, "asgi"),
+                    hc,
+                    sockets=Sockets([], [sock], []),
+                    shutdown_trigger=stop.wait,
+                )
+            )
+            try:
+                yield ApiServer(api.host, bound_port, state)
+            finally:
+                stop.set()
+                turns.cancel_scope.cancel()
+                # hypercorn waits graceful_timeout for open requests; bound it
+                # again here in case a write is stuck.
+                server_nursery.cancel_scope.deadline = trio.current_time() + hc.graceful_timeout + 1
+        turns.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _agent_or(config: Config, agent: Agent | None) -> AsyncIterator[Agent]:
+    if agent is not None:
+        yield agent
+        return
+    async with open_agent(config) as opened:
+        yield opened
+
+
+async def _check_model_server(config: Config) -> None:
+    """Warn once at start when the model server does not answer."""
+    url = (config.model.base_url or "").rstrip("/") + "/models"
+    headers = {"Authorization": f"Bearer {config.model.api_key}"} if config.model.api_key else {}
+    try:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(5.0)) as client:
+            await client.get(url, headers=headers)
+    except httpx.HTTPError as exc:
+        log.warning(
+            "the model server at %s is not reachable (%s: %s); chat requests will get "
+            "502 until it is",
+            config.model.base_url,
+            type(exc).__name__,
+            exc,
+        )
+
+
+async def _serve_until_signal(config: Config) -> None:
+    stop = trio.Event()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for signum in signals:
+                    if stop.is_set():
+                        # A second Ctrl-C: stop waiting for anyone.
+                        nursery.cancel_scope.cancel()
+                        return
+                    print(
+                        f"hermes-trio serve: {signal.Signals(signum).name} received, stopping",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    stop.set()
+                    # Whatever is still open after a few seconds is cut off.
+                    nursery.cancel_scope.deadline = trio.current_time() + 5
+
+            nursery.start_soon(watch)
+            async with open_api_server(config, shutdown=stop) as server:
+                api = config.api_server
+                auth = "an API key is required" if api.key else "no API key required"
+                print(
+                    f"hermes-trio serve: listening on {server.base_url} "
+                    f"(model '{api.model_name}', {auth})\n"
+                    f"hermes-trio serve: model server {config.model.base_url} "
+                    f"(model '{config.model.name}', {config.model.api_mode})",
+                    flush=True,
+                )
+                nursery.start_soon(_check_model_server, config)
+                await stop.wait()
+            nursery.cancel_scope.cancel()
+
+
+def run_serve(config: Config, args: argparse.Namespace) -> int:
+    problem = startup_problem(config)
+    if problem:
+        print(f"hermes-trio serve: {problem}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(_serve_until_signal, config)
+    except OSError as exc:
+        api = config.api_server
+        print(
+            f"hermes-trio serve: cannot listen on {api.host}:{api.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

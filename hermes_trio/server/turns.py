@@ -1,0 +1,108 @@
+"""Running one agent turn for a request: its own cancel scope and nursery,
+with the agent task and one consumer task as siblings (DESIGN §1).
+
+The turn runs in the server's long-lived nursery rather than in the request
+task, so the request handler can wait for the first output (and still answer
+a failure with a JSON status) before the response starts; the request side
+cancels the turn's scope when its client goes away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import trio
+
+from ..agent import Agent, TurnResult
+from ..events import StreamEvent
+from .errors import APIError
+
+__all__ = ["RunningTurn", "TurnSlots", "start_turn"]
+
+Consumer = Callable[[trio.MemoryReceiveChannel[StreamEvent]], Awaitable[None]]
+
+
+@dataclass(eq=False)
+class RunningTurn:
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    done: trio.Event = field(default_factory=trio.Event)
+    result: TurnResult | None = None
+    interrupted: str | None = None
+
+    def cancel(self, reason: str) -> None:
+        if not self.done.is_set():
+            self.interrupted = self.interrupted or reason
+            self.scope.cancel()
+
+    async def stop(self, reason: str, *, grace: float = 5.0) -> None:
+        """Cancel and wait until its tasks are gone."""
+        self.cancel(reason)
+        with trio.move_on_after(grace):
+            await self.done.wait()
+
+
+class TurnSlots:
+    """At most ``limit`` turns at once; beyond that, 429 at once (no queue)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._semaphore = trio.Semaphore(limit)
+
+    @property
+    def in_use(self) -> int:
+        return self.limit - self._semaphore.value
+
+    def acquire(self) -> None:
+        try:
+            self._semaphore.acquire_nowait()
+        except trio.WouldBlock:
+            raise APIError(
+                429,
+                f"too many turns running at once (limit {self.limit}); retry shortly",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": "1"},
+            ) from None
+
+    def release(self) -> None:
+        self._semaphore.release()
+
+
+async def _run(
+    agent: Agent,
+    messages: list[dict[str, Any]],
+    consumer: Consumer,
+    on_exit: Callable[[], None],
+    kwargs: dict[str, Any],
+    *,
+    task_status: trio.TaskStatus[RunningTurn] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    turn = RunningTurn()
+    try:
+        with turn.scope:
+            send, receive = trio.open_memory_channel[StreamEvent](agent.config.agent.channel_size)
+            task_status.started(turn)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(consumer, receive)
+                turn.result = await agent.run_turn(messages, send, **kwargs)
+    finally:
+        on_exit()
+        turn.done.set()
+
+
+async def start_turn(
+    nursery: trio.Nursery,
+    agent: Agent,
+    messages: list[dict[str, Any]],
+    consumer: Consumer,
+    *,
+    on_exit: Callable[[], None] = lambda: None,
+    **kwargs: Any,
+) -> RunningTurn:
+    """Start a turn in ``nursery``; returns once it is running."""
+    turn: RunningTurn = await nursery.start(
+        partial(_run, agent, messages, consumer, on_exit, kwargs)
+    )
+    return turn

@@ -1,0 +1,449 @@
+"""A fake Telegram Bot API on a loopback port, enforcing the parts of the
+real contract an adapter relies on.
+
+    async with open_fake_telegram(token="123:ABC") as fake:
+        config = TelegramConfig(token="123:ABC", api_base_url=fake.base_url)
+        fake.push_message(chat_id=42, user_id=7, text="hi")
+        ...
+        assert fake.texts(42) == ["Hello!"]
+
+What it enforces, with Telegram's own error texts:
+
+- ``/bot<token>/<method>``; a wrong token is 401 Unauthorized.
+- 4096 UTF-16 code units per message, counted after MarkdownV2 parsing;
+  ``parse_mode=MarkdownV2`` is parsed with Telegram's algorithm
+  (``parse_markdown_v2``), so bad markup is "can't parse entities".
+- Editing to identical text (and entities) is "message is not modified".
+- ``edit_limit`` edits per chat within ``edit_window`` seconds, then 429
+  with ``parameters.retry_after``; ``fail_next`` injects any other error.
+- ``getUpdates`` long-polls up to ``timeout`` seconds; an ``offset`` confirms
+  every update below it, as on the real server; a second concurrent poll
+  ends the first with 409 Conflict.
+
+State for assertions: ``messages[chat_id]`` (bot messages with their full
+edit history), ``calls`` (every call with ``trio.current_time()``),
+``chat_actions``. Chat ids are keys as strings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from ..platforms.base import measure
+from ..platforms.telegram_format import MarkdownV2Error, parse_markdown_v2
+from .fake_http import FakeRequest, FakeResponse, serve_http
+
+__all__ = [
+    "FakeMessage",
+    "FakeTelegram",
+    "TelegramCall",
+    "open_fake_telegram",
+]
+
+MAX_LENGTH = 4096
+NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup "
+    "are exactly the same as a current message content and reply markup of the message"
+)
+CONFLICT = (
+    "Conflict: terminated by other getUpdates request; "
+    "make sure that only one bot instance is running"
+)
+CHAT_ACTIONS = frozenset(
+    {
+        "typing",
+        "upload_photo",
+        "record_video",
+        "upload_video",
+        "record_voice",
+        "upload_voice",
+        "upload_document",
+        "choose_sticker",
+        "find_location",
+        "record_video_note",
+        "upload_video_note",
+    }
+)
+
+
+@dataclass
+class TelegramCall:
+    method: str
+    params: dict[str, Any]
+    time: float
+    status: int = 0
+    response: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FakeMessage:
+    """A message the bot sent, as the chat shows it now."""
+
+    message_id: int
+    chat_id: str
+    #: Visible text (after MarkdownV2 parsing) and its entities.
+    text: str
+    entities: tuple[dict[str, Any], ...]
+    #: Text exactly as sent in the last successful call, and its parse_mode.
+    raw: str
+    parse_mode: str | None
+    sent_at: float
+    #: Every visible text the message has had, the sent one first.
+    history: list[str] = field(default_factory=list)
+    edited_at: list[float] = field(default_factory=list)
+    deleted: bool = False
+
+    @property
+    def edits(self) -> int:
+        return len(self.edited_at)
+
+
+@dataclass
+class _Failure:
+    error_code: int
+    description: str
+    parameters: dict[str, Any] | None
+    times: int
+
+
+class _ApiError(Exception):
+    def __init__(self, code: int, description: str, parameters: dict[str, Any] | None = None):
+        super().__init__(description)
+        self.code = code
+        self.description = description
+        self.parameters = parameters
+
+
+def _bad(description: str) -> _ApiError:
+    return _ApiError(400, f"Bad Request: {description}")
+
+
+class FakeTelegram:
+    def __init__(
+        self,
+        token: str,
+        *,
+        edit_limit: int | None = None,
+        edit_window: float = 60.0,
+        bot_username: str = "hermes_test_bot",
+    ) -> None:
+        self.token = token
+        self.edit_limit = edit_limit
+        self.edit_window = edit_window
+        self.base_url = ""
+        self.bot_user = {
+            "id": 1000,
+            "is_bot": True,
+            "first_name": "Hermes",
+            "username": bot_username,
+        }
+        self.messages: dict[str, list[FakeMessage]] = defaultdict(list)
+        self.calls: list[TelegramCall] = []
+        self.chat_actions: list[tuple[str, str, float]] = []
+        self.updates: list[dict[str, Any]] = []  # pushed, not yet confirmed
+        self.confirmed_offset = 0
+        self._next_update_id = 1
+        self._next_message_id: dict[str, int] = defaultdict(lambda: 1)
+        self._edit_times: dict[str, deque[float]] = defaultdict(deque)
+        self._failures: dict[str, list[_Failure]] = defaultdict(list)
+        self._changed = trio.Event()
+        self._poll_generation = 0
+
+    # -- test helpers ------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/bot{self.token}"
+
+    def push_message(
+        self,
+        chat_id: int | str,
+        user_id: int | str,
+        text: str,
+        *,
+        user_name: str | None = "tester",
+        first_name: str = "Test",
+        chat_type: str = "private",
+    ) -> dict[str, Any]:
+        """Queue an incoming user message for ``getUpdates``; returns the update."""
+        key = str(chat_id)
+        message_id = self._next_message_id[key]
+        self._next_message_id[key] += 1
+        sender: dict[str, Any] = {"id": int(user_id), "is_bot": False, "first_name": first_name}
+        if user_name:
+            sender["username"] = user_name
+        update = {
+            "update_id": self._next_update_id,
+            "message": {
+                "message_id": message_id,
+                "from": sender,
+                "chat": {"id": _chat_value(chat_id), "type": chat_type},
+                "date": int(trio.current_time()),
+                "text": text,
+            },
+        }
+        self._next_update_id += 1
+        self.updates.append(update)
+        self._notify()
+        return update
+
+    def push_update(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Queue any update (``payload`` without ``update_id``)."""
+        update = {"update_id": self._next_update_id, **payload}
+        self._next_update_id += 1
+        self.updates.append(update)
+        self._notify()
+        return update
+
+    def fail_next(
+        self,
+        method: str,
+        error_code: int,
+        description: str,
+        *,
+        parameters: dict[str, Any] | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` calls of ``method`` with this error."""
+        self._failures[method.lower()].append(_Failure(error_code, description, parameters, times))
+
+    def calls_to(self, method: str) -> list[TelegramCall]:
+        return [c for c in self.calls if c.method.lower() == method.lower()]
+
+    def visible(self, chat_id: int | str) -> list[FakeMessage]:
+        """The bot's messages in the chat that were not deleted."""
+        return [m for m in self.messages.get(str(chat_id), []) if not m.deleted]
+
+    def texts(self, chat_id: int | str) -> list[str]:
+        return [m.text for m in self.visible(chat_id)]
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once ``predicate()`` holds; re-checked after every call
+        and push. Put a ``trio.fail_after`` around it."""
+        while not predicate():
+            await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # -- HTTP --------------------------------------------------------------
+
+    async def handle(self, request: FakeRequest) -> FakeResponse:
+        parts = request.path.strip("/").split("/")
+        if len(parts) != 2 or not parts[0].startswith("bot"):
+            return _error_response(404, "Not Found")
+        if parts[0][3:] != self.token:
+            return _error_response(401, "Unauthorized")
+        method = parts[1]
+        try:
+            params = request.params()
+        except ValueError:
+            return _error_response(400, "Bad Request: can't parse JSON body")
+        call = TelegramCall(method, params, trio.current_time())
+        self.calls.append(call)
+        try:
+            failure = self._take_failure(method)
+            if failure is not None:
+                raise _ApiError(failure.error_code, failure.description, failure.parameters)
+            handler = _METHODS.get(method.lower())
+            if handler is None:
+                raise _ApiError(404, "Not Found")
+            result = await handler(self, params)
+            body: dict[str, Any] = {"ok": True, "result": result}
+            status = 200
+        except _ApiError as exc:
+            status = exc.code
+            body = {"ok": False, "error_code": exc.code, "description": exc.description}
+            if exc.parameters:
+                body["parameters"] = exc.parameters
+        call.status, call.response = status, body
+        self._notify()
+        return FakeResponse.json(body, status)
+
+    def _take_failure(self, method: str) -> _Failure | None:
+        queue = self._failures.get(method.lower())
+        if not queue:
+            return None
+        failure = queue[0]
+        failure.times -= 1
+        if failure.times <= 0:
+            queue.pop(0)
+        return failure
+
+    # -- methods -----------------------------------------------------------
+
+    async def _get_me(self, params: dict[str, Any]) -> Any:
+        return self.bot_user
+
+    async def _get_updates(self, params: dict[str, Any]) -> Any:
+        offset = _int_param(params, "offset", 0)
+        limit = max(1, min(_int_param(params, "limit", 100), 100))
+        timeout = max(0, _int_param(params, "timeout", 0))
+        if offset > 0:
+            # Asking from `offset` on confirms everything before it, for good.
+            self.confirmed_offset = max(self.confirmed_offset, offset)
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+        elif offset < 0:
+            return self.updates[offset:][:limit]
+        self._poll_generation += 1
+        generation = self._poll_generation
+        self._notify()  # wakes an older poll so it can see it was superseded
+        with trio.move_on_after(timeout):
+            while not self.updates:
+                await self._changed.wait()
+                if generation != self._poll_generation:
+                    raise _ApiError(409, CONFLICT)
+        if generation != self._poll_generation:
+            raise _ApiError(409, CONFLICT)
+        return self.updates[:limit]
+
+    def _checked_text(
+        self, params: dict[str, Any]
+    ) -> tuple[str, tuple[dict[str, Any], ...], str, str | None]:
+        raw = params.get("text")
+        if not isinstance(raw, str) or not raw:
+            raise _bad("message text is empty")
+        parse_mode = params.get("parse_mode") or None
+        if parse_mode is None:
+            text, entities = raw, ()
+        elif parse_mode == "MarkdownV2":
+            try:
+                parsed = parse_markdown_v2(raw)
+            except MarkdownV2Error as exc:
+                raise _bad(f"can't parse entities: {exc}") from None
+            text, entities = parsed.text, parsed.entities
+        else:
+            # The fake implements MarkdownV2 only; say so rather than guess.
+            raise _bad("unsupported parse_mode")
+        if not text.strip():
+            raise _bad("message text is empty")
+        if measure(text, "utf16") > MAX_LENGTH:
+            raise _bad("message is too long")
+        return text, entities, raw, parse_mode
+
+    def _find(self, params: dict[str, Any]) -> FakeMessage | None:
+        chat = str(params.get("chat_id"))
+        message_id = _int_param(params, "message_id", -1)
+        for message in self.messages.get(chat, []):
+            if message.message_id == message_id and not message.deleted:
+                return message
+        return None
+
+    async def _send_message(self, params: dict[str, Any]) -> Any:
+        if "chat_id" not in params:
+            raise _bad("chat_id is empty")
+        chat = str(params["chat_id"])
+        text, entities, raw, parse_mode = self._checked_text(params)
+        message_id = self._next_message_id[chat]
+        self._next_message_id[chat] += 1
+        now = trio.current_time()
+        message = FakeMessage(message_id, chat, text, entities, raw, parse_mode, now, [text])
+        self.messages[chat].append(message)
+        return self._message_object(message)
+
+    async def _edit_message_text(self, params: dict[str, Any]) -> Any:
+        text, entities, raw, parse_mode = self._checked_text(params)
+        message = self._find(params)
+        if message is None:
+            raise _bad("message to edit not found")
+        if message.text == text and message.entities == entities:
+            raise _bad(NOT_MODIFIED[len("Bad Request: ") :])
+        now = trio.current_time()
+        if self.edit_limit is not None:
+            times = self._edit_times[message.chat_id]
+            while times and times[0] <= now - self.edit_window:
+                times.popleft()
+            if len(times) >= self.edit_limit:
+                retry_after = max(1, math.ceil(times[0] + self.edit_window - now))
+                raise _ApiError(
+                    429,
+                    f"Too Many Requests: retry after {retry_after}",
+                    {"retry_after": retry_after},
+                )
+            times.append(now)
+        message.text, message.entities = text, entities
+        message.raw, message.parse_mode = raw, parse_mode
+        message.history.append(text)
+        message.edited_at.append(now)
+        return self._message_object(message)
+
+    async def _delete_message(self, params: dict[str, Any]) -> Any:
+        message = self._find(params)
+        if message is None:
+            raise _bad("message to delete not found")
+        message.deleted = True
+        return True
+
+    async def _send_chat_action(self, params: dict[str, Any]) -> Any:
+        action = params.get("action")
+        if action not in CHAT_ACTIONS:
+            raise _bad("wrong parameter action in request")
+        self.chat_actions.append((str(params.get("chat_id")), str(action), trio.current_time()))
+        return True
+
+    def _message_object(self, message: FakeMessage) -> dict[str, Any]:
+        obj: dict[str, Any] = {
+            "message_id": message.message_id,
+            "from": self.bot_user,
+            "chat": {"id": _chat_value(message.chat_id), "type": "private"},
+            "date": int(message.sent_at),
+            "text": message.text,
+        }
+        if message.entities:
+            obj["entities"] = list(message.entities)
+        if message.edited_at:
+            obj["edit_date"] = int(message.edited_at[-1])
+        return obj
+
+
+_METHODS = {
+    "getme": FakeTelegram._get_me,
+    "getupdates": FakeTelegram._get_updates,
+    "sendmessage": FakeTelegram._send_message,
+    "editmessagetext": FakeTelegram._edit_message_text,
+    "deletemessage": FakeTelegram._delete_message,
+    "sendchataction": FakeTelegram._send_chat_action,
+}
+
+
+def _chat_value(chat_id: int | str) -> int | str:
+    try:
+        return int(chat_id)
+    except ValueError:
+        return chat_id
+
+
+def _int_param(params: dict[str, Any], name: str, default: int) -> int:
+    value = params.get(name, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise _bad(f'field "{name}" must be a valid Number') from None
+
+
+def _error_response(code: int, description: str) -> FakeResponse:
+    return FakeResponse.json({"ok": False, "error_code": code, "description": description}, code)
+
+
+@asynccontextmanager
+async def open_fake_telegram(
+    token: str = "123456:TEST-token_abcdefghijklmnop",
+    *,
+    edit_limit: int | None = None,
+    edit_window: float = 60.0,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> AsyncIterator[FakeTelegram]:
+    """Run a fake Bot API; ``fake.base_url`` is the ``api_base_url`` to use."""
+    fake = FakeTelegram(token, edit_limit=edit_limit, edit_window=edit_window)
+    async with serve_http(fake.handle, host=host, port=port) as base_url:
+        fake.base_url = base_url
+        yield fake

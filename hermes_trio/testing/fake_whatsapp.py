@@ -1,0 +1,311 @@
+"""A fake WhatsApp Cloud API (Graph ``/messages``) and a webhook sender.
+
+    async with open_fake_whatsapp() as fake:
+        config = WhatsAppConfig(api_base_url=fake.base_url, access_token=fake.access_token,
+                                phone_number_id=fake.phone_number_id,
+                                app_secret=fake.app_secret, verify_token=fake.verify_token,
+                                webhook_port=0)
+        ...
+        await fake.deliver_text(adapter.webhook_url, "15551234567", "hi")  # signed like Meta
+        assert fake.texts_to("15551234567") == ["Hello!"]
+
+The Graph side checks the bearer token (401, OAuthException code 190), the
+phone number id, and the message body (text type, 1-4096 characters), and
+can rate-limit (``send_limit`` per ``send_window`` seconds → 429, code
+130429). ``fail_next`` injects any error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import trio
+
+from .fake_http import FakeRequest, FakeResponse, serve_http
+
+__all__ = [
+    "FakeWhatsApp",
+    "WhatsAppCall",
+    "WhatsAppSent",
+    "open_fake_whatsapp",
+    "sign",
+    "text_message_payload",
+]
+
+API_VERSION = "v21.0"
+
+
+def sign(body: bytes, app_secret: str) -> str:
+    """``X-Hub-Signature-256`` for ``body``."""
+    return "sha256=" + hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def text_message_payload(
+    from_: str,
+    text: str,
+    *,
+    message_id: str,
+    name: str = "Test User",
+    phone_number_id: str = "100200300",
+    display_number: str = "15550001111",
+    timestamp: int = 1_700_000_000,
+) -> dict[str, Any]:
+    """A webhook notification for one incoming text message, shaped like Meta's."""
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": "WABA_ID",
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {
+                                "display_phone_number": display_number,
+                                "phone_number_id": phone_number_id,
+                            },
+                            "contacts": [{"profile": {"name": name}, "wa_id": from_}],
+                            "messages": [
+                                {
+                                    "from": from_,
+                                    "id": message_id,
+                                    "timestamp": str(timestamp),
+                                    "type": "text",
+                                    "text": {"body": text},
+                                }
+                            ],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+
+
+@dataclass
+class WhatsAppCall:
+    method: str
+    path: str
+    body: Any
+    time: float
+    status: int = 0
+    response: Any = None
+
+
+@dataclass
+class WhatsAppSent:
+    message_id: str
+    to: str
+    text: str
+    time: float
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Failure:
+    status: int
+    code: int
+    message: str
+    headers: list[tuple[str, str]]
+    times: int
+
+
+class FakeWhatsApp:
+    def __init__(
+        self,
+        *,
+        access_token: str,
+        phone_number_id: str,
+        app_secret: str,
+        verify_token: str,
+        send_limit: int | None = None,
+        send_window: float = 1.0,
+    ) -> None:
+        self.access_token = access_token
+        self.phone_number_id = phone_number_id
+        self.app_secret = app_secret
+        self.verify_token = verify_token
+        self.send_limit = send_limit
+        self.send_window = send_window
+        self.server_url = ""
+        self.calls: list[WhatsAppCall] = []
+        self.sent: list[WhatsAppSent] = []
+        self._send_times: deque[float] = deque()
+        self._failures: list[_Failure] = []
+        self._next_id = 1
+        self._next_inbound_id = 1
+        self._client = httpx.AsyncClient()
+
+    @property
+    def base_url(self) -> str:
+        """The ``api_base_url`` to configure (includes the API version)."""
+        return f"{self.server_url}/{API_VERSION}"
+
+    # -- test helpers ------------------------------------------------------
+
+    def texts_to(self, to: str) -> list[str]:
+        return [s.text for s in self.sent if s.to == to]
+
+    def fail_next(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: int = 1,
+        headers: list[tuple[str, str]] | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` sends with this Graph error."""
+        self._failures.append(_Failure(status, code, message, headers or [], times))
+
+    async def post_webhook(
+        self, webhook_url: str, body: bytes | dict[str, Any], *, signature: str | None = "sign"
+    ) -> httpx.Response:
+        """POST ``body`` to the adapter's webhook. ``signature="sign"`` signs
+        it with the app secret; ``None`` sends no signature header; any
+        other string is sent as is."""
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if signature == "sign":
+            headers["X-Hub-Signature-256"] = sign(raw, self.app_secret)
+        elif signature is not None:
+            headers["X-Hub-Signature-256"] = signature
+        return await self._client.post(webhook_url, content=raw, headers=headers)
+
+    async def deliver_text(
+        self,
+        webhook_url: str,
+        from_: str,
+        text: str,
+        *,
+        name: str = "Test User",
+        message_id: str | None = None,
+    ) -> httpx.Response:
+        """Deliver an incoming text message the way Meta does (signed)."""
+        if message_id is None:
+            message_id = f"wamid.IN{self._next_inbound_id}"
+            self._next_inbound_id += 1
+        payload = text_message_payload(
+            from_, text, message_id=message_id, name=name, phone_number_id=self.phone_number_id
+        )
+        return await self.post_webhook(webhook_url, payload)
+
+    async def verify(
+        self, webhook_url: str, *, verify_token: str | None = None, challenge: str = "1158201444"
+    ) -> httpx.Response:
+        """The subscription check Meta makes when the webhook is configured."""
+        params = {
+            "hub.mode": "subscribe",
+            "hub.verify_token": self.verify_token if verify_token is None else verify_token,
+            "hub.challenge": challenge,
+        }
+        return await self._client.get(webhook_url, params=params)
+
+    # -- Graph API ---------------------------------------------------------
+
+    async def handle(self, request: FakeRequest) -> FakeResponse:
+        try:
+            body: Any = request.json() if request.body else None
+        except ValueError:
+            body = None
+        call = WhatsAppCall(request.method, request.path, body, trio.current_time())
+        self.calls.append(call)
+        status, response, headers = self._answer(request, body)
+        call.status, call.response = status, response
+        return FakeResponse.json(response, status, headers)
+
+    def _answer(self, request: FakeRequest, body: Any) -> tuple[int, Any, list[tuple[str, str]]]:
+        auth = request.headers.get("authorization", "")
+        if auth != f"Bearer {self.access_token}":
+            error = _graph_error("Invalid OAuth access token - Cannot parse access token", 190)
+            return 401, error, []
+        if request.method == "GET" and request.path == f"/{API_VERSION}/{self.phone_number_id}":
+            details = {
+                "display_phone_number": "+1 555-000-1111",
+                "verified_name": "Hermes Test",
+                "id": self.phone_number_id,
+            }
+            return 200, details, []
+        expected = f"/{API_VERSION}/{self.phone_number_id}/messages"
+        if request.method != "POST" or request.path != expected:
+            segments = request.path.strip("/").split("/")
+            object_id = segments[1] if len(segments) > 1 else ""
+            message = (
+                f"Unsupported {request.method.lower()} request. "
+                f"Object with ID '{object_id}' does not exist"
+            )
+            return 400, _graph_error(message, 100, "GraphMethodException"), []
+        if self._failures:
+            failure = self._failures[0]
+            failure.times -= 1
+            if failure.times <= 0:
+                self._failures.pop(0)
+            return failure.status, _graph_error(failure.message, failure.code), failure.headers
+        if not isinstance(body, dict) or body.get("messaging_product") != "whatsapp":
+            return 400, _graph_error("(#100) The parameter messaging_product is required.", 100), []
+        to = body.get("to")
+        text = (body.get("text") or {}).get("body") if isinstance(body.get("text"), dict) else None
+        if not to:
+            return 400, _graph_error("(#100) The parameter to is required.", 100), []
+        if body.get("type", "text") != "text" or not isinstance(text, str) or not text:
+            return 400, _graph_error("(#100) Param text['body'] is required.", 100), []
+        if len(text) > 4096:
+            error = _graph_error(
+                "(#100) Param text['body'] must be at most 4096 characters long.", 100
+            )
+            return 400, error, []
+        now = trio.current_time()
+        if self.send_limit is not None:
+            while self._send_times and self._send_times[0] <= now - self.send_window:
+                self._send_times.popleft()
+            if len(self._send_times) >= self.send_limit:
+                return 429, _graph_error("(#130429) Rate limit hit", 130429), []
+            self._send_times.append(now)
+        message_id = f"wamid.OUT{self._next_id}"
+        self._next_id += 1
+        self.sent.append(WhatsAppSent(message_id, str(to), text, now, body))
+        answer = {
+            "messaging_product": "whatsapp",
+            "contacts": [{"input": to, "wa_id": to}],
+            "messages": [{"id": message_id}],
+        }
+        return 200, answer, []
+
+
+def _graph_error(message: str, code: int, type_: str = "OAuthException") -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "code": code, "fbtrace_id": "AbCdEfGhIjK"}}
+
+
+@asynccontextmanager
+async def open_fake_whatsapp(
+    *,
+    access_token: str = "EAAG-fake-access-token",
+    phone_number_id: str = "100200300",
+    app_secret: str = "fake-app-secret",
+    verify_token: str = "fake-verify-token",
+    send_limit: int | None = None,
+    send_window: float = 1.0,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> AsyncIterator[FakeWhatsApp]:
+    """Run a fake Graph API; ``fake.base_url`` is the ``api_base_url`` to use."""
+    fake = FakeWhatsApp(
+        access_token=access_token,
+        phone_number_id=phone_number_id,
+        app_secret=app_secret,
+        verify_token=verify_token,
+        send_limit=send_limit,
+        send_window=send_window,
+    )
+    async with fake._client, serve_http(fake.handle, host=host, port=port) as url:
+        fake.server_url = url
+        yield fake

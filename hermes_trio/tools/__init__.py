@@ -1,0 +1,40 @@
+"""The tool layer: protocol, registry, built-in tools and the approval policy."""
+
+from hermes_trio.tools.approval import (
+    DANGEROUS_PATTERNS,
+    DangerPattern,
+    check_approval,
+    find_danger,
+    yolo_from_env,
+)
+from hermes_trio.tools.base import (
+    ApprovalCallback,
+    ApprovalDecision,
+    ApprovalRequest,
+    Tool,
+    ToolContext,
+    ToolResult,
+)
+from hermes_trio.tools.files import ReadFileTool, WriteFileTool
+from hermes_trio.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
+from hermes_trio.tools.terminal import TerminalTool
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "DANGEROUS_PATTERNS",
+    "ApprovalCallback",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "DangerPattern",
+    "ReadFileTool",
+    "TerminalTool",
+    "Tool",
+    "ToolContext",
+    "ToolRegistry",
+    "ToolResult",
+    "WriteFileTool",
+    "check_approval",
+    "default_registry",
+    "find_danger",
+    "yolo_from_env",
+]

@@ -1,0 +1,86 @@
+"""The contract between the agent loop and its tools.
+
+A tool gets already-validated JSON arguments and a :class:`ToolContext`, and
+returns a :class:`ToolResult` whose ``content`` is what the model reads next.
+Tools report expected failures (missing file, non-zero exit) as
+``ToolResult(ok=False, ...)`` rather than raising, because the model can act on
+a readable message; the registry turns unexpected exceptions into the same
+shape, but never swallows ``trio.Cancelled``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "ApprovalCallback",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "one_line",
+]
+
+
+class ApprovalDecision(enum.Enum):
+    ONCE = "once"
+    # Approve this danger pattern for the rest of the session, not just this command.
+    ALWAYS = "always"
+    DENY = "deny"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    tool_name: str
+    command: str
+    # Human description of the matched danger pattern, shown to the user.
+    reason: str
+
+
+ApprovalCallback = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+
+@dataclass
+class ToolContext:
+    # None means nobody can be asked, so dangerous commands are refused unless yolo.
+    approve: ApprovalCallback | None = None
+    yolo: bool = False
+    # Relative paths and commands resolve here; None means the process cwd.
+    cwd: str | None = None
+    # Danger-pattern keys the user approved with ALWAYS during this session.
+    approved_patterns: set[str] = field(default_factory=set)
+
+    def resolve_path(self, path: str) -> str:
+        """``path`` as an absolute path, relative ones taken from ``cwd`` (``~`` expanded)."""
+        base = os.path.expanduser(self.cwd) if self.cwd is not None else os.getcwd()
+        return os.path.abspath(os.path.join(base, os.path.expanduser(path)))
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    content: str
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    # JSON schema with "type": "object"; the registry checks required params and basic types.
+    parameters: dict[str, Any]
+
+    def preview(self, args: dict[str, Any]) -> str:
+        """A short (<= 80 chars) one-line description of the call, for humans."""
+        ...
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+
+def one_line(text: str, limit: int = 80) -> str:
+    """``text`` with whitespace runs collapsed to one space, cut to ``limit`` chars."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,437 @@
+"""Chat Completions streaming: fold ``chat.completion.chunk`` objects into one
+assistant message (DESIGN §5).
+
+The accumulator is lenient where real servers disagree (missing tool-call
+``index``, reused indices, ``reasoning`` vs ``reasoning_content``, list-shaped
+content) and strict where a chunk is plainly not a chunk: then it raises
+:class:`ChunkError` quoting what it got, so a log line shows the culprit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_trio.events import Usage
+
+__all__ = [
+    "AssistantMessage",
+    "ChatChunkAccumulator",
+    "ChunkDelta",
+    "ChunkError",
+    "ProviderError",
+    "ToolCall",
+    "ToolCallArgs",
+    "ToolCallStart",
+    "message_from_completion",
+]
+
+_QUOTE_LIMIT = 300
+
+
+class ChunkError(ValueError):
+    """A streamed chunk or response body that does not have the expected shape."""
+
+
+class ProviderError(Exception):
+    """The model server reported an error, e.g. a ``{"error": {...}}`` frame mid-stream."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: str | None = None,
+        code: str | int | None = None,
+        raw: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.type = type
+        self.code = code
+        self.raw = raw
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete tool call; ``arguments`` is the raw JSON text as the model wrote it."""
+
+    id: str
+    name: str
+    arguments: str
+    type: str = "function"
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """A tool-call slot appeared; ``slot`` is its position in the final list.
+
+    If the server sent no id with the first fragment, ``id`` is a stand-in
+    (``call_<slot>``); an id arriving later replaces it in :meth:`result`.
+    """
+
+    slot: int
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallArgs:
+    """A fragment of a slot's arguments text."""
+
+    slot: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDelta:
+    """What one chunk (or Responses event) added."""
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: tuple[ToolCallStart | ToolCallArgs, ...] = ()
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """The accumulated result of one model call."""
+
+    content: str
+    reasoning: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str | None
+
+    def to_message(self) -> dict[str, Any]:
+        """The OpenAI ``assistant`` message to append to the conversation."""
+        message: dict[str, Any] = {
+            "role": "assistant",
+            # OpenAI's own shape: a pure tool-call turn has content null.
+            "content": self.content if self.content or not self.tool_calls else None,
+        }
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_message() for call in self.tool_calls]
+        return message
+
+
+_EMPTY = ChunkDelta()
+
+
+# -- helpers shared with responses_stream (package-internal) -----------------
+
+
+def _quote(obj: object) -> str:
+    if isinstance(obj, str):
+        text = obj
+    else:
+        try:
+            text = json.dumps(obj, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(obj)
+    if len(text) > _QUOTE_LIMIT:
+        text = text[:_QUOTE_LIMIT] + "…"
+    return text
+
+
+def _chunk_error(reason: str, chunk: object) -> ChunkError:
+    return ChunkError(f"{reason}: {_quote(chunk)}")
+
+
+def _provider_error(error: object, raw: object) -> ProviderError:
+    """Build a ProviderError from an ``error`` member (usually a dict, sometimes a string)."""
+    if isinstance(error, dict):
+        message = error.get("message")
+        type_ = error.get("type")
+        code = error.get("code")
+        return ProviderError(
+            message if isinstance(message, str) and message else _quote(error),
+            type=type_ if isinstance(type_, str) else None,
+            code=code if isinstance(code, str | int) and not isinstance(code, bool) else None,
+            raw=raw,
+        )
+    return ProviderError(error if isinstance(error, str) else _quote(error), raw=raw)
+
+
+def _int(value: object) -> int:
+    # Some servers send null or floats for counts they do not track.
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    return 0
+
+
+def _detail(usage: dict[str, Any], details_key: str, key: str) -> int:
+    details = usage.get(details_key)
+    return _int(details.get(key)) if isinstance(details, dict) else 0
+
+
+def _usage_from_chat(usage: dict[str, Any]) -> Usage:
+    prompt = _int(usage.get("prompt_tokens"))
+    completion = _int(usage.get("completion_tokens"))
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=_int(usage.get("total_tokens")) or prompt + completion,
+        reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
+        cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+    )
+
+
+def _text(content: object, chunk: object) -> str:
+    """Content as text: a string, null, or a list of ``{"type": "text"}`` parts."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "".join(parts)
+    raise _chunk_error("content is neither a string nor a list of parts", chunk)
+
+
+def _reasoning(message: dict[str, Any]) -> str:
+    # Some servers send the same text under both names; take one, never both.
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _arguments(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    # A few servers send already-parsed arguments; keep the wire form JSON text.
+    return json.dumps(value, ensure_ascii=False)
+
+
+class _Slot:
+    __slots__ = ("args", "given_id", "name", "type")
+
+    def __init__(self, given_id: str, name: str, type_: str) -> None:
+        self.given_id = given_id
+        self.name = name
+        self.type = type_
+        self.args: list[str] = []
+
+
+class ChatChunkAccumulator:
+    """Folds streamed ``chat.completion.chunk`` objects into an :class:`AssistantMessage`.
+
+    Feed every SSE ``data:`` payload except ``[DONE]``; each call returns the
+    :class:`ChunkDelta` that chunk added. Only choice 0 is followed.
+    """
+
+    def __init__(self) -> None:
+        self.model: str | None = None
+        self.id: str | None = None
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._slots: list[_Slot] = []
+        self._slot_by_index: dict[int, int] = {}
+        self._last_index: int | None = None
+        self._finish_reason: str | None = None
+        self._usage: Usage | None = None
+
+    @property
+    def usage(self) -> Usage | None:
+        return self._usage
+
+    def feed_json(self, raw: str) -> ChunkDelta:
+        try:
+            chunk = json.loads(raw)
+        except ValueError:
+            raise _chunk_error("chunk is not valid JSON", raw) from None
+        return self.feed(chunk)
+
+    def feed(self, chunk: dict[str, Any]) -> ChunkDelta:
+        if not isinstance(chunk, dict):
+            raise _chunk_error("chunk is not a JSON object", chunk)
+        error = chunk.get("error")
+        if error is not None:
+            raise _provider_error(error, chunk)
+        model = chunk.get("model")
+        if isinstance(model, str) and model:
+            self.model = model
+        chunk_id = chunk.get("id")
+        if isinstance(chunk_id, str) and chunk_id:
+            self.id = chunk_id
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = _usage_from_chat(usage)
+
+        choices = chunk.get("choices")
+        if choices is None:
+            return _EMPTY
+        if not isinstance(choices, list):
+            raise _chunk_error("choices is not a list", chunk)
+        choice = _choice_zero(choices, chunk)
+        if choice is None:
+            return _EMPTY
+        delta = choice.get("delta")
+        if delta is None:
+            delta = {}
+        elif not isinstance(delta, dict):
+            raise _chunk_error("delta is not an object", chunk)
+
+        content = _text(delta.get("content"), chunk)
+        if content:
+            self._content.append(content)
+        reasoning = _reasoning(delta)
+        if reasoning:
+            self._reasoning.append(reasoning)
+        calls: tuple[ToolCallStart | ToolCallArgs, ...] = ()
+        fragments = delta.get("tool_calls")
+        if fragments is not None:
+            if not isinstance(fragments, list):
+                raise _chunk_error("tool_calls is not a list", chunk)
+            calls = self._merge_tool_calls(fragments, chunk)
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and finish:
+            self._finish_reason = finish
+        else:
+            finish = None
+        if not (content or reasoning or calls or finish):
+            return _EMPTY
+        return ChunkDelta(content, reasoning, calls, finish)
+
+    def _merge_tool_calls(
+        self, fragments: list[Any], chunk: object
+    ) -> tuple[ToolCallStart | ToolCallArgs, ...]:
+        out: list[ToolCallStart | ToolCallArgs] = []
+        for fragment in fragments:
+            if not isinstance(fragment, dict):
+                raise _chunk_error("tool call fragment is not an object", chunk)
+            index = fragment.get("index")
+            if not isinstance(index, int) or isinstance(index, bool):
+                # Servers that omit the index continue the previous call.
+                index = self._last_index if self._last_index is not None else 0
+            self._last_index = index
+            function = fragment.get("function")
+            if function is None:
+                function = {}
+            elif not isinstance(function, dict):
+                raise _chunk_error("tool call function is not an object", chunk)
+            given_id = fragment.get("id")
+            given_id = given_id if isinstance(given_id, str) else ""
+            name = function.get("name")
+            name = name if isinstance(name, str) else ""
+
+            slot_no = self._slot_by_index.get(index)
+            slot = self._slots[slot_no] if slot_no is not None else None
+            if slot is None or (given_id and slot.given_id and given_id != slot.given_id):
+                # A new index, or a server that reuses index 0 for every
+                # parallel call but gives each its own id.
+                type_ = fragment.get("type")
+                slot = _Slot(given_id, name, type_ if isinstance(type_, str) else "function")
+                slot_no = len(self._slots)
+                self._slots.append(slot)
+                self._slot_by_index[index] = slot_no
+                out.append(ToolCallStart(slot_no, given_id or _fallback_id(slot_no), name))
+            else:
+                # First-fragment fields occasionally arrive late; take them
+                # then, but never concatenate names that some servers repeat.
+                if given_id and not slot.given_id:
+                    slot.given_id = given_id
+                if name and not slot.name:
+                    slot.name = name
+            assert slot_no is not None
+            args = _arguments(function.get("arguments"))
+            if args:
+                slot.args.append(args)
+                out.append(ToolCallArgs(slot_no, args))
+        return tuple(out)
+
+    def result(self) -> AssistantMessage:
+        return AssistantMessage(
+            content="".join(self._content),
+            reasoning="".join(self._reasoning),
+            tool_calls=tuple(
+                ToolCall(slot.given_id or _fallback_id(n), slot.name, "".join(slot.args), slot.type)
+                for n, slot in enumerate(self._slots)
+            ),
+            finish_reason=self._finish_reason,
+        )
+
+
+def _fallback_id(slot: int) -> str:
+    # The tool result must name its call; invent a stable id if the server gave none.
+    return f"call_{slot}"
+
+
+def _choice_zero(choices: list[Any], chunk: object) -> dict[str, Any] | None:
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise _chunk_error("choice is not an object", chunk)
+        index = choice.get("index", 0)
+        if index == 0 or index is None:
+            return choice
+    return None
+
+
+def message_from_completion(body: dict[str, Any]) -> tuple[AssistantMessage, Usage | None]:
+    """Read a non-streaming ``chat.completion`` body into the streaming result types."""
+    if not isinstance(body, dict):
+        raise _chunk_error("completion is not a JSON object", body)
+    error = body.get("error")
+    if error is not None:
+        raise _provider_error(error, body)
+    choices = body.get("choices")
+    if not isinstance(choices, list):
+        raise _chunk_error("completion has no choices list", body)
+    choice = _choice_zero(choices, body)
+    if choice is None:
+        raise _chunk_error("completion has no choice 0", body)
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise _chunk_error("choice has no message object", body)
+
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise _chunk_error("tool_calls is not a list", body)
+    calls = []
+    for n, call in enumerate(raw_calls):
+        if not isinstance(call, dict):
+            raise _chunk_error("tool call is not an object", body)
+        function = call.get("function") or {}
+        if not isinstance(function, dict):
+            raise _chunk_error("tool call function is not an object", body)
+        call_id = call.get("id")
+        name = function.get("name")
+        type_ = call.get("type")
+        calls.append(
+            ToolCall(
+                id=call_id if isinstance(call_id, str) and call_id else _fallback_id(n),
+                name=name if isinstance(name, str) else "",
+                arguments=_arguments(function.get("arguments")),
+                type=type_ if isinstance(type_, str) else "function",
+            )
+        )
+    finish = choice.get("finish_reason")
+    usage = body.get("usage")
+    return (
+        AssistantMessage(
+            content=_text(message.get("content"), body),
+            reasoning=_reasoning(message),
+            tool_calls=tuple(calls),
+            finish_reason=finish if isinstance(finish, str) and finish else None,
+        ),
+        _usage_from_chat(usage) if isinstance(usage, dict) else None,
+    )

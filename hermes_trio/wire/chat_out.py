@@ -1,0 +1,176 @@
+"""Building Chat Completions responses and stream chunks (DESIGN §5).
+
+The per-token chunk is the hot path of every stream, so ``content_frame``
+fills a prebuilt byte template around the JSON-escaped text instead of
+encoding a whole dict per token; ``tests/wire`` checks it parses to exactly
+what the dict form would be.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..events import Usage
+from .sse import encode_event
+
+__all__ = [
+    "ChatStreamFrames",
+    "completion_body",
+    "error_frame",
+    "new_completion_id",
+    "usage_dict",
+]
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def new_completion_id() -> str:
+    return "chatcmpl-" + secrets.token_hex(12)
+
+
+def usage_dict(usage: Usage) -> dict[str, Any]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+    }
+
+
+class ChatStreamFrames:
+    """The SSE frames of one ``chat.completion.chunk`` stream.
+
+    Keeps the invariants: same ``id``/``created`` everywhere, ``role`` only in
+    the first delta, exactly one ``finish_reason``, ``usage: null`` on every
+    chunk when ``include_usage`` (and the separate usage chunk at the end).
+    """
+
+    def __init__(self, id: str, created: int, model: str, *, include_usage: bool) -> None:
+        self.id = id
+        self.created = created
+        self.model = model
+        self.include_usage = include_usage
+        self._started = False
+        self._finished = False
+        head = {"id": id, "object": "chat.completion.chunk", "created": created, "model": model}
+        # '{"id":…,"model":"m"' without the closing brace, reused for every chunk.
+        self._head = _dumps(head)[:-1]
+        tail = ',"logprobs":null,"finish_reason":null}]'
+        tail += ',"usage":null}' if include_usage else "}"
+        self._content_prefix = "data: " + self._head + ',"choices":[{"index":0,"delta":{"content":'
+        self._content_suffix = "}" + tail + "\n\n"
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        body: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+        if self.include_usage:
+            body["usage"] = None
+        return encode_event(_dumps(body))
+
+    def start(self) -> bytes:
+        """The first chunk: the role, with empty content as OpenAI sends it."""
+        if self._started:
+            return b""
+        self._started = True
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def content(self, text: str) -> bytes:
+        # JSON escapes CR and LF, so the template stays one data line.
+        prefix = self.start() if not self._started else b""
+        return prefix + (self._content_prefix + _dumps(text) + self._content_suffix).encode()
+
+    def reasoning(self, text: str) -> bytes:
+        prefix = self.start() if not self._started else b""
+        return prefix + self._chunk({"reasoning_content": text})
+
+    def tool_calls(self, calls: Sequence[dict[str, Any]], *, fragment: int = 64) -> bytes:
+        """Client-side tool calls as OpenAI streams them: id/type/name once,
+        then the arguments in fragments, every piece carrying its index."""
+        out = [self.start()]
+        for index, call in enumerate(calls):
+            fn = call.get("function", {})
+            args = str(fn.get("arguments", ""))
+            first = {
+                "index": index,
+                "id": call.get("id", ""),
+                "type": "function",
+                "function": {"name": fn.get("name", ""), "arguments": ""},
+            }
+            out.append(self._chunk({"tool_calls": [first]}))
+            for pos in range(0, len(args), fragment):
+                piece = {"index": index, "function": {"arguments": args[pos : pos + fragment]}}
+                out.append(self._chunk({"tool_calls": [piece]}))
+        return b"".join(out)
+
+    def finish(self, reason: str, usage: Usage | None = None) -> bytes:
+        """The finish chunk, the usage chunk when asked for, and ``[DONE]``."""
+        if self._finished:
+            return b""
+        self._finished = True
+        out = [self.start(), self._chunk({}, finish_reason=reason)]
+        if self.include_usage:
+            body = {
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "choices": [],
+                "usage": usage_dict(usage or Usage()),
+            }
+            out.append(encode_event(_dumps(body)))
+        out.append(b"data: [DONE]\n\n")
+        return b"".join(out)
+
+    def extension(self, event: str, data: dict[str, Any]) -> bytes:
+        """A named event of our documented stream extension (opt-in only)."""
+        return encode_event(_dumps(data), event=event)
+
+
+def error_frame(message: str, *, type: str = "server_error", code: str | None = None) -> bytes:
+    body = {"error": {"message": message, "type": type, "param": None, "code": code}}
+    return encode_event(_dumps(body))
+
+
+def completion_body(
+    *,
+    id: str,
+    created: int,
+    model: str,
+    content: str | None,
+    finish_reason: str,
+    usage: Usage,
+    tool_calls: Iterable[dict[str, Any]] = (),
+    reasoning: str | None = None,
+) -> dict[str, Any]:
+    """A non-streaming ``chat.completion`` object."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    calls = list(tool_calls)
+    if calls:
+        message["tool_calls"] = calls
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    return {
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
+        ],
+        "usage": usage_dict(usage),
+    }

@@ -1,0 +1,330 @@
+"""TelegramAdapter against the fake Bot API over real loopback sockets."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import trio
+
+from hermes_trio.config import TelegramConfig
+from hermes_trio.platforms.base import InboundMessage, PlatformError, RateLimited
+from hermes_trio.platforms.telegram import TelegramAdapter, TokenRejected
+from hermes_trio.testing.fake_telegram import FakeTelegram, open_fake_telegram
+
+TOKEN = "424242:AAH-secret_token_value_XYZ"
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as c:
+        yield c
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    async with open_fake_telegram(TOKEN) as f:
+        yield f
+
+
+def make_adapter(fake: FakeTelegram, client: httpx.AsyncClient, **kw: object) -> TelegramAdapter:
+    config = TelegramConfig(
+        token=kw.pop("token", TOKEN),  # type: ignore[arg-type]
+        api_base_url=fake.base_url,
+        poll_timeout=kw.pop("poll_timeout", 2),  # type: ignore[arg-type]
+        allowed_users=kw.pop("allowed_users", []),  # type: ignore[arg-type]
+    )
+    return TelegramAdapter(config, client, backoff_initial=0.01, backoff_max=0.05, **kw)  # type: ignore[arg-type]
+
+
+async def receive(
+    channel: trio.MemoryReceiveChannel[InboundMessage], n: int
+) -> list[InboundMessage]:
+    with trio.fail_after(5):
+        return [await channel.receive() for _ in range(n)]
+
+
+async def test_poll_delivers_text_messages(fake: FakeTelegram, client: httpx.AsyncClient) -> None:
+    adapter = make_adapter(fake, client)
+    send, recv = trio.open_memory_channel[InboundMessage](10)
+    fake.push_message(chat_id=-100123, user_id=7, text="hello bot", user_name="alice")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(adapter.run, send)
+        (msg,) = await receive(recv, 1)
+        nursery.cancel_scope.cancel()
+    assert msg == InboundMessage(
+        platform="telegram",
+        chat_id="-100123",
+        user_id="7",
+        text="hello bot",
+        message_id="1",
+        user_name="alice",
+    )
+    call = fake.calls_to("getUpdates")[0]
+    assert call.params["allowed_updates"] == ["message"]
+    assert call.params["timeout"] == 2
+
+
+async def test_long_poll_waits_for_a_message(fake: FakeTelegram, client: httpx.AsyncClient) -> None:
+    adapter = make_adapter(fake, client, poll_timeout=5)
+    send, recv = trio.open_memory_channel[InboundMessage](10)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(adapter.run, send)
+        with trio.fail_after(5):
+            await fake.wait_until(lambda: len(fake.calls_to("getUpdates")) == 1)
+        await trio.sleep(0.05)
+        fake.push_message(1, 2, "late")
+        (msg,) = await receive(recv, 1)
+        nursery.cancel_scope.cancel()
+    assert msg.text == "late"
+    # Answered by the poll that was already waiting, not by a new one.
+    assert fake.calls_to("getUpdates")[0].response["result"][0]["message"]["text"] == "late"
+
+
+async def test_offsets_mean_no_update_is_handled_twice_even_across_restarts(
+    fake: FakeTelegram, client: httpx.AsyncClient
+) -> None:
+    adapter = make_adapter(fake, client)
+    send, recv = trio.open_memory_channel[InboundMessage](10)
+    first = fake.push_message(1, 2, "one")
+    fake.push_message(1, 2, "two")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(adapter.run, send)
+        got = await receive(recv, 2)
+        nursery.cancel_scope.cancel()
+    assert [m.text for m in got] == ["one", "two"]
+    assert adapter.offset == first["update_id"] + 2
+
+    fake.push_message(1, 2, "three")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(adapter.run, send)
+        got = await receive(recv, 1)
+        # Let it poll again: nothing old comes back.
+        with trio.fail_after(5):
+            await fake.wait_until(lambda: fake.confirmed_offset == first["update_id"] + 3)
+        await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    assert [m.text for m in got] == ["three"]
+    assert recv.statistics().current_buffer_used == 0
+    offsets = [c.params.get("offset") for c in fake.calls_to("getUpdates")]
+    assert offsets[0] is None
+    assert first["update_id"] + 2 in offsets and first["update_id"] + 3 in offsets
+
+
+async def test_non_text_updates_and_disallowed_users_are_skipped(
+    fake: FakeTelegram, client: httpx.AsyncClient
+) -> None:
+    adapter = make_adapter(fake, client, allowed_users=[7])
+    send, recv = trio.open_memory_channel[InboundMessage](10)
+    fake.push_update(
+        {"message": {"message_id": 5, "chat": {"id": 1}, "from": {"id": 7}, "photo": []}}
+    )
+    fake.push_message(1, 8, "stranger")
+    fake.push_message(1, 7, "friend")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(adapter.run, send)
+        got = await receive(recv, 1)
+        nursery.cancel_scope.cancel()
+    assert [m.text for m in got] == ["friend"]
+    assert adapter.offset == 4
+
+
+async def test_poll_errors_are_retried_with_backoff(
+    fake: FakeTelegram, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    adapter = make_adapter(fake, client)
+    send, recv = trio.open_memory_channel[InboundMessage](10)
+    fake.fail_next("getMe", 500, "Internal Server Error")
+    fake.fail_next("getUpdates", 502, "Bad Gateway", times=2)
+    fake.fail_next(
+        "getUpdates", 429, "Too Many Requests: retry after 0", parameters={"retry_after": 0}
+    )
+    fake.push_message(1, 2, "eventually")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(adapter.run, send)
+        (msg,) = await receive(recv, 1)
+        nursery.cancel_scope.cancel()
+    assert msg.text == "eventually"
+    assert [c.status for c in fake.calls_to("getUpdates")][:4] == [502, 502, 429, 200]
+    assert "polling failed" in caplog.text
+
+
+async def test_unreachable_api_at_startup_does_not_block_start(client: httpx.AsyncClient) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = TelegramConfig(token=TOKEN, api_base_url=f"http://127.0.0.1:{port}")
+    adapter = TelegramAdapter(config, client, backoff_initial=0.01, backoff_max=0.02)
+    send, _recv = trio.open_memory_channel[InboundMessage](1)
+    async with trio.open_nursery() as nursery:
+        with trio.fail_after(5):
+            await nursery.start(adapter.run, send)
+        await trio.sleep(0.05)  # a few failed polls, no crash
+        nursery.cancel_scope.cancel()
+
+
+async def test_bad_token_is_a_clear_error_without_the_token(
+    fake: FakeTelegram, client: httpx.AsyncClient
+) -> None:
+    wrong = "999:WRONG-token-value"
+    adapter = make_adapter(fake, client, token=wrong)
+    send, _recv = trio.open_memory_channel[InboundMessage](1)
+    with trio.fail_after(5), pytest.raises(TokenRejected) as info:
+        await adapter.run(send)
+    assert "token was rejected" in str(info.value)
+    assert wrong not in str(info.value)
+    with pytest.raises(TokenRejected):
+        await adapter.messenger("1").send("hi")
+
+
+async def test_malformed_token_404_is_fatal_at_start(client: httpx.AsyncClient) -> None:
+    async with open_fake_telegram(TOKEN) as fake:
+        # Real Telegram answers 404 for a token it cannot even parse.
+        fake.fail_next("getMe", 404, "Not Found")
+        adapter = make_adapter(fake, client)
+        send, _recv = trio.open_memory_channel[InboundMessage](1)
+        with trio.fail_after(5), pytest.raises(TokenRejected, match="404"):
+            await adapter.run(send)
+
+
+# -- sending ----------------------------------------------------------------
+
+
+async def test_send_edit_not_modified_and_finalise(
+    fake: FakeTelegram, client: httpx.AsyncClient
+) -> None:
+    m = make_adapter(fake, client).messenger("42")
+    assert m.capabilities.can_edit and m.capabilities.max_length == 4096
+    assert m.capabilities.length_unit == "utf16"
+    with trio.fail_after(5):
+        mid = await m.send("Hello")
+        await m.edit(mid, "Hello **wor")
+        await m.edit(mid, "Hello **world**")
+        await m.edit(mid, "Hello **world**")  # "not modified" is success
+        await m.edit(mid, "Hello **world**!")
+    (msg,) = fake.visible(42)
+    assert str(msg.message_id) == mid
+    assert msg.text == "Hello world!"
+    assert msg.entities == ({"type": "bold", "offset": 6, "length": 5},)
+    assert msg.history == ["Hello", "Hello **wor", "Hello world", "Hello world!"]
+    edits = fake.calls_to("editMessageText")
+    assert [c.status for c in edits] == [200, 200, 400, 200]
+    assert "message is not modified" in edits[2].response["description"]
+    assert all(c.params["parse_mode"] == "MarkdownV2" for c in edits)
+
+
+async def test_edit_rate_limit_raises_rate_limited(client: httpx.AsyncClient) -> None:
+    async with open_fake_telegram(TOKEN, edit_limit=2, edit_window=30) as fake:
+        m = make_adapter(fake, client).messenger("1")
+        with trio.fail_after(5):
+            mid = await m.send("a")
+            await m.edit(mid, "ab")
+            await m.edit(mid, "abc")
+            with pytest.raises(RateLimited) as info:
+                await m.edit(mid, "abcd")
+    assert 1 <= info.value.retry_after <= 30
+    assert fake.texts(1) == ["abc"]
+    assert fake.calls_to("editMessageText")[-1].response["parameters"]["retry_after"] >= 1
+
+
+async def test_refused_markup_is_resent_as_plain_text(
+    fake: FakeTelegram, client: httpx.AsyncClient
+) -> None:
+    m = make_adapter(fake, client).messenger("5")
+    fake.fail_next(
+        "sendMessage",
+        400,
+        "Bad Request: can't parse entities: Character '.' is reserved and must be escaped "
+        "with the preceding '\\'",
+    )
+    with trio.fail_after(5):
+        mid = await m.send("Total: **3.5**")
+    first, second = fake.calls_to("sendMessage")
+    assert first.params["parse_mode"] == "MarkdownV2" and first.status == 400
+    assert "parse_mode" not in second.params
+    assert second.params["text"] == "Total: **3.5**"
+    assert fake.texts(5) == ["Total: **3.5**"]
+    assert mid == str(fake.visible(5)[0].message_id)
+
+    fake.fail_next("editMessageText", 400, "Bad Request: can't parse entities: oops")
+    with trio.fail_after(5):
+        await m.edit(mid, "Total: **4.5**")
+    assert fake.texts(5) == ["Total: **4.5**"]
+
+
+async def test_markup_real_telegram_would_reject_is_escaped(
+    fake: FakeTelegram, client: httpx.AsyncClient
+) -> None:
+    m = make_adapter(fake, client).messenger("5")
+    tricky = "Costs: 1.5-2 (approx)! a_b *x* [y](https://e.com/(z)) `c\\` # > | {}"
+    with trio.fail_after(5):
+        await m.send(tricky)
+    assert [c.status for c in fake.calls_to("sendMessage")] == [200]
+
+
+async def test_too_long_is_an_error(fake: FakeTelegram, client: httpx.AsyncClient) -> None:
+    m = make_adapter(fake, client).messenger("9")
+    with trio.fail_after(5):
+        await m.send("😀" * 2048)  # 4096 UTF-16 code units: fits
+        with pytest.raises(PlatformError, match="message is too long"):
+            await m.send("😀" * 2048 + "x")
+    assert len(fake.visible(9)) == 1
+
+
+async def test_typing_and_delete(fake: FakeTelegram, client: httpx.AsyncClient) -> None:
+    m = make_adapter(fake, client).messenger("3")
+    with trio.fail_after(5):
+        await m.typing()
+        mid = await m.send("temp")
+        await m.delete(mid)
+        await m.delete(mid)  # already gone: fine
+        with pytest.raises(PlatformError, match="message to edit not found"):
+            await m.edit(mid, "again")
+    assert [(chat, action) for chat, action, _ in fake.chat_actions] == [("3", "typing")]
+    assert fake.texts(3) == []
+    assert fake.messages["3"][0].deleted
+
+
+async def test_token_never_logged_or_in_errors(
+    fake: FakeTelegram, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    adapter = make_adapter(fake, client)
+    m = adapter.messenger("1")
+    errors: list[str] = []
+    with trio.fail_after(5):
+        await m.send("hi")
+        fake.fail_next("sendMessage", 400, "Bad Request: can't parse entities: x")
+        await m.send("fallback")
+        fake.fail_next("sendMessage", 500, "Internal Server Error")
+        with pytest.raises(PlatformError) as info:
+            await m.send("x")
+        errors.append(str(info.value))
+
+    # Network failure: httpx errors may carry the URL.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = TelegramAdapter(
+        TelegramConfig(token=TOKEN, api_base_url=f"http://127.0.0.1:{port}"), client
+    )
+    with trio.fail_after(5), pytest.raises(PlatformError) as info:
+        await dead.messenger("1").send("x")
+    errors.append(str(info.value))
+    errors.append(repr(info.value))
+    bad_url = TelegramAdapter(TelegramConfig(token=TOKEN, api_base_url="ftp://nowhere"), client)
+    with trio.fail_after(5), pytest.raises(PlatformError) as info:
+        await bad_url.messenger("1").send("x")
+    errors.append(str(info.value))
+
+    assert "network error" in errors[1]
+    for text in errors:
+        assert TOKEN not in text
+    assert caplog.records, "expected httpx request logging to be captured"
+    assert "HTTP Request" in caplog.text
+    assert TOKEN not in caplog.text
+    assert TOKEN.split(":")[1] not in caplog.text
+    assert TOKEN not in repr(adapter)

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import termios
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +50,11 @@ __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
 log = logging.getLogger("hermes_trio.chat")
 
 DEFAULT_APPROVAL_TIMEOUT = 60.0
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what shells report for `cmd | head`
+# Ctrl-C interrupts a turn; the others end the program, but after the turn
+# has been stopped the clean way.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 SLASH_COMMANDS: dict[str, str] = {
     "/new": "start a fresh conversation",
@@ -88,7 +93,7 @@ def parse_approval(answer: str) -> ApprovalDecision | None:
     return None
 
 
-def approval_timeout(config: Config, env: dict[str, str] | os._Environ[str]) -> float:
+def approval_timeout(config: Config, env: Mapping[str, str]) -> float:
     """Seconds an approval question waits before it denies."""
     raw = env.get("HERMES_APPROVAL_TIMEOUT", "").strip()
     if raw:
@@ -123,10 +128,6 @@ def run_chat(config: Config, args: argparse.Namespace) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         return code
-
-
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what shells report for `cmd | head`
 
 
 def _exit_code(exc: BaseException) -> int | None:
@@ -306,7 +307,7 @@ class Chat:
         self.model: str | None = None
         self.messages: list[dict[str, Any]] = []
         self._approval_lock = trio.Lock()
-        self._turn: _Turn | None = None
+        self.exit_code: int | None = None  # set when a signal asked to quit
         self.ctx = self._new_context(yolo=self.config.agent.yolo)
         # Approval questions go where the user looks: the terminal, even
         # when the answer itself is piped somewhere.
@@ -330,8 +331,10 @@ class Chat:
 
     async def ask_once(self, question: str) -> int:
         result = await self.turn(question)
+        if self.exit_code is not None:
+            return self.exit_code
         if result is None:
-            return 130
+            return EXIT_INTERRUPTED
         return 1 if result.finish_reason == "error" else 0
 
     async def turn(self, text: str) -> TurnFinished | None:
@@ -339,19 +342,15 @@ class Chat:
         self.messages.append({"role": "user", "content": text})
         send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
         turn = _Turn(trio.CancelScope())
-        self._turn = turn
         # The receiver exists before the turn starts, so an early Ctrl-C is
         # an interrupt too rather than a KeyboardInterrupt that ends the program.
-        try:
-            with trio.open_signal_receiver(signal.SIGINT) as sigint, _echo(self.input_fd, False):
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._produce, send, turn.scope)
-                    nursery.start_soon(self._watch_interrupts, sigint, turn)
-                    with receive:
-                        result = await self.view.render_turn(receive)
-                    nursery.cancel_scope.cancel()
-        finally:
-            self._turn = None
+        with trio.open_signal_receiver(*_STOP_SIGNALS) as signals, _echo(self.input_fd, False):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._produce, send, turn.scope)
+                nursery.start_soon(self._watch_signals, signals, turn)
+                with receive:
+                    result = await self.view.render_turn(receive)
+                nursery.cancel_scope.cancel()
         return result
 
     async def _produce(
@@ -376,8 +375,15 @@ class Chat:
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     pass
 
-    async def _watch_interrupts(self, sigint: Any, turn: _Turn) -> None:
-        async for _ in sigint:
+    async def _watch_signals(self, signals: Any, turn: _Turn) -> None:
+        async for signum in signals:
+            if signum != signal.SIGINT:
+                # Asked to quit (terminal closed, kill): stop the turn the
+                # clean way, which restores the terminal and stops tool
+                # processes, and leave after it.
+                self.exit_code = 128 + signum
+                turn.scope.cancel()
+                continue
             turn.interrupts += 1
             if turn.interrupts > 1:
                 # The first Ctrl-C asked for a clean stop; a second one means
@@ -468,6 +474,8 @@ class Chat:
                 self._say(f"unknown command {escape(text)} — /help lists the commands", "yellow")
                 continue
             await self.turn(text)
+            if self.exit_code is not None:
+                return self.exit_code
             if reader.interactive:
                 self.console.print()
 

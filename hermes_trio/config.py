@@ -485,8 +485,10 @@ def _check(config: Config) -> None:
             raise ConfigError(f"model.fallbacks[{i}].name: expected a model name")
     if config.agent.max_iterations < 1:
         raise ConfigError("agent.max_iterations: expected an integer of at least 1")
-    if not 0 < config.api_server.port < 65536:
-        raise ConfigError(f"api_server.port: expected 1-65535, got {config.api_server.port}")
+    if not 0 <= config.api_server.port < 65536:
+        raise ConfigError(
+            f"api_server.port: expected 0-65535 (0 picks a free port), got {config.api_server.port}"
+        )
     if config.api_server.max_concurrent < 1:
         raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
     if config.agent.channel_size < 1:

@@ -79,6 +79,8 @@ class TerminalSettings:
     title: str = "Hermes"
     tick: float = 0.1
     """Seconds between redraws while only a spinner or a clock changes."""
+    frame: float = 1 / 30
+    """Shortest time between two redraws of a terminal."""
     code_theme: str = "monokai"
     err: TextIO | None = None
     """Where a plain painter writes tool lines and notices (default stderr)."""
@@ -408,16 +410,27 @@ class TerminalView:
         painter = self.painter
         painter.begin()
         animates = not self.settings.plain
+        frame = self.settings.frame
+        last_paint = -math.inf
         try:
             self._paint(plan.start(trio.current_time()), plan)
             closed = False
             while not closed:
-                batch, closed = await self._next_batch(
-                    receive, self.settings.tick if animates and plan.live().animated else math.inf
-                )
+                idle = self.settings.tick if animates and plan.live().animated else math.inf
+                batch, closed = await self._next_batch(receive, trio.current_time() + idle)
+                # A paint costs far more than a receive, and it runs on this
+                # thread, so the producer cannot refill the channel during one.
+                # Hence at most one paint per frame, with the channel drained
+                # all the while so a fast model never waits on the screen. The
+                # first event after a quiet spell still paints at once.
+                frame_end = last_paint + frame
+                while not closed and trio.current_time() < frame_end:
+                    more, closed = await self._next_batch(receive, frame_end)
+                    batch += more
                 while self._paused:
                     await self._resumed.wait()
                 self._paint(plan.feed(batch, trio.current_time()), plan)
+                last_paint = trio.current_time()
         finally:
             # Synchronous, so it runs even while this task is being cancelled:
             # whatever was shown stays, marked as interrupted.
@@ -430,11 +443,11 @@ class TerminalView:
 
     @staticmethod
     async def _next_batch(
-        receive: trio.MemoryReceiveChannel[StreamEvent], tick: float
+        receive: trio.MemoryReceiveChannel[StreamEvent], deadline: float
     ) -> tuple[list[StreamEvent], bool]:
-        """Wait for one event (or the tick), then take all that are waiting."""
+        """Wait for one event (or the deadline), then take all that are waiting."""
         batch: list[StreamEvent] = []
-        with trio.move_on_after(tick):
+        with trio.move_on_at(deadline):
             try:
                 batch.append(await receive.receive())
             except (trio.EndOfChannel, trio.ClosedResourceError):

@@ -67,6 +67,8 @@ class ServerState:
     sessions: SessionStore
     created: int = 0
     turns: set[RunningTurn] = field(default_factory=set)
+    store: Any = None
+    """The response store (issue 4), opened by ``open_api_server``."""
 
 
 def create_app(state: ServerState) -> QuartTrio:

@@ -21,13 +21,12 @@ from functools import partial
 import httpx
 import trio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.config import Sockets
-from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from ..agent import Agent, open_agent
 from ..config import Config
 from .app import ServerState, create_app
+from .listener import serve_hypercorn
 from .sessions import SessionStore
 from .turns import TurnSlots
 
@@ -100,7 +99,9 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     hc.graceful_timeout = 2.0
     hc.keep_alive_timeout = 75.0
     hc.accesslog = None
+    # hypercorn's own "Running on …" line would repeat ours.
     hc.errorlog = logging.getLogger("hypercorn.error")
+    hc.errorlog.setLevel(logging.WARNING)
     hc.backlog = 1024
     hc.h11_max_incomplete_size = 64 * 1024
     return hc
@@ -128,25 +129,24 @@ async def open_api_server(
         sock = _listening_socket(api.host, api.port if port is None else port)
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config(config)
-        stop = shutdown or trio.Event()
+        stop = shutdown if shutdown is not None else trio.Event()
         async with trio.open_nursery() as server_nursery:
             await server_nursery.start(
                 partial(
-                    worker_serve,
+                    serve_hypercorn,
                     wrap_app(app, hc.wsgi_max_body_size, "asgi"),
                     hc,
-                    sockets=Sockets([], [sock], []),
-                    shutdown_trigger=stop.wait,
+                    trio.SocketListener(trio.socket.from_stdlib_socket(sock)),
+                    stop,
+                    app_idle=state.slots.wait_idle,
                 )
             )
             try:
                 yield ApiServer(api.host, bound_port, state)
             finally:
+                # The listener ends the connections within its grace period;
+                # open turns end with them.
                 stop.set()
-                turns.cancel_scope.cancel()
-                # hypercorn waits graceful_timeout for open requests; bound it
-                # again here in case a write is stuck.
-                server_nursery.cancel_scope.deadline = trio.current_time() + hc.graceful_timeout + 1
         turns.cancel_scope.cancel()
 
 
@@ -217,13 +217,15 @@ def run_serve(config: Config, args: argparse.Namespace) -> int:
     if problem:
         print(f"hermes-trio serve: {problem}", file=sys.stderr)
         return 2
+    failures: list[OSError] = []
     try:
         trio.run(_serve_until_signal, config)
-    except OSError as exc:
+    except* OSError as group:
+        failures.extend(e for e in group.exceptions if isinstance(e, OSError))
+    if failures:
         api = config.api_server
-        print(
-            f"hermes-trio serve: cannot listen on {api.host}:{api.port}: {exc.strerror}",
-            file=sys.stderr,
-        )
+        reason = failures[0].strerror or str(failures[0])
+        print(f"hermes-trio serve: cannot listen on {api.host}:{api.port}: {reason}",
+              file=sys.stderr)
         return 1
     return 0

@@ -50,6 +50,8 @@ class TurnSlots:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._semaphore = trio.Semaphore(limit)
+        self._idle = trio.Event()
+        self._idle.set()
 
     @property
     def in_use(self) -> int:
@@ -65,9 +67,18 @@ class TurnSlots:
                 code="rate_limit_exceeded",
                 headers={"Retry-After": "1"},
             ) from None
+        if self._idle.is_set():
+            self._idle = trio.Event()
 
     def release(self) -> None:
         self._semaphore.release()
+        if self.in_use == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Return once no turn is running."""
+        while not self._idle.is_set():
+            await self._idle.wait()
 
 
 async def _run(

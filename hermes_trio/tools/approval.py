@@ -69,17 +69,25 @@ _PARTS: dict[str, str] = {
     # never needs to give text back, and backtracking here is exponential on
     # inputs like "sudo -u sudo -u ...".
     "WRAP": (
-        r"""(?:(?:sudo|doas)(?:\s+-(?:[ugCDprtUT]\s*[^\s;&|-][^\s;&|]*|[A-Za-z]+))*+\s+"""
-        r"""|(?:env|nohup|exec|command|builtin|time|nice|ionice|then|do|else|!)(?:\s+-\S+)*+\s+"""
-        r"""|timeout(?:\s+-\S+)*+\s+\S+\s+"""
-        r"""|\w+=\S*\s+)*+"""
+        r"""(?:(?:sudo|doas)(?:\s+-(?:[ugCDprtUT]\s*[^\s;&|()`-]<W>*+|[A-Za-z]++))*+\s+"""
+        r"""|(?:env|nohup|exec|command|builtin|time|nice|ionice|then|do|else|!)"""
+        r"""(?:\s+-<W>++)*+\s+"""
+        r"""|timeout(?:\s+-<W>++)*+\s+<W>++\s+"""
+        r"""|\w++=<W>*+\s+)*+"""
     ),
-    # A command word may be given with a path (/bin/rm, /usr/sbin/reboot).
-    "DIR": r"(?:[^\s;&|]*/)?",
+    # One character of a plain word: a scan over it stops at the next place a
+    # command could start, so each starting point costs only its own word.
+    "W": r"[^\s;&|()`]",
+    # A command word may be given with a path (/bin/rm, ~/bin/reboot).  Only
+    # path characters, so that the scan stops at the next separator.
+    "DIR": r"(?:[\w.~+-]*+/)*+",
     # End of a word: whitespace, a separator, a closing quote/paren or the end.
     "END": r"""(?=[\s;&|)`'"]|$)""",
-    # The rest of the current simple command (stops at ; & | newline).
-    "REST": r"[^;&|\n]*",
+    # The rest of the current simple command: up to ; & | newline, or a nested
+    # command in $(...) or backticks, which is checked from its own start.
+    # Bounded, because every command word scans it: unbounded, a long line of
+    # "{rm {rm ..." would take quadratic time, on the event loop.
+    "REST": r"[^;&|\n(`]{0,1024}",
     "Q": r"""['"]?""",
     # Paths whose recursive removal or chmod is catastrophic: /, a top-level
     # dir (optionally /*), /home/NAME, ~ and $HOME (optionally /*).
@@ -149,7 +157,7 @@ DANGEROUS_PATTERNS: tuple[DangerPattern, ...] = (
     _p(
         "pipe_to_shell",
         "piping a download into a shell",
-        r"<CMD>(?:curl|wget|fetch)<END>[^;&\n]*\|\s*<WRAP><DIR><SHELL><END>",
+        r"<CMD>(?:curl|wget|fetch)<END>[^;&\n]{0,1024}\|\s*<WRAP><DIR><SHELL><END>",
         r"|<CMD><SHELL><END><REST>(?:<\(|\$\()\s*(?:curl|wget|fetch)\b",
     ),
     _p(

@@ -161,9 +161,7 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None:
             available = ", ".join(self._tools) or "(none)"
-            return ToolResult(
-                False, f"error: unknown tool {name!r}; available tools: {available}"
-            )
+            return ToolResult(False, f"error: unknown tool {name!r}; available tools: {available}")
         try:
             args = _parse_args(raw_args)
         except ValueError as exc:

@@ -148,10 +148,11 @@ async def run_shell(
             # The deadline covers only the command, so that after a timeout we
             # can still drain what it wrote before it was killed.
             with trio.move_on_after(time_limit):
-                returncode = await proc.wait()
+                await proc.wait()
+            # Polls, so a shell that exited right at the deadline counts as done.
+            returncode = proc.returncode
             if returncode is None:
-                # The shell is not reaped yet (run_process is still waiting on
-                # it), so proc.pid still names our process group.
+                # Not reaped yet, so proc.pid still names our process group.
                 _signal_group(proc.pid)
                 await proc.wait()
             with trio.move_on_after(DRAIN_GRACE):
@@ -163,7 +164,9 @@ async def run_shell(
     finally:
         # Cancelled after the shell exited (run_process's deliver_cancel no
         # longer applies): its background jobs must not survive us either.
-        # A sync call, so it runs even while we are being cancelled.
+        # A sync call, so it runs even while we are being cancelled.  If the
+        # group is already empty this is ESRCH (reuse of its id in the
+        # microseconds since would need the pid counter to wrap around).
         if proc is not None:
             _signal_group(proc.pid)
     return ShellOutcome(

@@ -56,12 +56,15 @@ class ChatStreamFrames:
         self.include_usage = include_usage
         self._started = False
         self._finished = False
+        # Every frame carries an SSE id (its position) so a client can tell
+        # exactly which chunk it saw last.
+        self._seq = 0
         head = {"id": id, "object": "chat.completion.chunk", "created": created, "model": model}
         # '{"id":…,"model":"m"' without the closing brace, reused for every chunk.
         self._head = _dumps(head)[:-1]
         tail = ',"logprobs":null,"finish_reason":null}]'
         tail += ',"usage":null}' if include_usage else "}"
-        self._content_prefix = "data: " + self._head + ',"choices":[{"index":0,"delta":{"content":'
+        self._content_prefix = "\ndata: " + self._head + ',"choices":[{"index":0,"delta":{"content":'
         self._content_suffix = "}" + tail + "\n\n"
 
     @property
@@ -80,7 +83,8 @@ class ChatStreamFrames:
         }
         if self.include_usage:
             body["usage"] = None
-        return encode_event(_dumps(body))
+        self._seq += 1
+        return encode_event(_dumps(body), id=str(self._seq))
 
     def start(self) -> bytes:
         """The first chunk: the role, with empty content as OpenAI sends it."""
@@ -92,7 +96,9 @@ class ChatStreamFrames:
     def content(self, text: str) -> bytes:
         # JSON escapes CR and LF, so the template stays one data line.
         prefix = self.start() if not self._started else b""
-        return prefix + (self._content_prefix + _dumps(text) + self._content_suffix).encode()
+        self._seq += 1
+        frame = f"id: {self._seq}{self._content_prefix}{_dumps(text)}{self._content_suffix}"
+        return prefix + frame.encode()
 
     def reasoning(self, text: str) -> bytes:
         prefix = self.start() if not self._started else b""
@@ -132,13 +138,16 @@ class ChatStreamFrames:
                 "choices": [],
                 "usage": usage_dict(usage or Usage()),
             }
-            out.append(encode_event(_dumps(body)))
-        out.append(b"data: [DONE]\n\n")
+            self._seq += 1
+            out.append(encode_event(_dumps(body), id=str(self._seq)))
+        self._seq += 1
+        out.append(f"id: {self._seq}\ndata: [DONE]\n\n".encode())
         return b"".join(out)
 
     def extension(self, event: str, data: dict[str, Any]) -> bytes:
         """A named event of our documented stream extension (opt-in only)."""
-        return encode_event(_dumps(data), event=event)
+        self._seq += 1
+        return encode_event(_dumps(data), event=event, id=str(self._seq))
 
 
 def error_frame(message: str, *, type: str = "server_error", code: str | None = None) -> bytes:

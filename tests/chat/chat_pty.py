@@ -53,9 +53,9 @@ class Pty:
     def __init__(self, child: pexpect.spawn) -> None:
         self.child = child
 
-    async def expect(self, pattern: str | type[pexpect.EOF], timeout: float = TIMEOUT) -> str:
-        """Wait for ``pattern`` (a regex) and return everything before it."""
-        await trio.to_thread.run_sync(lambda: self.child.expect(pattern, timeout=timeout))
+    async def expect(self, pattern: str | type[pexpect.EOF]) -> str:
+        """Wait (at most ``TIMEOUT``) for ``pattern`` (a regex); return what came before it."""
+        await trio.to_thread.run_sync(lambda: self.child.expect(pattern, timeout=TIMEOUT))
         return str(self.child.before)
 
     async def expect_prompt(self) -> str:

@@ -59,8 +59,7 @@ async def test_ctrl_c_mid_stream_interrupts_and_returns_to_the_prompt(tmp_path: 
             await pty.expect(r"Back again\.")
             history = server.requests[-1].json["messages"]
             assert any(
-                m["role"] == "assistant" and "partial answer that" in m["content"]
-                for m in history
+                m["role"] == "assistant" and "partial answer that" in m["content"] for m in history
             )
             await pty.expect_prompt()
             pty.child.sendcontrol("d")

@@ -195,3 +195,26 @@ async def test_long_pending_block_is_cropped_to_the_screen() -> None:
     assert text.count("line 0 ") + text.count("line 0\n") >= 1
     assert "line 199" in text
     send.close()
+
+
+async def test_a_fast_producer_is_coalesced_into_few_paints(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    view, spy = spy_view()
+    send, receive = trio.open_memory_channel[StreamEvent](4)
+
+    async def produce() -> None:
+        async with send:
+            for _ in range(1000):
+                await send.send(MessageChunk("tok "))
+                await trio.sleep(0.001)  # a model at 1000 tokens/s
+            await send.send(MessageStop(True))
+            await send.send(TurnFinished("", Usage(), "stop"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(produce)
+        await view.render_turn(receive)
+    # About one paint per 1/30 s over one second, not one per token.
+    assert 20 <= len(spy.calls) <= 45
+    text = "".join(op.text for ops, _ in spy.calls for op in ops if isinstance(op, TextDelta))
+    assert text == "tok " * 1000

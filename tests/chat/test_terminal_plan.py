@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from hypothesis import given
@@ -56,7 +57,7 @@ def split_pieces(pieces: list[str]) -> tuple[list[str], list[str]]:
 
 def chop(text: str, cuts: list[int]) -> list[str]:
     points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
-    return [text[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 # ---------------------------------------------------------------------------
@@ -215,7 +216,11 @@ def test_streamed_answer_opens_a_box_and_renders_blocks() -> None:
     plan.start(0.0)
     assert plan.live().waiting_since == 0.0
     ops = plan.feed([MessageChunk("Hello "), MessageChunk("**world**\n\nSecond")], 1.0)
-    assert ops == [OpenBox(), TextDelta("Hello **world**\n\nSecond"), MarkdownBlock("Hello **world**")]
+    assert ops == [
+        OpenBox(),
+        TextDelta("Hello **world**\n\nSecond"),
+        MarkdownBlock("Hello **world**"),
+    ]
     live = plan.live()
     assert live.in_box and live.pending_text == "Second" and live.waiting_since is None
     ops = plan.feed([MessageStop(final=True), finished("Hello **world**\n\nSecond")], 2.0)
@@ -230,7 +235,13 @@ def test_non_streaming_answer_comes_whole_from_turn_finished() -> None:
     assert plan.feed([MessageStop(final=True)], 1.0) == []
     assert plan.live().waiting_since == 0.0  # still the spinner
     ops = plan.feed([finished("A\n\nB")], 1.0)
-    assert ops == [OpenBox(), TextDelta("A\n\nB"), MarkdownBlock("A"), MarkdownBlock("B"), CloseBox()]
+    assert ops == [
+        OpenBox(),
+        TextDelta("A\n\nB"),
+        MarkdownBlock("A"),
+        MarkdownBlock("B"),
+        CloseBox(),
+    ]
 
 
 def test_commentary_is_shown_only_when_it_was_not_streamed() -> None:
@@ -280,7 +291,11 @@ def test_error_keeps_the_partial_answer_and_adds_one_line() -> None:
     plan = TerminalPlan()
     plan.feed([MessageChunk("partial")], 0)
     ops = plan.feed([MessageStop(True), finished("partial", "error", "upstream exploded")], 1)
-    assert ops == [MarkdownBlock("partial"), CloseBox(), Notice("error: upstream exploded", "error")]
+    assert ops == [
+        MarkdownBlock("partial"),
+        CloseBox(),
+        Notice("error: upstream exploded", "error"),
+    ]
 
 
 def test_interrupt_mid_stream_marks_the_box() -> None:

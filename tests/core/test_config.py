@@ -68,7 +68,7 @@ def test_hermes_config_env_names_the_file(tmp_path) -> None:
             "model: {base_url: localhost:8000}\n",
             "model.base_url: expected an http:// or https:// URL",
         ),
-        ("api_server: {port: 70000}\n", "api_server.port: expected 1-65535"),
+        ("api_server: {port: 70000}\n", "api_server.port: expected 0-65535"),
         ("agent: {max_iterations: 0}\n", "agent.max_iterations: expected an integer of at least 1"),
         ("model: [1, 2]\n", "model: expected a mapping, got a list"),
         ("- just a list\n", "expected a mapping of sections"),

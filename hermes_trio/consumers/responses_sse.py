@@ -1,0 +1,198 @@
+"""The Responses SSE writer: turn events → Responses stream events in an
+:class:`EventLog` → SSE bytes for every client that follows it.
+
+A Responses stream can be resumed (``starting_after``) and outlive its first
+client (``background``), so the writer does not write to one socket: it
+appends each event to the response's log, and each HTTP stream — the one
+that started the turn and any resumed one — is a :class:`LogFollower` that
+replays the log from where its client left off and then waits for more.
+Sequence numbers are log positions, so replay-then-follow can neither skip
+nor repeat an event.
+
+Like the Chat Completions writer it drains whatever events are already
+waiting into one batch (consecutive text deltas become one delta event), a
+follower returns everything new as one piece (one socket write, no added
+delay when idle), and a silent stream gets ``: keep-alive`` comments.
+
+Memory stays bounded by the length of one turn; while a primary reader is
+attached (a stream that is not ``background``), the writer waits when that
+reader falls more than ``window`` events behind, so a slow client slows the
+model read as on every other stream (DESIGN §1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import trio
+
+from ..events import MessageChunk, ReasoningChunk, StreamEvent
+from ..wire.responses_out import ResponseBuilder, ResponseEvent
+from ..wire.sse import encode_comment
+
+__all__ = [
+    "KEEPALIVE",
+    "EventLog",
+    "LogFollower",
+    "coalesce",
+    "write_response_events",
+]
+
+KEEPALIVE = encode_comment("keep-alive")
+DEFAULT_WINDOW = 256
+
+
+class EventLog:
+    """Every event of one response so far, with wake-ups for followers.
+
+    ``events[n].sequence_number == n`` always holds.
+    """
+
+    def __init__(self) -> None:
+        self.events: list[ResponseEvent] = []
+        self.closed = False
+        self._changed = trio.Event()
+        self.primary: int | None = None
+        """How far the primary reader has read, while one is attached."""
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def extend(self, events: Sequence[ResponseEvent]) -> None:
+        if self.closed:
+            raise trio.ClosedResourceError("the response's event log is closed")
+        if not events:
+            return
+        if events[0].sequence_number != len(self.events):
+            raise ValueError(
+                f"event {events[0].sequence_number} appended at position {len(self.events)}"
+            )
+        self.events.extend(events)
+        self._notify()
+
+    def close(self) -> None:
+        """No more events: followers finish once they have read them all."""
+        if not self.closed:
+            self.closed = True
+            self._notify()
+
+    async def wait_beyond(self, position: int) -> None:
+        """Return once there is an event at ``position`` or the log is closed."""
+        while len(self.events) <= position and not self.closed:
+            await self._changed.wait()
+
+    def attach_primary(self) -> None:
+        self.primary = 0
+        self._notify()
+
+    def detach_primary(self) -> None:
+        self.primary = None
+        self._notify()
+
+    def advance_primary(self, position: int) -> None:
+        if self.primary is not None:
+            self.primary = position
+            self._notify()
+
+    async def wait_for_primary(self, window: int) -> None:
+        """Backpressure: wait while the primary reader is more than
+        ``window`` events behind."""
+        while self.primary is not None and len(self.events) - self.primary > window:
+            await self._changed.wait()
+
+
+def coalesce(batch: Sequence[StreamEvent]) -> list[StreamEvent]:
+    """Merge runs of text (and of reasoning) deltas into one delta each."""
+    out: list[StreamEvent] = []
+    for event in batch:
+        if out and type(event) is type(out[-1]) and isinstance(event, MessageChunk):
+            last = out[-1]
+            assert isinstance(last, MessageChunk)
+            out[-1] = MessageChunk(last.text + event.text)
+        elif out and type(event) is type(out[-1]) and isinstance(event, ReasoningChunk):
+            previous = out[-1]
+            assert isinstance(previous, ReasoningChunk)
+            out[-1] = ReasoningChunk(previous.text + event.text)
+        else:
+            out.append(event)
+    return out
+
+
+async def write_response_events(
+    receive: trio.MemoryReceiveChannel[StreamEvent],
+    builder: ResponseBuilder,
+    log: EventLog,
+    *,
+    window: int = DEFAULT_WINDOW,
+) -> None:
+    """Consume one turn's events into ``log`` until the turn's channel ends.
+
+    The log stays open: whoever runs the turn adds the ending it decides
+    (an interruption, a cancel) and then closes it.
+    """
+    with receive:
+        log.extend(builder.start())
+        while True:
+            try:
+                first = await receive.receive()
+            except trio.EndOfChannel:
+                return
+            batch = [first]
+            while True:
+                try:
+                    batch.append(receive.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            out: list[ResponseEvent] = []
+            for event in coalesce(batch):
+                out += builder.feed(event)
+            log.extend(out)
+            await log.wait_for_primary(window)
+
+
+class LogFollower:
+    """One client's view of a log: SSE bytes after sequence number ``after``.
+
+    ``primary=True`` makes this reader the one the writer waits for.
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        *,
+        after: int = -1,
+        keepalive: float = 10.0,
+        primary: bool = False,
+    ) -> None:
+        self.log = log
+        self.position = max(after + 1, 0)
+        self.keepalive = keepalive
+        self.primary = primary
+        if primary:
+            log.attach_primary()
+            log.advance_primary(self.position)
+
+    async def receive(self) -> bytes:
+        """The next piece of the stream; ``trio.EndOfChannel`` at its end."""
+        log = self.log
+        with trio.move_on_after(self.keepalive):
+            await log.wait_beyond(self.position)
+        events = log.events
+        if len(events) <= self.position:
+            if log.closed:
+                raise trio.EndOfChannel
+            return KEEPALIVE
+        batch = events[self.position :]
+        self.position = len(events)
+        if self.primary:
+            log.advance_primary(self.position)
+        return b"".join(event.frame for event in batch)
+
+    def detach(self) -> None:
+        if self.primary:
+            self.primary = False
+            self.log.detach_primary()

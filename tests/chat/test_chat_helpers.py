@@ -1,0 +1,63 @@
+"""Small decisions of ``hermes-trio chat`` that need no terminal."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hermes_trio.chat import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    _exit_code,
+    approval_timeout,
+    chat_streams,
+    parse_approval,
+)
+from hermes_trio.config import Config, StreamingConfig
+from hermes_trio.tools import ApprovalDecision
+
+
+def with_streaming(**fields: bool | None) -> Config:
+    return Config(streaming=dataclasses.replace(StreamingConfig(), **fields))
+
+
+def test_terminal_streams_unless_told_not_to() -> None:
+    assert chat_streams(with_streaming()) is True  # nothing configured
+    assert chat_streams(with_streaming(enabled=False)) is True  # the platforms' switch
+    assert chat_streams(with_streaming(cli=False)) is False
+    assert chat_streams(with_streaming(cli=True, enabled=False)) is True
+    assert chat_streams(with_streaming(cli=True), no_stream=True) is False
+
+
+@pytest.mark.parametrize(
+    ("answer", "decision"),
+    [
+        ("o\n", ApprovalDecision.ONCE),
+        ("Yes", ApprovalDecision.ONCE),
+        (" a ", ApprovalDecision.ALWAYS),
+        ("always", ApprovalDecision.ALWAYS),
+        ("d", ApprovalDecision.DENY),
+        ("no\n", ApprovalDecision.DENY),
+        ("", None),
+        ("maybe", None),
+    ],
+)
+def test_parse_approval(answer: str, decision: ApprovalDecision | None) -> None:
+    assert parse_approval(answer) is decision
+
+
+def test_approval_timeout_from_the_environment() -> None:
+    assert approval_timeout(Config(), {}) == 60.0
+    assert approval_timeout(Config(), {"HERMES_APPROVAL_TIMEOUT": "5"}) == 5.0
+    assert approval_timeout(Config(), {"HERMES_APPROVAL_TIMEOUT": "soon"}) == 60.0
+    assert approval_timeout(Config(), {"HERMES_APPROVAL_TIMEOUT": "0"}) == 60.0
+
+
+def test_exit_codes_see_through_exception_groups() -> None:
+    assert _exit_code(KeyboardInterrupt()) == EXIT_INTERRUPTED
+    group = BaseExceptionGroup("x", [BaseExceptionGroup("y", [KeyboardInterrupt()])])
+    assert _exit_code(group) == EXIT_INTERRUPTED
+    assert _exit_code(ExceptionGroup("x", [BrokenPipeError()])) == EXIT_BROKEN_PIPE
+    assert _exit_code(ExceptionGroup("x", [BrokenPipeError(), ValueError()])) is None
+    assert _exit_code(RuntimeError()) is None

@@ -1,0 +1,181 @@
+"""``hermes-trio gateway`` as a command: startup checks, and a real
+subprocess against the fake Telegram and the scripted model server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+from support import make_config
+
+from hermes_trio.cli import main
+from hermes_trio.config import Config, PlatformsConfig, TelegramConfig, load_config
+from hermes_trio.gateway import _command, _main, build_adapters, run_gateway, telegram_enabled
+from hermes_trio.platforms.telegram import TelegramAdapter
+from hermes_trio.testing import TextReply, open_scripted_server
+from hermes_trio.testing.fake_telegram import open_fake_telegram
+
+TOKEN = "555777:CLI-secret_token_do_not_log"
+ANSWER = "The gateway answered from a subprocess and finished cleanly."
+
+
+def test_refuses_to_start_without_a_model_server(capsys: pytest.CaptureFixture[str]) -> None:
+    config = Config(platforms=PlatformsConfig(telegram=TelegramConfig(token=TOKEN)))
+    assert run_gateway(config) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "model.base_url" in err and "HERMES_MODEL_BASE_URL" in err and "OPENAI_BASE_URL" in err
+
+
+def test_refuses_to_start_with_nothing_to_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_gateway(make_config("http://127.0.0.1:9/v1")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "TELEGRAM_BOT_TOKEN" in err and "platforms.telegram.token" in err
+
+
+def test_enabled_telegram_without_token_names_the_setting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = make_config(
+        "http://127.0.0.1:9/v1", platforms=PlatformsConfig(telegram=TelegramConfig(enabled=True))
+    )
+    assert run_gateway(config) == 2
+    assert "TELEGRAM_BOT_TOKEN" in capsys.readouterr().err
+
+
+def test_cli_exit_code_and_message(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for var in list(os.environ):
+        if var.startswith(("HERMES_", "OPENAI_", "TELEGRAM_", "API_SERVER_")):
+            monkeypatch.delenv(var)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HERMES_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["gateway"]) == 2
+    assert "nothing to run" in capsys.readouterr().err
+
+
+async def test_token_alone_enables_telegram() -> None:
+    env = {"TELEGRAM_BOT_TOKEN": TOKEN, "HERMES_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    config = load_config(env=env)
+    assert telegram_enabled(config)
+    async with httpx.AsyncClient() as client:
+        (adapter,) = build_adapters(config, client)
+        assert isinstance(adapter, TelegramAdapter)
+        off = config.replace(
+            platforms=PlatformsConfig(telegram=TelegramConfig(token=TOKEN, enabled=False))
+        )
+        assert build_adapters(off, client) == []
+    assert TOKEN not in repr(config)
+
+
+def test_commands_are_recognised() -> None:
+    assert _command("/stop") == "/stop"
+    assert _command("  /STOP@hermes_bot now") == "/stop"
+    assert _command("stop") is None
+    assert _command("") is None
+
+
+class Output:
+    """Everything a child process wrote to one pipe, with a way to wait for text."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self._changed = trio.Event()
+
+    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
+        try:
+            async for chunk in stream:
+                self.data.extend(chunk)
+                self._changed.set()
+                self._changed = trio.Event()
+        finally:
+            self._changed.set()
+
+    async def wait_for(self, needle: bytes) -> None:
+        while needle not in self.data:
+            await self._changed.wait()
+
+    def text(self) -> str:
+        return self.data.decode(errors="replace")
+
+
+async def test_subprocess_round_trip_and_clean_sigterm(tmp_path: Path) -> None:
+    async with (
+        open_scripted_server([TextReply(ANSWER, delay=0.01)]) as model,
+        open_fake_telegram(TOKEN) as telegram,
+    ):
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HERMES_", "OPENAI_", "TELEGRAM_", "API_SERVER_"))
+        }
+        env.update(
+            TELEGRAM_BOT_TOKEN=TOKEN,
+            TELEGRAM_API_BASE_URL=telegram.base_url,
+            TELEGRAM_ALLOWED_USERS="7, 8",
+            HERMES_MODEL_BASE_URL=model.base_url,
+            HERMES_STREAMING_ENABLED="1",
+            HERMES_DATA_DIR=str(tmp_path / "data"),
+        )
+        out, err = Output(), Output()
+        async with trio.open_nursery() as nursery:
+            process: trio.Process = await nursery.start(
+                partial(
+                    trio.run_process,
+                    [sys.executable, "-m", "hermes_trio.cli", "gateway"],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    cwd=tmp_path,
+                    check=False,
+                )
+            )
+            assert process.stdout is not None and process.stderr is not None
+            nursery.start_soon(out.collect, process.stdout)
+            nursery.start_soon(err.collect, process.stderr)
+            try:
+                with trio.move_on_after(15) as waiting:
+                    await out.wait_for(b"running telegram")
+                assert not waiting.cancelled_caught, f"no ready line; stderr: {err.text()}"
+                telegram.push_message(chat_id=31, user_id=7, text="hello from a user")
+                with trio.fail_after(10):
+                    await telegram.wait_until(lambda: telegram.texts(31) == [ANSWER])
+                process.send_signal(signal.SIGTERM)
+                with trio.fail_after(10):
+                    code = await process.wait()
+            finally:
+                if process.poll() is None:
+                    process.kill()
+        assert code == 0, err.text()
+        (message,) = telegram.visible(31)
+        assert message.history.count(ANSWER) == 1
+        output = out.text() + err.text()
+        assert "@hermes_test_bot" in output
+        assert "SIGTERM received" in output
+        assert TOKEN not in output
+
+
+async def test_exits_with_an_error_when_every_adapter_is_rejected(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with open_fake_telegram("1:other-token") as telegram:
+        config = make_config(
+            "http://127.0.0.1:9/v1",
+            platforms=PlatformsConfig(
+                telegram=TelegramConfig(token=TOKEN, api_base_url=telegram.base_url)
+            ),
+        )
+        with trio.fail_after(5):
+            assert await _main(config) == 1
+    err = capsys.readouterr().err
+    assert "every platform adapter failed" in err
+    assert TOKEN not in err

@@ -14,7 +14,7 @@ The public API, re-exported from the modules that hold it::
     trio.run(main)
 """
 
-from .agent import Agent, TurnResult, open_agent
+from .agent import Agent, TurnEvents, TurnResult, open_agent
 from .config import Config, ConfigError, load_config
 from .events import (
     Commentary,
@@ -47,6 +47,7 @@ __all__ = [
     "StreamEvent",
     "ToolCallChunk",
     "ToolCallFinished",
+    "TurnEvents",
     "TurnFinished",
     "TurnResult",
     "Usage",

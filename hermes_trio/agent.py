@@ -43,7 +43,7 @@ from .tools import (
 from .wire.chat_chunks import ChunkDelta, ToolCall
 from .wire.think import ThinkFilter, strip_think_blocks
 
-__all__ = ["Agent", "TurnResult", "open_agent"]
+__all__ = ["Agent", "TurnEvents", "TurnResult", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
@@ -59,6 +59,37 @@ class TurnResult:
     error: str | None = None
     error_code: str | None = None
     added: list[dict[str, Any]] = field(default_factory=list)
+
+
+class TurnEvents:
+    """Async iterator over a turn's events that takes whatever is already
+    waiting without a scheduler pass.
+
+    ``MemoryReceiveChannel.receive`` checkpoints even when an event is ready,
+    so a plain ``async for`` wakes its task once per token; this iterator
+    waits only when the channel is empty. The channel holds at most
+    ``agent.channel_size`` events, which bounds the run between checkpoints.
+    """
+
+    __slots__ = ("receive",)
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+        self.receive = receive
+
+    def __aiter__(self) -> TurnEvents:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        try:
+            return self.receive.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+        try:
+            return await self.receive.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
 
 
 class _Step:
@@ -103,7 +134,7 @@ class Agent:
     @asynccontextmanager
     async def turn(
         self, messages: list[dict[str, Any]] | str, **kwargs: Any
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[StreamEvent]]:
+    ) -> AsyncIterator[TurnEvents]:
         """Run a turn in the background of this block; iterate its events.
 
         ``messages`` may be a plain prompt. Leaving the block early cancels
@@ -116,7 +147,7 @@ class Agent:
             nursery.start_soon(partial(self.run_turn, messages, send, **kwargs))
             with receive:
                 try:
-                    yield receive
+                    yield TurnEvents(receive)
                 finally:
                     nursery.cancel_scope.cancel()
 
@@ -132,8 +163,8 @@ class Agent:
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run)
-            async with receive:
-                async for _ in receive:
+            with receive:
+                async for _ in TurnEvents(receive):
                     pass
         if result[0].error:
             raise ModelError(result[0].error, code=result[0].error_code or "model_error")
@@ -200,16 +231,24 @@ class Agent:
         usage = Usage()
         step = _Step(cfg.think_tags)
 
+        async def emit(event: StreamEvent) -> None:
+            # The stream read just checkpointed; waiting here only when the
+            # channel is full saves a scheduler pass per token.
+            try:
+                send.send_nowait(event)
+            except trio.WouldBlock:
+                await send.send(event)
+
         async def on_delta(delta: ChunkDelta) -> None:
             if delta.content:
                 filtered = step.think.feed(delta.content)
                 if filtered.reasoning:
-                    await send.send(ReasoningChunk(filtered.reasoning))
+                    await emit(ReasoningChunk(filtered.reasoning))
                 if filtered.text:
                     step.parts.append(filtered.text)
-                    await send.send(MessageChunk(filtered.text))
+                    await emit(MessageChunk(filtered.text))
             if delta.reasoning:
-                await send.send(ReasoningChunk(delta.reasoning))
+                await emit(ReasoningChunk(delta.reasoning))
 
         try:
             for _ in range(cfg.max_iterations):

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import termios
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,24 +93,6 @@ def parse_approval(answer: str) -> ApprovalDecision | None:
     return None
 
 
-def approval_timeout(config: Config, env: Mapping[str, str]) -> float:
-    """Seconds an approval question waits before it denies."""
-    raw = env.get("HERMES_APPROVAL_TIMEOUT", "").strip()
-    if raw:
-        try:
-            value = float(raw)
-        except ValueError:
-            value = -1.0
-        if value > 0:
-            return value
-        log.warning("HERMES_APPROVAL_TIMEOUT: expected seconds above 0, got %r", raw)
-    # Read it from config once the config grows the key (agent.approval_timeout).
-    configured = getattr(config.agent, "approval_timeout", None)
-    if isinstance(configured, int | float) and configured > 0:
-        return float(configured)
-    return DEFAULT_APPROVAL_TIMEOUT
-
-
 def run_chat(config: Config, args: argparse.Namespace) -> int:
     """Entry point of ``hermes-trio chat`` (see ``hermes_trio.cli``)."""
     if not config.model.base_url:
@@ -165,7 +147,7 @@ async def _main(config: Config, args: argparse.Namespace) -> int:
             view,
             stream=chat_streams(config, getattr(args, "no_stream", False)),
             input_fd=sys.stdin.fileno() if stdin_tty else None,
-            approval_timeout=approval_timeout(config, os.environ),
+            approval_timeout=config.agent.approval_timeout,
         )
         if getattr(args, "query", None):
             return await chat.ask_once(args.query)

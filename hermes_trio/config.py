@@ -105,6 +105,7 @@ class AgentConfig:
     )
     workdir: str | None = None
     channel_size: int = 64
+    approval_timeout: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_API_MODE": "model.api_mode",
     "HERMES_STREAMING_ENABLED": "streaming.enabled",
     "HERMES_YOLO_MODE": "agent.yolo",
+    "HERMES_APPROVAL_TIMEOUT": "agent.approval_timeout",
     "HERMES_SYSTEM_PROMPT": "agent.system_prompt",
     "HERMES_DATA_DIR": "store.data_dir",
     "API_SERVER_ENABLED": "api_server.enabled",
@@ -491,6 +493,8 @@ def _check(config: Config) -> None:
         )
     if config.api_server.max_concurrent < 1:
         raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
+    if config.agent.approval_timeout <= 0:
+        raise ConfigError("agent.approval_timeout: expected a number of seconds above 0")
     if config.agent.channel_size < 1:
         raise ConfigError("agent.channel_size: expected an integer of at least 1")
     for key in ("connect", "first_token", "idle", "request"):

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import httpx
 import trio
@@ -49,6 +49,9 @@ from .platforms import telegram as _telegram
 from .platforms import whatsapp as _whatsapp
 from .platforms.base import InboundMessage, Messenger, PlatformAdapter, PlatformError, RateLimited
 from .tools import ToolContext
+
+if TYPE_CHECKING:
+    from .server.run import ApiServer
 
 __all__ = [
     "AdapterStatus",
@@ -153,8 +156,8 @@ class Gateway:
             self.adapters[adapter.name] = adapter
         self.adapter_status = {name: AdapterStatus() for name in self.adapters}
         self.sessions: dict[tuple[str, str], Session] = {}
-        self.api_server: Any = None
-        """The ``ApiServer`` when ``api_server.enabled`` (its ``base_url``)."""
+        self.api_server: ApiServer | None = None
+        """The API server when ``api_server.enabled`` (see its ``base_url``)."""
         self.refused: list[InboundMessage] = []
         """Refused messages, most recent last (bounded), for operators and tests."""
         self._nursery = nursery
@@ -213,7 +216,7 @@ class Gateway:
             self._nursery.start_soon(self._dispatch, adapter, receive)
             await self._nursery.start(self._supervise, adapter, send)
 
-    async def _serve_api(self, *, task_status: trio.TaskStatus[Any]) -> None:
+    async def _serve_api(self, *, task_status: trio.TaskStatus[ApiServer]) -> None:
         # Imported here: the web stack is only needed when the API is enabled.
         from .server.run import open_api_server
 

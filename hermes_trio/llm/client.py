@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from ..wire.responses_stream import (
 from ..wire.sse import SSEDecoder, SSEEvent
 from .backoff import backoff_delay, parse_retry_after
 from .errors import ModelError
+from .watchdog import StreamWatchdog
 
 __all__ = ["ModelClient", "ModelRequest", "ModelResponse", "OnDelta", "Target", "make_http_client"]
 
@@ -282,84 +282,21 @@ class ModelClient:
         self, target: Target, request: ModelRequest, delivery: _Delivery
     ) -> ModelResponse:
         timeouts = self.config.timeouts
-        responses_mode = target.api_mode == "responses"
-        acc: ChatChunkAccumulator | ResponsesStreamAccumulator = (
-            ResponsesStreamAccumulator() if responses_mode else ChatChunkAccumulator()
-        )
-        decoder = SSEDecoder()
-        seen_event = False
-        finished = False
-        with trio.CancelScope(deadline=trio.current_time() + timeouts.first_token) as scope:
-            try:
-                async with self.http.stream(
-                    "POST",
-                    self._url(target),
-                    json=self._body(target, request, stream=True),
-                    headers=self._headers(target, stream=True),
-                ) as response:
-                    if response.status_code != 200:
-                        raw = await response.aread()
-                        if response.status_code in _STREAM_REFUSAL_STATUSES:
-                            raise _StreamUnsupported(
-                                f"HTTP {response.status_code} for stream: true: {_error_text(raw)}",
-                                remember=True,
-                            )
-                        raise _status_error(target, response, raw)
-                    ctype = response.headers.get("content-type", "")
-                    if "text/event-stream" not in ctype:
-                        raw = await response.aread()
-                        msg, usage = _parse_plain(raw, responses_mode)
-                        self._note_fallback(
-                            target,
-                            _StreamUnsupported(
-                                f"answered {ctype or 'no content type'}", remember=True
-                            ),
-                        )
-                        await delivery(ChunkDelta(content=msg.content, reasoning=msg.reasoning))
-                        return ModelResponse(msg, usage, target.name, streamed=False)
-                    async for raw in response.aiter_raw():
-                        events = decoder.feed(raw)
-                        if not events:
-                            continue
-                        seen_event = True
-                        scope.deadline = math.inf  # a slow consumer is not model silence
-                        for event in events:
-                            if not isinstance(event, SSEEvent):
-                                continue
-                            delta = _feed(acc, event, responses_mode)
-                            if delta is None:
-                                finished = True
-                                break
-                            await delivery(delta)
-                        if finished:
-                            break
-                        scope.deadline = trio.current_time() + timeouts.idle
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                raise ModelError(
-                    f"cannot connect to the model server at {target.base_url}: {exc}",
-                    code="model_unreachable",
-                    retryable=True,
-                ) from None
-            except httpx.TransportError as exc:
-                if not seen_event:
-                    raise _StreamUnsupported(
-                        f"stream failed before its first byte ({type(exc).__name__})",
-                        remember=False,
-                    ) from None
-                raise ModelError(
-                    f"the model server at {target.base_url} dropped the stream "
-                    f"({type(exc).__name__}: {exc})",
-                    code="model_error",
-                    retryable=True,
-                ) from None
-            except ProviderError as exc:
-                raise ModelError(
-                    f"the model server reported an error: {exc.message}", code="model_error"
-                ) from None
-            except ChunkError as exc:
-                raise ModelError(f"the model server sent a malformed chunk: {exc}") from None
+        failure: ModelError | _StreamUnsupported | None = None
+        result: ModelResponse | None = None
+        with trio.CancelScope() as scope:
+            watchdog = StreamWatchdog(scope, first_token=timeouts.first_token, idle=timeouts.idle)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watchdog.run)
+                try:
+                    result = await self._read_stream(target, request, delivery, watchdog)
+                except (ModelError, _StreamUnsupported) as exc:
+                    # Raised outside the nursery, so callers see it bare.
+                    failure = exc
+                finally:
+                    nursery.cancel_scope.cancel()
         if scope.cancelled_caught:
-            if seen_event:
+            if watchdog.seen:
                 raise ModelError(
                     f"the model server at {target.base_url} went silent for "
                     f"{timeouts.idle:g} s in the middle of its answer",
@@ -371,7 +308,92 @@ class ModelClient:
                 f"{timeouts.first_token:g} s",
                 code="model_timeout",
             )
-        if not seen_event:
+        if failure is not None:
+            raise failure
+        assert result is not None
+        return result
+
+    async def _read_stream(
+        self,
+        target: Target,
+        request: ModelRequest,
+        delivery: _Delivery,
+        watchdog: StreamWatchdog,
+    ) -> ModelResponse:
+        responses_mode = target.api_mode == "responses"
+        acc: ChatChunkAccumulator | ResponsesStreamAccumulator = (
+            ResponsesStreamAccumulator() if responses_mode else ChatChunkAccumulator()
+        )
+        decoder = SSEDecoder()
+        finished = False
+        try:
+            async with self.http.stream(
+                "POST",
+                self._url(target),
+                json=self._body(target, request, stream=True),
+                headers=self._headers(target, stream=True),
+            ) as response:
+                if response.status_code != 200:
+                    raw = await response.aread()
+                    if response.status_code in _STREAM_REFUSAL_STATUSES:
+                        raise _StreamUnsupported(
+                            f"HTTP {response.status_code} for stream: true: {_error_text(raw)}",
+                            remember=True,
+                        )
+                    raise _status_error(target, response, raw)
+                ctype = response.headers.get("content-type", "")
+                if "text/event-stream" not in ctype:
+                    raw = await response.aread()
+                    msg, usage = _parse_plain(raw, responses_mode)
+                    self._note_fallback(
+                        target,
+                        _StreamUnsupported(f"answered {ctype or 'no content type'}", remember=True),
+                    )
+                    await delivery(ChunkDelta(content=msg.content, reasoning=msg.reasoning))
+                    return ModelResponse(msg, usage, target.name, streamed=False)
+                async for raw in response.aiter_raw():
+                    events = decoder.feed(raw)
+                    if not events:
+                        continue
+                    watchdog.beat()
+                    watchdog.busy = True  # a slow consumer is not model silence
+                    for event in events:
+                        if not isinstance(event, SSEEvent):
+                            continue
+                        delta = _feed(acc, event, responses_mode)
+                        if delta is None:
+                            finished = True
+                            break
+                        await delivery(delta)
+                    watchdog.busy = False
+                    watchdog.beat()
+                    if finished:
+                        break
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ModelError(
+                f"cannot connect to the model server at {target.base_url}: {exc}",
+                code="model_unreachable",
+                retryable=True,
+            ) from None
+        except httpx.TransportError as exc:
+            if not watchdog.seen:
+                raise _StreamUnsupported(
+                    f"stream failed before its first byte ({type(exc).__name__})",
+                    remember=False,
+                ) from None
+            raise ModelError(
+                f"the model server at {target.base_url} dropped the stream "
+                f"({type(exc).__name__}: {exc})",
+                code="model_error",
+                retryable=True,
+            ) from None
+        except ProviderError as exc:
+            raise ModelError(
+                f"the model server reported an error: {exc.message}", code="model_error"
+            ) from None
+        except ChunkError as exc:
+            raise ModelError(f"the model server sent a malformed chunk: {exc}") from None
+        if not watchdog.seen:
             raise _StreamUnsupported("the stream ended before its first event", remember=False)
         message = acc.result()
         if not finished and message.finish_reason is None and not responses_mode:

@@ -28,6 +28,7 @@ from ..events import StreamEvent, TurnFinished
 from ..wire.chat_out import ChatStreamFrames, completion_body, error_frame, new_completion_id
 from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
+from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
 from .turns import RunningTurn, TurnSlots, start_turn
 
@@ -201,6 +202,7 @@ def create_app(state: ServerState) -> QuartTrio:
         chat = parse_chat_request(body)
         return await _run_chat(state, chat)
 
+    register_responses_routes(app, state)
     return app
 
 

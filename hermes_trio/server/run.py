@@ -28,6 +28,7 @@ from ..config import Config
 from .app import ServerState, create_app
 from .listener import serve_hypercorn
 from .sessions import SessionStore
+from .store import open_response_store
 from .turns import TurnSlots
 
 __all__ = ["ApiServer", "open_api_server", "run_serve", "startup_problem"]
@@ -117,13 +118,21 @@ async def open_api_server(
 ) -> AsyncIterator[ApiServer]:
     """Serve the API inside this block (``port=0`` picks a free port)."""
     api = config.api_server
-    async with _agent_or(config, agent) as the_agent, trio.open_nursery() as turns:
+    # The store outlives the turns nursery: turns record their end in it.
+    async with (
+        _agent_or(config, agent) as the_agent,
+        open_response_store(config) as store,
+        trio.open_nursery() as turns,
+    ):
+        # Whatever a previous process left running is over (crash recovery).
+        await store.recover_interrupted()
         state = ServerState(
             agent=the_agent,
             nursery=turns,
             slots=TurnSlots(api.max_concurrent),
             sessions=SessionStore(ttl=api.session_ttl),
             created=int(datetime.datetime.now(datetime.UTC).timestamp()),
+            store=store,
         )
         app = create_app(state)
         sock = _listening_socket(api.host, api.port if port is None else port)

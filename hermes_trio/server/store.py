@@ -267,9 +267,7 @@ class SQLiteResponseStore:
 
         def write(conn: sqlite3.Connection) -> None:
             def body() -> None:
-                conn.executemany(
-                    "INSERT OR IGNORE INTO response_events VALUES (?, ?, ?, ?)", rows
-                )
+                conn.executemany("INSERT OR IGNORE INTO response_events VALUES (?, ?, ?, ?)", rows)
                 conn.execute(
                     "UPDATE responses SET status = ?, updated_at = ?, response = ?, "
                     "messages = ? WHERE id = ?",

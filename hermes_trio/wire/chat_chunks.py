@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from hermes_trio.events import Usage
 
 __all__ = [
@@ -256,7 +258,7 @@ class ChatChunkAccumulator:
 
     def feed_json(self, raw: str) -> ChunkDelta:
         try:
-            chunk = json.loads(raw)
+            chunk = orjson.loads(raw)
         except ValueError:
             raise _chunk_error("chunk is not valid JSON", raw) from None
         return self.feed(chunk)

@@ -13,6 +13,8 @@ import secrets
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import orjson
+
 from ..events import Usage
 from .sse import encode_event
 
@@ -64,8 +66,9 @@ class ChatStreamFrames:
         self._head = _dumps(head)[:-1]
         tail = ',"logprobs":null,"finish_reason":null}]'
         tail += ',"usage":null}' if include_usage else "}"
-        self._content_prefix = "\ndata: " + self._head + ',"choices":[{"index":0,"delta":{"content":'
-        self._content_suffix = "}" + tail + "\n\n"
+        choices = ',"choices":[{"index":0,"delta":{"content":'
+        self._content_prefix = ("\ndata: " + self._head + choices).encode()
+        self._content_suffix = ("}" + tail + "\n\n").encode()
 
     @property
     def started(self) -> bool:
@@ -97,8 +100,8 @@ class ChatStreamFrames:
         # JSON escapes CR and LF, so the template stays one data line.
         prefix = self.start() if not self._started else b""
         self._seq += 1
-        frame = f"id: {self._seq}{self._content_prefix}{_dumps(text)}{self._content_suffix}"
-        return prefix + frame.encode()
+        return b"".join((prefix, b"id: %d" % self._seq, self._content_prefix,
+                         orjson.dumps(text), self._content_suffix))
 
     def reasoning(self, text: str) -> bytes:
         prefix = self.start() if not self._started else b""

@@ -208,6 +208,10 @@ class ResponseBuilder:
         # needs an item of its own.
         self._answered = False
         self._started = False
+        # call_ids already shown, and for each call id the agent used, the
+        # shown ids still waiting for their result (oldest first).
+        self._call_ids: set[str] = set()
+        self._pending: dict[str, list[str]] = {}
 
     # -- state --------------------------------------------------------------
 
@@ -231,9 +235,7 @@ class ResponseBuilder:
             "background": bool(echo.get("background", False)),
             "completed_at": self.completed_at,
             "error": self.error,
-            "incomplete_details": (
-                {"reason": self.incomplete_reason} if self.incomplete else None
-            ),
+            "incomplete_details": ({"reason": self.incomplete_reason} if self.incomplete else None),
             "instructions": echo.get("instructions"),
             "max_output_tokens": echo.get("max_output_tokens"),
             "max_tool_calls": None,
@@ -307,9 +309,13 @@ class ResponseBuilder:
             out += self.feed(event)
         return out
 
-    def _open_item(self, kind: str, prefix: str) -> tuple[_Item, list[ResponseEvent]]:
+    def _open_item(
+        self, kind: str, prefix: str, *, call_id: str = "", name: str = ""
+    ) -> tuple[_Item, list[ResponseEvent]]:
         out = self._close()
         item = _Item(kind, self._new_id(prefix), len(self.items))
+        item.call_id = call_id
+        item.name = name
         self.items.append(item)
         self._open = item
         out.append(
@@ -414,11 +420,21 @@ class ResponseBuilder:
         )
         return out
 
+    def _unique_call_id(self, call_id: str) -> str:
+        """The SDK tells function calls apart by ``call_id``, and some model
+        servers reuse ids across steps (``call_0`` every time): show each
+        server-side call under an id of its own."""
+        if call_id and call_id not in self._call_ids:
+            return call_id
+        base = call_id or "call"
+        n = len(self.items)
+        while f"{base}_{n}" in self._call_ids:
+            n += 1
+        return f"{base}_{n}"
+
     def _function_call(self, call_id: str, name: str, arguments: str) -> list[ResponseEvent]:
-        item, out = self._open_item("function_call", "fc")
-        # The SDK tells function calls apart by call_id: never leave it empty.
-        item.call_id = call_id or "call_" + item.id.partition("_")[2]
-        item.name = name
+        self._call_ids.add(call_id)
+        item, out = self._open_item("function_call", "fc", call_id=call_id, name=name)
         if arguments:
             item.parts.append(arguments)
             out.append(
@@ -432,22 +448,15 @@ class ResponseBuilder:
 
     def _tool_call(self, event: ToolCallChunk) -> list[ResponseEvent]:
         self._answered = False
-        arguments = _dumps(event.args)
-        return self._function_call(event.call_id, event.tool_name, arguments)
+        shown = self._unique_call_id(event.call_id)
+        self._pending.setdefault(event.call_id or event.tool_name, []).append(shown)
+        return self._function_call(shown, event.tool_name, _dumps(event.args))
 
     def _tool_result(self, event: ToolCallFinished) -> list[ResponseEvent]:
         self._answered = False
-        call_id = event.call_id
-        if not call_id:
-            # Match the call item made for this tool (same name, no result yet).
-            answered = {i.call_id for i in self.items if i.kind == "function_call_output"}
-            for item in reversed(self.items):
-                if item.kind == "function_call" and item.name == event.tool_name:
-                    if item.call_id not in answered:
-                        call_id = item.call_id
-                        break
-        item, out = self._open_item("function_call_output", "fco")
-        item.call_id = call_id
+        waiting = self._pending.get(event.call_id or event.tool_name)
+        call_id = waiting.pop(0) if waiting else self._unique_call_id(event.call_id)
+        item, out = self._open_item("function_call_output", "fco", call_id=call_id)
         item.output = event.result
         out += self._close()
         return out
@@ -462,8 +471,10 @@ class ResponseBuilder:
         if event.tool_calls:
             for call in event.tool_calls:
                 fn = call.get("function") or {}
+                # Kept as the model gave them: the client answers with these
+                # ids, and the stored conversation holds the same.
                 out += self._function_call(
-                    str(call.get("id") or ""),
+                    str(call.get("id") or "") or self._unique_call_id(""),
                     str(fn.get("name") or ""),
                     str(fn.get("arguments") or ""),
                 )
@@ -514,7 +525,9 @@ class ResponseBuilder:
             return []
         out = self.start() + self._close("incomplete")
         out.append(
-            self._event("error", {"code": code or "server_error", "message": message, "param": None})
+            self._event(
+                "error", {"code": code or "server_error", "message": message, "param": None}
+            )
         )
         # The SDK knows a fixed set of codes here; the precise one is on the
         # error event above.

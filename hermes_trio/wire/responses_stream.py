@@ -5,9 +5,10 @@ produces, and translate chat-shaped requests into Responses input (DESIGN §5).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from hermes_trio.events import Usage
 from hermes_trio.wire.chat_chunks import (
@@ -144,7 +145,7 @@ class ResponsesStreamAccumulator:
 
     def feed_json(self, event_type: str, raw: str) -> ChunkDelta:
         try:
-            data = json.loads(raw)
+            data = orjson.loads(raw)
         except ValueError:
             raise _chunk_error("event data is not valid JSON", raw) from None
         return self.feed_event(event_type, data)

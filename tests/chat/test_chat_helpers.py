@@ -10,11 +10,10 @@ from hermes_trio.chat import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     _exit_code,
-    approval_timeout,
     chat_streams,
     parse_approval,
 )
-from hermes_trio.config import Config, StreamingConfig
+from hermes_trio.config import Config, ConfigError, StreamingConfig, load_config
 from hermes_trio.tools import ApprovalDecision
 
 
@@ -47,11 +46,14 @@ def test_parse_approval(answer: str, decision: ApprovalDecision | None) -> None:
     assert parse_approval(answer) is decision
 
 
-def test_approval_timeout_from_the_environment() -> None:
-    assert approval_timeout(Config(), {}) == 60.0
-    assert approval_timeout(Config(), {"HERMES_APPROVAL_TIMEOUT": "5"}) == 5.0
-    assert approval_timeout(Config(), {"HERMES_APPROVAL_TIMEOUT": "soon"}) == 60.0
-    assert approval_timeout(Config(), {"HERMES_APPROVAL_TIMEOUT": "0"}) == 60.0
+def test_approval_timeout_from_config_and_environment(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert load_config(env={}).agent.approval_timeout == 60.0
+    assert load_config(env={"HERMES_APPROVAL_TIMEOUT": "5"}).agent.approval_timeout == 5.0
+    with pytest.raises(ConfigError, match="HERMES_APPROVAL_TIMEOUT"):
+        load_config(env={"HERMES_APPROVAL_TIMEOUT": "soon"})
+    with pytest.raises(ConfigError, match=r"agent\.approval_timeout"):
+        load_config(env={"HERMES_APPROVAL_TIMEOUT": "0"})
 
 
 def test_exit_codes_see_through_exception_groups() -> None:

@@ -15,7 +15,6 @@ import pytest
 import trio
 from support import make_config
 
-from hermes_trio.cli import main
 from hermes_trio.config import Config, PlatformsConfig, TelegramConfig, load_config
 from hermes_trio.gateway import _command, _main, build_adapters, run_gateway, telegram_enabled
 from hermes_trio.platforms.telegram import TelegramAdapter
@@ -51,16 +50,30 @@ def test_enabled_telegram_without_token_names_the_setting(
     assert "TELEGRAM_BOT_TOKEN" in capsys.readouterr().err
 
 
-def test_cli_exit_code_and_message(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    for var in list(os.environ):
-        if var.startswith(("HERMES_", "OPENAI_", "TELEGRAM_", "API_SERVER_")):
-            monkeypatch.delenv(var)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HERMES_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
-    assert main(["gateway"]) == 2
-    assert "nothing to run" in capsys.readouterr().err
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any setting hermes-trio reads."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HERMES_", "OPENAI_", "TELEGRAM_", "API_SERVER_"))
+    }
+    env.update(extra)
+    return env
+
+
+def test_cli_exit_code_and_message(tmp_path: Path) -> None:
+    # A subprocess: main() configures logging for the whole process.
+    done = subprocess.run(
+        [sys.executable, "-m", "hermes_trio.cli", "gateway"],
+        env=clean_env(HERMES_MODEL_BASE_URL="http://127.0.0.1:9/v1"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("hermes-trio gateway: nothing to run")
+    assert done.stdout == ""
 
 
 async def test_token_alone_enables_telegram() -> None:
@@ -113,12 +126,7 @@ async def test_subprocess_round_trip_and_clean_sigterm(tmp_path: Path) -> None:
         open_scripted_server([TextReply(ANSWER, delay=0.01)]) as model,
         open_fake_telegram(TOKEN) as telegram,
     ):
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("HERMES_", "OPENAI_", "TELEGRAM_", "API_SERVER_"))
-        }
-        env.update(
+        env = clean_env(
             TELEGRAM_BOT_TOKEN=TOKEN,
             TELEGRAM_API_BASE_URL=telegram.base_url,
             TELEGRAM_ALLOWED_USERS="7, 8",

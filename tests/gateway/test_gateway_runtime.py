@@ -278,12 +278,13 @@ async def test_failing_turn_is_reported_and_the_session_goes_on(
 
         gateway.agent.run_turn = broken  # type: ignore[method-assign]
         await adapter.push("c", "u1", "one")
+        with trio.fail_after(5):
+            await gateway.wait_until(lambda: gateway.turns_done("memory", "c") == 1)
+            await gateway.wait_until(gateway.idle)
         await adapter.push("c", "u1", "two")
         with trio.fail_after(5):
-            await gateway.wait_until(lambda: gateway.turns_done("memory", "c") >= 1)
-            await gateway.wait_until(
-                lambda: "recovered" in adapter.messenger("c").visible() and gateway.idle()
-            )
+            await gateway.wait_until(lambda: gateway.turns_done("memory", "c") == 2)
+        assert adapter.messenger("c").visible()[-1] == "recovered"
         assert any("Something went wrong" in t for t in adapter.messenger("c").visible())
     assert any("the turn failed" in r.getMessage() for r in caplog.records)
 

@@ -4,6 +4,7 @@ CORS, limits, disconnects and sessions."""
 from __future__ import annotations
 
 import json
+import os
 
 import httpx
 import trio
@@ -229,12 +230,12 @@ async def test_client_disconnect_closes_the_upstream_connection() -> None:
             record = await model.wait_connection_closed()
         assert record.closed_by == "client"
         with trio.fail_after(3):
-            while api.state.slots.in_use:
-                await trio.sleep(0.01)
+            await api.state.slots.wait_idle()
 
 
 async def test_client_disconnect_kills_the_running_tool(tmp_path) -> None:
     marker = tmp_path / "pid"
+    os.mkfifo(marker)
     command = f"echo $$ > {marker}; exec sleep 60"
     script = [ToolCallReply(calls=[("terminal", {"command": command})])]
     async with api_stack(script, agent={"yolo": True}) as (api, _):
@@ -248,23 +249,14 @@ async def test_client_disconnect_kills_the_running_tool(tmp_path) -> None:
                 async for piece in pieces:
                     if b"hermes.tool.started" in piece:
                         break
+                # Opening the FIFO blocks until the shell writes its pid.
                 with trio.fail_after(5):
-                    while not marker.exists() or not marker.read_text().strip():
-                        await trio.sleep(0.01)
-                pid = int(marker.read_text())
+                    pid = int(await trio.to_thread.run_sync(marker.read_text))
+                exited = os.pidfd_open(pid)
+        # A pidfd turns readable when its process ends: no polling needed.
         with trio.fail_after(3):
-            while _alive(pid):
-                await trio.sleep(0.01)
-
-
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+            await trio.lowlevel.wait_readable(exited)
+        os.close(exited)
 
 
 async def test_session_keeps_history_and_interrupts_a_running_turn() -> None:

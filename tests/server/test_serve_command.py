@@ -56,10 +56,23 @@ async def test_bad_config_is_one_line(tmp_path) -> None:
 
 
 class Served:
-    def __init__(self, process: trio.Process, base_url: str, output: list[str]) -> None:
+    def __init__(self, process: trio.Process) -> None:
         self.process = process
-        self.base_url = base_url
-        self.output = output
+        self.base_url = ""
+        self.output: list[str] = []
+        self._changed = trio.Event()
+
+    def add(self, line: str) -> None:
+        self.output.append(line)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, text: str) -> str:
+        while True:
+            for line in self.output:
+                if text in line:
+                    return line
+            await self._changed.wait()
 
 
 async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd) -> Served:
@@ -67,9 +80,7 @@ async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd) -> Served
         [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
         env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
-    output: list[str] = []
-    ready = trio.Event()
-    found: list[str] = []
+    served = Served(process)
 
     async def read() -> None:
         buffer = b""
@@ -78,17 +89,14 @@ async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd) -> Served
             buffer += piece
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
-                text = line.decode()
-                output.append(text)
-                if "listening on" in text and not found:
-                    found.append(text.split("listening on ")[1].split()[0])
-                if "serve: model server" in text:
-                    ready.set()
+                served.add(line.decode())
 
     nursery.start_soon(read)
     with trio.fail_after(15):
-        await ready.wait()
-    return Served(process, found[0], output)
+        listening = await served.wait_for("listening on")
+        await served.wait_for("serve: model server")
+    served.base_url = listening.split("listening on ")[1].split()[0]
+    return served
 
 
 async def test_sigterm_exits_quickly_with_a_stuck_client(tmp_path) -> None:
@@ -131,8 +139,7 @@ async def test_warns_once_when_the_model_server_is_down(tmp_path) -> None:
     async with trio.open_nursery() as nursery:
         served = await start_serve(nursery, env, tmp_path)
         with trio.fail_after(10):
-            while not any("not reachable" in line for line in served.output):
-                await trio.sleep(0.05)
+            await served.wait_for("not reachable")
         served.process.send_signal(signal.SIGINT)
         with trio.fail_after(8):
             code = await served.process.wait()

@@ -1,0 +1,161 @@
+"""SIGKILL of a real ``hermes-trio serve`` process in the middle of a streamed
+response: the store stays readable, earlier responses stay intact, and the
+next start marks the interrupted one incomplete."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import trio
+from test_responses_helpers import client_for, parse_sse, payloads, responses_config
+
+from hermes_trio.server.run import open_api_server
+from hermes_trio.server.store import DB_FILENAME, SQLiteResponseStore, owner_scope
+from hermes_trio.testing import TextReply, open_scripted_server
+from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+
+TOKENS = [f"w{i} " for i in range(200)]
+KEY = "test-client-key"
+
+
+class Served:
+    """A ``serve`` subprocess and the lines it printed."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._changed = trio.Event()
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, text: str) -> str:
+        while True:
+            for line in self.lines:
+                if text in line:
+                    return line
+            await self._changed.wait()
+
+
+async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd: Path) -> tuple[Served, str]:
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    served = Served(process)
+
+    async def read() -> None:
+        buffer = b""
+        assert process.stdout is not None
+        async for piece in process.stdout:
+            buffer += piece
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                served.add(line.decode())
+
+    nursery.start_soon(read)
+    with trio.fail_after(15):
+        listening = await served.wait_for("listening on")
+    return served, listening.split("listening on ")[1].split()[0]
+
+
+async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
+    data_dir = tmp_path / "data"
+    script = [
+        TextReply("The earlier answer."),
+        TextReply(tokens=TOKENS, delay=0.02),
+        TextReply("Continued after the crash."),
+    ]
+    async with open_scripted_server(script) as model:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HERMES_", "OPENAI_", "API_SERVER_"))
+        }
+        env["HERMES_MODEL_BASE_URL"] = model.base_url
+        env["HERMES_DATA_DIR"] = str(data_dir)
+        async with trio.open_nursery() as nursery:
+            served, base_url = await start_serve(nursery, env, tmp_path)
+            headers = {"Authorization": f"Bearer {KEY}"}
+            async with httpx.AsyncClient(base_url=base_url, headers=headers) as http:
+                with trio.fail_after(15):
+                    earlier = (
+                        await http.post("/responses", json={"model": "m", "input": "first"})
+                    ).json()
+                    decoder = SSEDecoder()
+                    seen: list[dict[str, object]] = []
+                    body = {
+                        "model": "m",
+                        "input": "long one",
+                        "stream": True,
+                        "previous_response_id": earlier["id"],
+                    }
+                    async with http.stream("POST", "/responses", json=body) as reply:
+                        async for piece in reply.aiter_bytes():
+                            events = decoder.feed(piece)
+                            seen += [json.loads(e.data) for e in events if isinstance(e, SSEEvent)]
+                            deltas = sum(e["type"] == "response.output_text.delta" for e in seen)
+                            if deltas >= 10:
+                                served.process.send_signal(signal.SIGKILL)
+                                break
+                    assert await served.process.wait() == -signal.SIGKILL
+            nursery.cancel_scope.cancel()
+        crashed_id = str(seen[0]["response"]["id"])  # type: ignore[index]
+
+        # Straight after the crash, before any restart: the file is sound.
+        path = data_dir / DB_FILENAME
+        check = sqlite3.connect(path)
+        try:
+            assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        finally:
+            check.close()
+        store = SQLiteResponseStore(path)
+        await store.open()
+        try:
+            first = await store.get(earlier["id"], owner_scope(KEY))
+            crashed = await store.get(crashed_id, owner_scope(KEY))
+            stored_events = await store.events_after(crashed_id, -1)
+        finally:
+            await store.aclose()
+        assert first is not None and first.status == "completed"
+        assert first.response == earlier
+        assert crashed is not None and crashed.status in ("in_progress", "incomplete")
+        numbers = [e.sequence_number for e in stored_events]
+        assert numbers == list(range(len(numbers))) and len(numbers) >= 2
+
+        # A restarted server finishes the record and still continues the chain.
+        config = responses_config(model.base_url, data_dir)
+        with trio.fail_after(15):
+            async with open_api_server(config, port=0) as api:
+                client = client_for(api, api_key=KEY)
+                recovered = await client.responses.retrieve(crashed_id)
+                async with httpx.AsyncClient(
+                    base_url=api.base_url, headers={"Authorization": f"Bearer {KEY}"}
+                ) as http:
+                    replay = payloads(
+                        parse_sse((await http.get(f"/responses/{crashed_id}?stream=true")).content)
+                    )
+                again = await client.responses.create(
+                    model="m", input="and now?", previous_response_id=earlier["id"]
+                )
+    assert recovered.status == "incomplete"
+    assert replay[-1]["type"] == "response.incomplete"
+    assert [e["sequence_number"] for e in replay] == list(range(len(replay)))
+    assert again.output_text == "Continued after the crash."
+    assert model.requests[-1].json["messages"][1:] == [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "The earlier answer."},
+        {"role": "user", "content": "and now?"},
+    ]

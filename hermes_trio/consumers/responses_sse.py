@@ -22,6 +22,7 @@ model read as on every other stream (DESIGN §1).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import trio
@@ -170,7 +171,8 @@ class LogFollower:
     ) -> None:
         self.log = log
         self.position = max(after + 1, 0)
-        self.keepalive = keepalive
+        # 0 turns keep-alives off rather than sending them in a tight loop.
+        self.keepalive = keepalive if keepalive > 0 else math.inf
         self.primary = primary
         if primary:
             log.attach_primary()

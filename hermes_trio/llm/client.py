@@ -28,6 +28,7 @@ from ..wire.chat_chunks import (
     ChunkDelta,
     ChunkError,
     ProviderError,
+    merge_deltas,
     message_from_completion,
 )
 from ..wire.responses_stream import (
@@ -355,8 +356,7 @@ class ModelClient:
                     events = decoder.feed(raw)
                     if not events:
                         continue
-                    watchdog.beat()
-                    watchdog.busy = True  # a slow consumer is not model silence
+                    deltas: list[ChunkDelta] = []
                     for event in events:
                         if not isinstance(event, SSEEvent):
                             continue
@@ -364,9 +364,15 @@ class ModelClient:
                         if delta is None:
                             finished = True
                             break
-                        await delivery(delta)
-                    watchdog.busy = False
+                        deltas.append(delta)
                     watchdog.beat()
+                    if deltas:
+                        # What arrived in one read goes on as one delta: a burst
+                        # costs the consumers one event, not one per token.
+                        watchdog.busy = True  # a slow consumer is not model silence
+                        await delivery(merge_deltas(deltas))
+                        watchdog.busy = False
+                        watchdog.beat()
                     if finished:
                         break
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:

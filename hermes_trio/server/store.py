@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import trio
 
@@ -79,6 +79,7 @@ class StoredResponse:
     background: bool = False
 
 
+@runtime_checkable
 class ResponseStore(Protocol):
     """What the routes need from a response store. Every method is safe to
     call from any trio task; implementations must not block the event loop."""

@@ -26,6 +26,7 @@ __all__ = [
     "ToolCall",
     "ToolCallArgs",
     "ToolCallStart",
+    "merge_deltas",
     "message_from_completion",
 ]
 
@@ -100,6 +101,21 @@ class ChunkDelta:
     reasoning: str = ""
     tool_calls: tuple[ToolCallStart | ToolCallArgs, ...] = ()
     finish_reason: str | None = None
+
+
+def merge_deltas(deltas: list[ChunkDelta]) -> ChunkDelta:
+    """Several deltas that arrived together, as one (order kept per field)."""
+    if len(deltas) == 1:
+        return deltas[0]
+    finish = None
+    for delta in deltas:
+        finish = delta.finish_reason or finish
+    return ChunkDelta(
+        "".join(d.content for d in deltas),
+        "".join(d.reasoning for d in deltas),
+        tuple(call for d in deltas for call in d.tool_calls),
+        finish,
+    )
 
 
 @dataclass(frozen=True, slots=True)

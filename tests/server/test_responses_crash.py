@@ -66,9 +66,21 @@ async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd: Path) -> 
                 served.add(line.decode())
 
     nursery.start_soon(read)
-    with trio.fail_after(15):
-        listening = await served.wait_for("listening on")
+    try:
+        with trio.fail_after(15):
+            listening = await served.wait_for("listening on")
+    except BaseException:
+        process.kill()
+        raise
     return served, listening.split("listening on ")[1].split()[0]
+
+
+async def kill_on_cancel(process: trio.Process) -> None:
+    try:
+        await trio.sleep_forever()
+    finally:
+        if process.returncode is None:
+            process.kill()
 
 
 async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
@@ -88,6 +100,8 @@ async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
         env["HERMES_DATA_DIR"] = str(data_dir)
         async with trio.open_nursery() as nursery:
             served, base_url = await start_serve(nursery, env, tmp_path)
+            # Whatever happens in the test, the process does not outlive it.
+            nursery.start_soon(kill_on_cancel, served.process)
             headers = {"Authorization": f"Bearer {KEY}"}
             async with httpx.AsyncClient(base_url=base_url, headers=headers) as http:
                 with trio.fail_after(15):

@@ -57,11 +57,15 @@ async def wait_status(client: openai.AsyncOpenAI, rid: str, statuses: set[str]) 
 
 
 async def test_dropped_background_stream_resumes_without_gaps(tmp_path) -> None:
-    script = [TextReply(tokens=TOKENS, delay=0.01)]
+    script = [TextReply(tokens=TOKENS, delay=0.005), TextReply(tokens=TOKENS, delay=0.01)]
     async with responses_stack(tmp_path, script) as (api, model):
         client = client_for(api)
         async with http_for(api) as http:
             with trio.fail_after(15):
+                whole = await client.responses.create(model="m", input="go", stream=True)
+                uninterrupted = "".join(
+                    [e.delta async for e in whole if e.type == "response.output_text.delta"]
+                )
                 first = await read_some(
                     http,
                     "POST",
@@ -83,7 +87,8 @@ async def test_dropped_background_stream_resumes_without_gaps(tmp_path) -> None:
                     final = await again.get_final_response()
     numbers = [e["sequence_number"] for e in first + rest]
     assert numbers == list(range(len(numbers)))
-    assert text_of(first) + text_of(rest) == FULL_TEXT
+    assert uninterrupted == FULL_TEXT
+    assert text_of(first) + text_of(rest) == uninterrupted
     assert rest[-1]["type"] == "response.completed"
     assert [e.sequence_number for e in sdk_rest] == [e["sequence_number"] for e in rest]
     assert [e.sequence_number for e in helper] == [e["sequence_number"] for e in rest]

@@ -353,3 +353,14 @@ def test_fragmented_arguments_accumulate_to_the_original(
     assert [call.arguments for call in result.tool_calls] == arguments
     assert ["".join(parts) for parts in seen] == arguments
     assert [call.id for call in result.tool_calls] == [f"id{n}" for n in range(len(arguments))]
+
+
+def test_merge_deltas_keeps_everything_in_order() -> None:
+    from hermes_trio.wire.chat_chunks import ChunkDelta, ToolCallArgs, ToolCallStart, merge_deltas
+
+    one = ChunkDelta(content="a", reasoning="r1", tool_calls=(ToolCallStart(0, "c", "f"),))
+    two = ChunkDelta(content="b", tool_calls=(ToolCallArgs(0, "{}"),), finish_reason="stop")
+    merged = merge_deltas([one, two])
+    assert merged == ChunkDelta("ab", "r1", (ToolCallStart(0, "c", "f"), ToolCallArgs(0, "{}")),
+                                "stop")
+    assert merge_deltas([one]) is one

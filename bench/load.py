@@ -1,0 +1,176 @@
+"""Load benchmark for ``hermes-trio serve`` (issue 3 targets).
+
+N concurrent streaming clients (a separate load-generator process,
+bench/loadgen.py) talk once directly to the scripted model server and once
+through ``hermes-trio serve`` in front of it. Replies are 200 tokens, 2 ms
+apart and with no delay. Prints, as ratios to direct: time to first token
+(p50, p95) and aggregate tokens per second at concurrency 1, 10, 50 and 200;
+failed requests; the server's peak memory; and the time from a client
+closing mid-stream to the model server seeing its connection closed, for a
+fast stream and a slow one (a token every 250 ms).
+
+    python bench/load.py [--levels 1,10,50,200] [--cancel-rounds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from hermes_trio.testing import ScriptedModelServer, TextReply
+
+HERE = Path(__file__).resolve().parent
+TOKENS = [f" w{i}" for i in range(200)]
+REQUEST = (b'{"model":"m","stream":true,"messages":[{"role":"user","content":"go"}]}')
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+@asynccontextmanager
+async def model_server(reply: TextReply, *, record: bool = False) -> AsyncIterator[ScriptedModelServer]:
+    server = ScriptedModelServer(default=reply, record=record)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
+    """``hermes-trio serve`` as a user starts it; yields (base_url, pid)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "config.yaml").write_text(
+            "model: {base_url: '%s', name: scripted}\n"
+            "api_server: {port: 0, max_concurrent: 256}\n" % model_url
+        )
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "hermes_trio.cli", "serve"],
+            cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert process.stdout is not None
+            buffer = b""
+            with trio.fail_after(20):
+                while b"listening on " not in buffer or not buffer.endswith(b"\n"):
+                    buffer += await process.stdout.receive_some(4096)
+            url = buffer.split(b"listening on ")[1].split()[0].decode()
+            yield url, process.pid
+        finally:
+            process.terminate()
+            with trio.move_on_after(10):
+                await process.wait()
+            process.kill()
+
+
+async def loadgen(url: str, concurrency: int) -> dict:
+    result = await trio.run_process(
+        [sys.executable, str(HERE / "loadgen.py"), "--url", url,
+         "--concurrency", str(concurrency)],
+        capture_stdout=True,
+    )
+    return json.loads(result.stdout)
+
+
+def summarize(run: dict) -> dict:
+    results = run["results"]
+    ttfts = [r["ttft"] for r in results if r["ttft"] is not None]
+    return {
+        "p50": pct(ttfts, 0.5) * 1000 if ttfts else float("nan"),
+        "p95": pct(ttfts, 0.95) * 1000 if ttfts else float("nan"),
+        "tps": sum(r["tokens"] for r in results) / run["wall"],
+        "failed": sum(not r["ok"] for r in results),
+        "requests": len(results),
+    }
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def throughput(levels: list[int]) -> None:
+    for label, delay in (("200 tokens, 2 ms apart", 0.002), ("200 tokens, no delay", 0.0)):
+        print(f"\n== {label} ==")
+        print(f"{'conc':>5} | {'TTFT p50 ms direct/hermes (+added, ratio)':<44} | "
+              f"{'TTFT p95 ms direct/hermes':<26} | {'tokens/s direct/hermes (ratio)':<32} | failed")
+        async with model_server(TextReply(tokens=TOKENS, delay=delay)) as model:
+            async with hermes_serve(model.base_url) as (url, pid):
+                for level in levels:
+                    direct = summarize(await loadgen(model.base_url, level))
+                    through = summarize(await loadgen(url, level))
+                    print(
+                        f"{level:>5} | {direct['p50']:7.2f} / {through['p50']:7.2f} "
+                        f"(+{through['p50'] - direct['p50']:6.2f}, {through['p50'] / direct['p50']:5.2f}x)"
+                        f"       | {direct['p95']:7.2f} / {through['p95']:7.2f}      "
+                        f"   | {direct['tps']:9.0f} / {through['tps']:9.0f} "
+                        f"({through['tps'] / direct['tps']:4.2f}x)     "
+                        f"| {direct['failed']}/{direct['requests']} direct, "
+                        f"{through['failed']}/{through['requests']} hermes"
+                    )
+                print(f"hermes-trio serve peak memory (VmHWM): {peak_rss_mb(pid):.1f} MB")
+
+
+async def close_mid_stream(host: str, port: int, path: str, model: ScriptedModelServer,
+                           tokens_first: int) -> float:
+    """Seconds from our close to the model server seeing its connection closed."""
+    stream = await trio.open_tcp_stream(host, port)
+    await stream.send_all(
+        f"POST {path}/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(REQUEST)}\r\n\r\n".encode() + REQUEST
+    )
+    seen = 0
+    while seen < tokens_first:
+        data = await stream.receive_some(65536)
+        seen += data.count(b'"content":"w') + data.count(b'"content":" w')
+    connection = model.requests[-1].connection_id
+    closed_at = trio.current_time()
+    await stream.aclose()
+    with trio.fail_after(10):
+        record = await model.wait_connection_closed(connection)
+    assert record.closed_at is not None
+    return record.closed_at - closed_at
+
+
+async def cancellation(rounds: int) -> None:
+    print("\n== client closes mid-stream → model server sees its connection closed ==")
+    for label, reply in (
+        ("fast stream (2 ms/token)", TextReply(tokens=TOKENS * 20, delay=0.002)),
+        ("slow stream (250 ms/token)", TextReply(tokens=TOKENS[:40], delay=0.25)),
+    ):
+        async with model_server(reply, record=True) as model:
+            async with hermes_serve(model.base_url) as (url, _):
+                direct, through = [], []
+                for _ in range(rounds):
+                    direct.append(await close_mid_stream(
+                        "127.0.0.1", model.port, "/v1", model, 2))
+                    port = int(url.split(":")[2].split("/")[0])
+                    through.append(await close_mid_stream("127.0.0.1", port, "/v1", model, 2))
+        print(f"{label}: direct p50 {pct(direct, .5) * 1000:.2f} ms p95 {pct(direct, .95) * 1000:.2f}"
+              f" ms | through hermes p50 {pct(through, .5) * 1000:.2f} ms "
+              f"p95 {pct(through, .95) * 1000:.2f} ms (max {max(through) * 1000:.2f} ms)")
+
+
+async def main(levels: list[int], rounds: int) -> None:
+    await throughput(levels)
+    await cancellation(rounds)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--levels", default="1,10,50,200")
+    parser.add_argument("--cancel-rounds", type=int, default=20)
+    args = parser.parse_args()
+    trio.run(main, [int(x) for x in args.levels.split(",")], args.cancel_rounds)

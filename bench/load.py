@@ -52,7 +52,8 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "config.yaml").write_text(
             "model: {base_url: '%s', name: scripted}\n"
-            "api_server: {port: 0, max_concurrent: 256}\n" % model_url
+            "api_server: {port: 0, max_concurrent: 256}\n"
+            "store: {data_dir: '%s'}\n" % (model_url, tmp)
         )
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "hermes_trio.cli", "serve"],

@@ -4,6 +4,7 @@ way to run one agent turn and keep every event."""
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import trio
 
 from hermes_trio.agent import Agent, TurnResult, open_agent
-from hermes_trio.config import AgentConfig, Config, ModelConfig, TimeoutsConfig
+from hermes_trio.config import AgentConfig, Config, ModelConfig, StoreConfig, TimeoutsConfig
 from hermes_trio.events import StreamEvent
 
 
@@ -38,6 +39,8 @@ def make_config(
         model_fields[key] = value
     agent_fields: dict[str, Any] = {"long_tool_hint": 0}
     agent_fields.update(agent or {})
+    # Never the user's ~/.hermes-trio: each config gets its own store.
+    sections.setdefault("store", StoreConfig(data_dir=tempfile.mkdtemp(prefix="hermes-test-")))
     return Config(
         model=ModelConfig(**model_fields),
         agent=dataclasses.replace(AgentConfig(), **agent_fields),

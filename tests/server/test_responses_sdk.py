@@ -416,3 +416,122 @@ async def test_invalid_json_and_query_parameters(tmp_path) -> None:
     ):
         assert reply.status_code == 400, reply.text
         assert reply.json()["error"]["param"] == param
+
+
+async def test_echoed_settings_pass_strict_validation(tmp_path) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    body = {
+        "model": "m",
+        "input": [{"type": "message", "role": "user", "content": "json please"}],
+        "text": {
+            "format": {"type": "json_schema", "name": "thing", "schema": schema, "strict": True},
+            "verbosity": "low",
+        },
+        "reasoning": {"effort": "low", "summary": "auto"},
+        "tools": [WEATHER_TOOL],
+        "tool_choice": {"type": "function", "name": "get_weather"},
+        "parallel_tool_calls": False,
+        "top_p": 0.5,
+        "user": "someone",
+        "service_tier": "auto",
+        "prompt_cache_key": "k",
+        "truncation": "disabled",
+        "include": [],
+        "top_logprobs": 0,
+    }
+    async with responses_stack(tmp_path, [TextReply('{"a": "b"}')]) as (api, model):
+        async with http_for(api) as http:
+            with trio.fail_after(10):
+                reply = await http.post("/responses", json=body)
+    assert reply.status_code == 200, reply.text
+    response = Response.model_validate(reply.json())
+    assert response.output_text == '{"a": "b"}'
+    assert response.text.format.type == "json_schema" and response.text.verbosity == "low"
+    assert response.tool_choice.name == "get_weather"
+    assert response.parallel_tool_calls is False and response.top_p == 0.5
+    sent = model.requests[0].json
+    assert sent["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "thing", "schema": schema, "strict": True},
+    }
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    assert sent["reasoning_effort"] == "low" and sent["verbosity"] == "low"
+    assert sent["parallel_tool_calls"] is False and sent["top_p"] == 0.5
+
+
+async def test_image_and_file_parts_reach_the_model(tmp_path) -> None:
+    image = "data:image/png;base64,iVBORw0KGgo="
+    async with responses_stack(tmp_path, [TextReply("A picture.")]) as (api, model):
+        client = client_for(api)
+        with trio.fail_after(10):
+            response = await client.responses.create(
+                model="m",
+                input=[
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "input_text", "text": "What is this?"},
+                            {"type": "input_image", "image_url": image, "detail": "low"},
+                            {"type": "input_file", "file_data": "aGk=", "filename": "a.txt"},
+                        ],
+                    }
+                ],
+            )
+            items = await client.responses.input_items.list(response.id)
+    assert model.requests[0].json["messages"][1]["content"] == [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": image, "detail": "low"}},
+        {"type": "file", "file": {"file_data": "aGk=", "filename": "a.txt"}},
+    ]
+    parts = items.data[0].content
+    assert [p.type for p in parts] == ["input_text", "input_image", "input_file"]
+
+
+async def test_manual_history_with_function_call_items(tmp_path) -> None:
+    async with responses_stack(tmp_path, [TextReply("Sunny, as the tool said.")]) as (api, model):
+        client = client_for(api)
+        with trio.fail_after(10):
+            response = await client.responses.create(
+                model="m",
+                tools=[WEATHER_TOOL],
+                input=[
+                    {"role": "user", "content": "Weather in Paris?"},
+                    {"type": "reasoning", "id": "rs_1", "summary": []},
+                    {"role": "assistant", "content": "Let me look."},
+                    {
+                        "type": "function_call",
+                        "call_id": "call_1",
+                        "name": "get_weather",
+                        "arguments": '{"city":"Paris"}',
+                    },
+                    {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+                    {"role": "user", "content": "So?"},
+                ],
+            )
+            items = await client.responses.input_items.list(response.id, order="asc")
+    assert response.output_text == "Sunny, as the tool said."
+    assert model.requests[0].json["messages"][1:] == [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": "Let me look.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+        {"role": "user", "content": "So?"},
+    ]
+    assert [i.type for i in items.data] == [
+        "message",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert items.data[1].id == "rs_1"

@@ -71,34 +71,45 @@ async def write_chat_sse(
     """Consume one turn's events, sending SSE bytes to ``out`` until the end."""
     writer = _Writer(frames, options)
     with out, receive:
-        while True:
-            event: StreamEvent | None = None
-            with trio.move_on_after(options.keepalive):
-                try:
-                    event = await receive.receive()
-                except trio.EndOfChannel:
-                    return
-            if event is None:
-                await out.send(KEEPALIVE)
-                writer.emitted = True
-                continue
-            batch = [event]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_keep_alive, out, writer, options.keepalive)
             while True:
                 try:
-                    batch.append(receive.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel):
+                    batch = [await receive.receive()]
+                except trio.EndOfChannel:
                     break
-            piece = writer.render(batch)
-            if piece:
-                # Waiting only when the body is behind saves a scheduler pass
-                # per write; receiving above already checkpointed.
-                try:
-                    out.send_nowait(piece)
-                except trio.WouldBlock:
-                    await out.send(piece)
-                writer.emitted = True
-            if writer.ended:
-                return
+                while True:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                piece = writer.render(batch)
+                if piece:
+                    # Waiting only when the body is behind saves a scheduler
+                    # pass per write; receiving above already checkpointed.
+                    try:
+                        out.send_nowait(piece)
+                    except trio.WouldBlock:
+                        await out.send(piece)
+                    writer.wrote()
+                if writer.ended:
+                    break
+            nursery.cancel_scope.cancel()
+
+
+async def _keep_alive(
+    out: trio.MemorySendChannel[bytes | PreStreamError], writer: _Writer, interval: float
+) -> None:
+    """A comment whenever nothing was written for ``interval`` seconds.
+
+    A sleeping task instead of a timeout around every receive: the writer
+    only stores a timestamp per write, which keeps the per-token path short.
+    """
+    while True:
+        await trio.sleep_until(writer.last_write + interval)
+        if trio.current_time() >= writer.last_write + interval:
+            await out.send(KEEPALIVE)
+            writer.wrote()
 
 
 class _Writer:
@@ -110,8 +121,13 @@ class _Writer:
         self.reasoning = "reasoning" in options.extensions
         self.emitted = False
         self.ended = False
+        self.last_write = trio.current_time()
         self.any_text = False
         self.boundary = False
+
+    def wrote(self) -> None:
+        self.emitted = True
+        self.last_write = trio.current_time()
 
     def render(self, batch: list[StreamEvent]) -> bytes | PreStreamError:
         parts: list[bytes] = []

@@ -365,14 +365,13 @@ class ModelClient:
                             finished = True
                             break
                         deltas.append(delta)
-                    watchdog.beat()
                     if deltas:
                         # What arrived in one read goes on as one delta: a burst
                         # costs the consumers one event, not one per token.
                         watchdog.busy = True  # a slow consumer is not model silence
                         await delivery(merge_deltas(deltas))
                         watchdog.busy = False
-                        watchdog.beat()
+                    watchdog.beat()
                     if finished:
                         break
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:

@@ -230,6 +230,10 @@ class Agent:
         schemas += list(client_tools)
         usage = Usage()
         step = _Step(cfg.think_tags)
+        # Set once the history holds this turn's outcome; an exception after
+        # that (a consumer gone while we send TurnFinished) must not add a
+        # second, "interrupted" ending.
+        recorded = False
 
         async def emit(event: StreamEvent) -> None:
             # The stream read just checkpointed; waiting here only when the
@@ -263,6 +267,7 @@ class Agent:
                     )
                 except ModelError as exc:
                     await self._flush(step, send)
+                    recorded = True
                     return await self._fail(messages, send, step, usage, exc)
                 await self._flush(step, send)
                 if response.usage is not None:
@@ -271,6 +276,7 @@ class Agent:
                 if not message.tool_calls:
                     text = strip_think_blocks(message.content, cfg.think_tags)
                     messages.append({"role": "assistant", "content": text})
+                    recorded = True
                     await send.send(MessageStop(final=True))
                     reason = "length" if message.finish_reason == "length" else "stop"
                     await send.send(TurnFinished(text, usage, reason))
@@ -289,6 +295,7 @@ class Agent:
                     await self._run_tools(mine, messages, send, ctx)
                 if theirs:
                     calls = tuple(c.to_message() for c in theirs)
+                    recorded = True
                     await send.send(TurnFinished(said, usage, "tool_calls", tool_calls=calls))
                     return TurnResult(said, usage, "tool_calls", tool_calls=calls)
             note = (
@@ -296,6 +303,7 @@ class Agent:
                 "in one turn without a final answer; raise agent.max_iterations to allow more.)"
             )
             messages.append({"role": "assistant", "content": note})
+            recorded = True
             await send.send(MessageChunk(note))
             await send.send(MessageStop(final=True))
             await send.send(TurnFinished(note, usage, "length"))
@@ -303,7 +311,8 @@ class Agent:
         except BaseException:
             # Cancelled may arrive bare or grouped from the tool nursery;
             # either way the turn ended without finishing.
-            self._record_interrupt(messages, step.shown)
+            if not recorded:
+                self._record_interrupt(messages, step.shown)
             raise
 
     async def _flush(self, step: _Step, send: trio.MemorySendChannel[StreamEvent]) -> None:

@@ -283,7 +283,7 @@ class ModelClient:
         self, target: Target, request: ModelRequest, delivery: _Delivery
     ) -> ModelResponse:
         timeouts = self.config.timeouts
-        failure: ModelError | _StreamUnsupported | None = None
+        failure: Exception | None = None
         result: ModelResponse | None = None
         with trio.CancelScope() as scope:
             watchdog = StreamWatchdog(scope, first_token=timeouts.first_token, idle=timeouts.idle)
@@ -291,8 +291,9 @@ class ModelClient:
                 nursery.start_soon(watchdog.run)
                 try:
                     result = await self._read_stream(target, request, delivery, watchdog)
-                except (ModelError, _StreamUnsupported) as exc:
-                    # Raised outside the nursery, so callers see it bare.
+                except Exception as exc:
+                    # Re-raised outside the nursery, so callers see it bare
+                    # (a ModelError, or a consumer's closed channel).
                     failure = exc
                 finally:
                     nursery.cancel_scope.cancel()

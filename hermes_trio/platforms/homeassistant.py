@@ -43,18 +43,17 @@ from __future__ import annotations
 import hmac
 import itertools
 import logging
-from functools import partial
 from typing import Any
 
 import httpx
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
 from quart import request
 from quart_trio import QuartTrio
 
 from ..config import HomeAssistantConfig
 from .base import Capabilities, InboundMessage, PlatformError, RateLimited
+from .send_only import SendOnlyMessenger
+from .webhook import serve_webhook, webhook_app
 
 __all__ = [
     "HOMEASSISTANT_CAPABILITIES",
@@ -74,17 +73,6 @@ MAX_BODY = 256 * 1024
 
 class TokenRejected(PlatformError):
     """HA answered 401: the access token is wrong or revoked."""
-
-
-def _hypercorn_config(host: str, port: int, logger_name: str) -> HypercornConfig:
-    # No access log: it would be noise; errors go to our logger.
-    config = HypercornConfig()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.accesslog = None
-    config.errorlog = logging.getLogger(logger_name)
-    config.graceful_timeout = 1.0
-    config.include_server_header = False
-    return config
 
 
 class HomeAssistantAdapter:
@@ -201,17 +189,18 @@ class HomeAssistantAdapter:
             raise
         except PlatformError as exc:
             log.warning("homeassistant: cannot reach %s yet (%s)", self._base, exc)
-        app = self._build_app(inbound)
-        hconfig = _hypercorn_config(self.webhook_host, self.webhook_port, f"{__name__}.http")
-        async with trio.open_nursery() as nursery:
-            binds: list[str] = await nursery.start(partial(serve, app, hconfig))
-            self.webhook_url = binds[0] + WEBHOOK_PATH
-            log.info("homeassistant: webhook listening on %s", self.webhook_url)
-            task_status.started()
+        await serve_webhook(
+            self,
+            self._build_app(inbound),
+            host=self.webhook_host,
+            port=self.webhook_port,
+            path=WEBHOOK_PATH,
+            log=log,
+            task_status=task_status,
+        )
 
     def _build_app(self, inbound: trio.MemorySendChannel[InboundMessage]) -> QuartTrio:
-        app = QuartTrio(__name__)
-        app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+        app = webhook_app(__name__, MAX_BODY)
         expected = f"Bearer {self._secret}".encode()
 
         @app.post(WEBHOOK_PATH)
@@ -261,23 +250,8 @@ class HomeAssistantAdapter:
         return HomeAssistantMessenger(self, str(chat_id))
 
 
-class HomeAssistantMessenger:
+class HomeAssistantMessenger(SendOnlyMessenger):
     """Replies to one HA conversation. No edits, deletes or typing."""
 
+    platform = "homeassistant"
     capabilities = HOMEASSISTANT_CAPABILITIES
-
-    def __init__(self, adapter: HomeAssistantAdapter, chat_id: str) -> None:
-        self._adapter = adapter
-        self.chat_id = chat_id
-
-    async def send(self, text: str) -> str:
-        return await self._adapter.send_text(self.chat_id, text)
-
-    async def edit(self, message_id: str, text: str) -> None:
-        raise PlatformError("homeassistant: cannot edit messages")
-
-    async def delete(self, message_id: str) -> None:
-        raise PlatformError("homeassistant: cannot delete messages")
-
-    async def typing(self) -> None:
-        return None

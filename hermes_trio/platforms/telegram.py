@@ -5,7 +5,11 @@ answers are ``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code",
 "description", "parameters"}``. Inbound messages arrive by long polling
 ``getUpdates``; the adapter keeps the offset (last ``update_id`` + 1) on the
 instance, so a restarted ``run`` continues where the previous one stopped and
-no update is handed over twice.
+no update is handed over twice. Telegram itself only forgets an update when a
+later ``getUpdates`` asks from past it, so when ``run`` stops it confirms
+what it handled since its last poll (one quick call, shielded and bounded):
+a new process, starting without an offset, then does not get the last
+message again.
 
 Outgoing text is converted from common Markdown to MarkdownV2. If Telegram
 still refuses the markup ("can't parse entities"), the same call is repeated
@@ -42,6 +46,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 TELEGRAM_CAPABILITIES = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")
+# The confirming call on stop answers at once (timeout 0); this only bounds
+# an unreachable Bot API, so stopping stays quick.
+CONFIRM_TIMEOUT = 3.0
 
 
 class TokenRejected(PlatformError):
@@ -174,6 +181,9 @@ class TelegramAdapter:
         self.backoff_max = backoff_max
         self._allowed = frozenset(config.allowed_users) if filter_users else frozenset()
         self._offset: int | None = None
+        # The offset of the last getUpdates Telegram answered: updates below
+        # it are confirmed on its side.
+        self._confirmed: int | None = None
         self.bot_user: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
@@ -275,7 +285,12 @@ class TelegramAdapter:
                 ) from None
             log.warning("telegram: could not reach the Bot API yet (%s); will keep trying", exc)
         task_status.started()
+        try:
+            await self._poll(inbound)
+        finally:
+            await self._confirm_handled()
 
+    async def _poll(self, inbound: trio.MemorySendChannel[InboundMessage]) -> None:
         delay = self.backoff_initial
         while True:
             params: dict[str, Any] = {
@@ -299,6 +314,7 @@ class TelegramAdapter:
                 await trio.sleep(delay)
                 delay = min(delay * 2, self.backoff_max)
                 continue
+            self._confirmed = params.get("offset")
             if not isinstance(updates, list):
                 log.warning("telegram: getUpdates answered %s, not a list", type(updates).__name__)
                 await trio.sleep(delay)
@@ -310,6 +326,27 @@ class TelegramAdapter:
                 except trio.BrokenResourceError:
                     log.info("telegram: inbound channel closed; stopping")
                     return
+
+    async def _confirm_handled(self) -> None:
+        """Confirm updates handled since the last answered poll, if any."""
+        if self._offset is None or self._offset == self._confirmed:
+            return
+        with trio.move_on_after(CONFIRM_TIMEOUT, shield=True) as scope:
+            try:
+                await self.call("getUpdates", {"offset": self._offset, "timeout": 0, "limit": 1})
+            except PlatformError as exc:
+                log.warning(
+                    "telegram: could not confirm the handled updates (%s); "
+                    "the next start may receive them again",
+                    exc,
+                )
+                return
+            self._confirmed = self._offset
+        if scope.cancelled_caught:
+            log.warning(
+                "telegram: could not confirm the handled updates in time; "
+                "the next start may receive them again"
+            )
 
     async def _handle_update(
         self, update: dict[str, Any], inbound: trio.MemorySendChannel[InboundMessage]

@@ -27,18 +27,17 @@ import hmac
 import json
 import logging
 from collections import OrderedDict
-from functools import partial
 from typing import Any
 
 import httpx
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
 from quart import Response, request
 from quart_trio import QuartTrio
 
 from ..config import WhatsAppConfig
 from .base import Capabilities, InboundMessage, PlatformError, RateLimited
+from .send_only import SendOnlyMessenger
+from .webhook import serve_webhook, webhook_app
 
 __all__ = [
     "WHATSAPP_CAPABILITIES",
@@ -77,18 +76,6 @@ def _check_signature(header: str | None, body: bytes, app_secret: str) -> int | 
     expected = signature(body, app_secret).encode()
     given = header.strip().lower().encode("ascii", "replace")
     return None if hmac.compare_digest(given, expected) else 403
-
-
-def _hypercorn_config(host: str, port: int, logger_name: str) -> HypercornConfig:
-    """A quiet hypercorn config for a small webhook server: no access log
-    (query strings can hold verify tokens), errors to our own logger."""
-    config = HypercornConfig()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.accesslog = None
-    config.errorlog = logging.getLogger(logger_name)
-    config.graceful_timeout = 1.0
-    config.include_server_header = False
-    return config
 
 
 class WhatsAppAdapter:
@@ -145,19 +132,18 @@ class WhatsAppAdapter:
             raise
         except PlatformError as exc:
             log.warning("whatsapp: could not check the phone number yet (%s)", exc)
-        app = self._build_app(inbound)
-        hconfig = _hypercorn_config(
-            self.config.webhook_host, self.config.webhook_port, f"{__name__}.http"
+        await serve_webhook(
+            self,
+            self._build_app(inbound),
+            host=self.config.webhook_host,
+            port=self.config.webhook_port,
+            path=WEBHOOK_PATH,
+            log=log,
+            task_status=task_status,
         )
-        async with trio.open_nursery() as nursery:
-            binds: list[str] = await nursery.start(partial(serve, app, hconfig))
-            self.webhook_url = binds[0] + WEBHOOK_PATH
-            log.info("whatsapp: webhook listening on %s", self.webhook_url)
-            task_status.started()
 
     def _build_app(self, inbound: trio.MemorySendChannel[InboundMessage]) -> QuartTrio:
-        app = QuartTrio(__name__)
-        app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+        app = webhook_app(__name__, MAX_BODY)
 
         @app.get(WEBHOOK_PATH)
         async def verify() -> Response:
@@ -349,25 +335,10 @@ def _retry_after(response: httpx.Response) -> float:
         return _DEFAULT_RETRY_AFTER
 
 
-class WhatsAppMessenger:
-    """Sending to one WhatsApp user. Messages cannot be edited or deleted."""
+class WhatsAppMessenger(SendOnlyMessenger):
+    """Sending to one WhatsApp user. Messages cannot be edited or deleted,
+    and there is no typing indicator: the Cloud API only shows one tied to
+    an inbound message id."""
 
+    platform = "whatsapp"
     capabilities = WHATSAPP_CAPABILITIES
-
-    def __init__(self, adapter: WhatsAppAdapter, chat_id: str) -> None:
-        self._adapter = adapter
-        self.chat_id = chat_id
-
-    async def send(self, text: str) -> str:
-        return await self._adapter.send_text(self.chat_id, text)
-
-    async def edit(self, message_id: str, text: str) -> None:
-        raise PlatformError("whatsapp: cannot edit messages")
-
-    async def delete(self, message_id: str) -> None:
-        raise PlatformError("whatsapp: cannot delete messages")
-
-    async def typing(self) -> None:
-        # The Cloud API only shows typing tied to an inbound message id; the
-        # capability says no, so the editor does not rely on it.
-        return None

@@ -13,12 +13,10 @@ import hmac
 import json
 import logging
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import trio
 from quart import Response, request
-from quart.wrappers.response import ResponseBody
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
@@ -26,6 +24,7 @@ from ..agent import Agent
 from ..consumers.sse import EXTENSIONS, PreStreamError, SSEOptions, error_status, write_chat_sse
 from ..events import StreamEvent, TurnFinished
 from ..wire.chat_out import ChatStreamFrames, completion_body, error_frame, new_completion_id
+from .bodies import StreamedBody, read_json_body, sse_response
 from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
 from .responses_routes import register_responses_routes
@@ -192,14 +191,7 @@ def create_app(state: ServerState) -> QuartTrio:
 
     @app.post("/v1/chat/completions")
     async def chat_completions() -> Response:
-        raw = await request.get_data(cache=False)
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            raise APIError(
-                400, f"invalid JSON in request body: {exc}", code="invalid_json"
-            ) from None
-        chat = parse_chat_request(body)
+        chat = parse_chat_request(await read_json_body())
         return await _run_chat(state, chat)
 
     register_responses_routes(app, state)
@@ -380,17 +372,12 @@ class _ChatRun:
         if isinstance(first, PreStreamError):
             out.close()
             raise APIError(first.status, first.message, code=first.code)
-        response = Response(
-            _StreamBody(first, out, turn), status=200, content_type="text/event-stream"
-        )
-        response.headers["Cache-Control"] = "no-cache"
-        response.headers["X-Accel-Buffering"] = "no"
+        response = sse_response(_StreamBody(first, out, turn))
         response.headers.update(self.headers)
-        response.timeout = None
         return response
 
 
-class _StreamBody(ResponseBody):
+class _StreamBody(StreamedBody):
     """The SSE response body: bytes from the turn's writer, and the cancel
     of the turn when the response ends for any reason (client gone)."""
 
@@ -404,20 +391,9 @@ class _StreamBody(ResponseBody):
         self._out = out
         self._turn = turn
 
-    async def __aenter__(self) -> _StreamBody:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
         self._turn.cancel("client went away")
         self._out.close()
-
-    def __aiter__(self) -> _StreamBody:
-        return self
 
     async def __anext__(self) -> bytes:
         if self._first is not None:

@@ -9,7 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import APIError
+from .validation import (
+    bad,
+    join_system,
+    number,
+    optional_bool,
+    optional_str,
+    positive_int,
+    request_object,
+    role_of,
+    stream_options,
+)
 
 __all__ = ["ChatRequest", "parse_chat_request"]
 
@@ -52,98 +62,59 @@ class ChatRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _bad(message: str, param: str) -> APIError:
-    return APIError(400, message, param=param, code="invalid_value")
-
-
-def _number(body: dict[str, Any], key: str, low: float, high: float) -> None:
-    if key in body and body[key] is not None:
-        value = body[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _bad(f"'{key}' must be a number", key)
-        if not low <= value <= high:
-            raise _bad(f"'{key}' must be between {low:g} and {high:g}, got {value}", key)
-
-
-def _positive_int(body: dict[str, Any], key: str) -> None:
-    if key in body and body[key] is not None:
-        value = body[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise _bad(f"'{key}' must be a positive integer", key)
-
-
 def parse_chat_request(body: Any) -> ChatRequest:
-    if not isinstance(body, dict):
-        raise APIError(400, "the request body must be a JSON object", code="invalid_json")
-    unknown = sorted(set(body) - KNOWN)
-    if unknown:
-        raise _bad(f"unknown field '{unknown[0]}': this server cannot honour it", unknown[0])
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise _bad("'model' must be a string", "model")
-    stream = body.get("stream", False)
-    if stream is None:
-        stream = False
-    if not isinstance(stream, bool):
-        raise _bad("'stream' must be true or false", "stream")
+    body = request_object(body, KNOWN)
+    model = optional_str(body, "model")
+    stream = optional_bool(body, "stream", False)
     n = body.get("n")
     if n is not None and n != 1:
-        raise _bad("'n' must be 1: this server returns one choice per request", "n")
+        raise bad("'n' must be 1: this server returns one choice per request", "n")
     if body.get("logprobs") or body.get("top_logprobs"):
         key = "logprobs" if body.get("logprobs") else "top_logprobs"
-        raise _bad(f"'{key}' is not supported by this server", key)
+        raise bad(f"'{key}' is not supported by this server", key)
     modalities = body.get("modalities")
     if modalities is not None and modalities != ["text"]:
-        raise _bad("only the 'text' modality is supported", "modalities")
+        raise bad("only the 'text' modality is supported", "modalities")
     include_usage = False
-    options = body.get("stream_options")
+    options = stream_options(body, stream)
     if options is not None:
-        if not isinstance(options, dict):
-            raise _bad("'stream_options' must be an object", "stream_options")
-        if not stream:
-            raise _bad("'stream_options' is only allowed with 'stream': true", "stream_options")
         value = options.get("include_usage", False)
         if not isinstance(value, bool):
-            raise _bad(
+            raise bad(
                 "'stream_options.include_usage' must be true or false",
                 "stream_options.include_usage",
             )
         include_usage = value
-    _number(body, "temperature", 0, 2)
-    _number(body, "top_p", 0, 1)
-    _number(body, "presence_penalty", -2, 2)
-    _number(body, "frequency_penalty", -2, 2)
-    _positive_int(body, "max_tokens")
-    _positive_int(body, "max_completion_tokens")
+    number(body, "temperature", 0, 2)
+    number(body, "top_p", 0, 1)
+    number(body, "presence_penalty", -2, 2)
+    number(body, "frequency_penalty", -2, 2)
+    positive_int(body, "max_tokens")
+    positive_int(body, "max_completion_tokens")
     stop = body.get("stop")
     if stop is not None and not (
         isinstance(stop, str)
         or (isinstance(stop, list) and len(stop) <= 4 and all(isinstance(s, str) for s in stop))
     ):
-        raise _bad("'stop' must be a string or a list of at most 4 strings", "stop")
+        raise bad("'stop' must be a string or a list of at most 4 strings", "stop")
 
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _bad("'messages' must be a non-empty list of message objects", "messages")
+        raise bad("'messages' must be a non-empty list of message objects", "messages")
     system_parts: list[str] = []
     conversation: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(message, dict):
-            raise _bad(f"'{where}' must be an object", where)
-        role = message.get("role")
-        if role not in ROLES:
-            raise _bad(
-                f"'{where}.role' must be one of {', '.join(sorted(ROLES))}, got {role!r}",
-                f"{where}.role",
-            )
+            raise bad(f"'{where}' must be an object", where)
+        role = role_of(message, where, ROLES)
         content = message.get("content")
         if role in ("system", "developer"):
             system_parts.append(_text_of(content, where))
             continue
         if role == "tool":
             if not isinstance(message.get("tool_call_id"), str):
-                raise _bad(
+                raise bad(
                     f"'{where}.tool_call_id' is required for tool messages", f"{where}.tool_call_id"
                 )
             conversation.append(
@@ -157,31 +128,29 @@ def parse_chat_request(body: Any) -> ChatRequest:
         if role == "assistant":
             out: dict[str, Any] = {"role": "assistant", "content": content}
             if content is not None and not isinstance(content, str | list):
-                raise _bad(
-                    f"'{where}.content' must be a string, a list or null", f"{where}.content"
-                )
+                raise bad(f"'{where}.content' must be a string, a list or null", f"{where}.content")
             if isinstance(content, list):
                 out["content"] = _text_of(content, where)
             calls = message.get("tool_calls")
             if calls is not None:
                 if not isinstance(calls, list):
-                    raise _bad(f"'{where}.tool_calls' must be a list", f"{where}.tool_calls")
+                    raise bad(f"'{where}.tool_calls' must be a list", f"{where}.tool_calls")
                 out["tool_calls"] = calls
             conversation.append(out)
             continue
         if not isinstance(content, str | list):
-            raise _bad(
+            raise bad(
                 f"'{where}.content' must be a string or a list of content parts", f"{where}.content"
             )
         if isinstance(content, list):
             _check_parts(content, where)
         conversation.append({"role": "user", "content": content})
     if not conversation:
-        raise _bad("'messages' must contain at least one user message", "messages")
+        raise bad("'messages' must contain at least one user message", "messages")
 
     tools = body.get("tools") or []
     if not isinstance(tools, list):
-        raise _bad("'tools' must be a list", "tools")
+        raise bad("'tools' must be a list", "tools")
     for i, tool in enumerate(tools):
         fn = tool.get("function") if isinstance(tool, dict) else None
         if (
@@ -190,17 +159,17 @@ def parse_chat_request(body: Any) -> ChatRequest:
             or not isinstance(fn, dict)
             or not isinstance(fn.get("name"), str)
         ):
-            raise _bad(
+            raise bad(
                 f'\'tools[{i}]\' must be {{"type": "function", "function": {{"name": ...}}}}',
                 f"tools[{i}]",
             )
     params = {k: body[k] for k in PASS_THROUGH if k in body and body[k] is not None}
     if "tool_choice" in params and not tools:
-        raise _bad("'tool_choice' needs 'tools'", "tool_choice")
+        raise bad("'tool_choice' needs 'tools'", "tool_choice")
     return ChatRequest(
         model=model,
         messages=conversation,
-        system="\n\n".join(p for p in system_parts if p) or None,
+        system=join_system(system_parts),
         stream=stream,
         include_usage=include_usage,
         params=params,
@@ -216,7 +185,7 @@ def _text_of(content: Any, where: str) -> str:
     if isinstance(content, list):
         _check_parts(content, where, text_only=True)
         return "".join(part.get("text", "") for part in content)
-    raise _bad(f"'{where}.content' must be a string or a list of text parts", f"{where}.content")
+    raise bad(f"'{where}.content' must be a string or a list of text parts", f"{where}.content")
 
 
 def _check_parts(parts: list[Any], where: str, *, text_only: bool = False) -> None:
@@ -224,11 +193,9 @@ def _check_parts(parts: list[Any], where: str, *, text_only: bool = False) -> No
     for j, part in enumerate(parts):
         if not isinstance(part, dict) or part.get("type") not in allowed:
             kinds = ", ".join(sorted(allowed))
-            raise _bad(
+            raise bad(
                 f"'{where}.content[{j}]' must be a content part of type {kinds}",
                 f"{where}.content[{j}]",
             )
         if part["type"] == "text" and not isinstance(part.get("text"), str):
-            raise _bad(
-                f"'{where}.content[{j}].text' must be a string", f"{where}.content[{j}].text"
-            )
+            raise bad(f"'{where}.content[{j}].text' must be a string", f"{where}.content[{j}].text")

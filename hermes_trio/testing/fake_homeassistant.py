@@ -113,10 +113,7 @@ class FakeHomeAssistant:
     # -- REST API ----------------------------------------------------------
 
     async def handle(self, request: FakeRequest) -> FakeResponse:
-        try:
-            body: Any = request.json() if request.body else None
-        except ValueError:
-            body = None
+        body = request.json_or_none()
         call = HACall(
             request.method, request.path, trio.current_time(), body=body, headers=request.headers
         )

@@ -42,6 +42,14 @@ class FakeRequest:
     def json(self) -> Any:
         return json.loads(self.body)
 
+    def json_or_none(self) -> Any:
+        """The JSON body, or None when there is none or it is not JSON
+        (for fakes that record what they were sent before judging it)."""
+        try:
+            return self.json() if self.body else None
+        except ValueError:
+            return None
+
     def params(self) -> dict[str, Any]:
         """Query string merged with a JSON or form body (body wins)."""
         merged: dict[str, Any] = dict(self.query)

@@ -179,20 +179,14 @@ class FakeTelegram:
         sender: dict[str, Any] = {"id": int(user_id), "is_bot": False, "first_name": first_name}
         if user_name:
             sender["username"] = user_name
-        update = {
-            "update_id": self._next_update_id,
-            "message": {
-                "message_id": message_id,
-                "from": sender,
-                "chat": {"id": _chat_value(chat_id), "type": chat_type},
-                "date": int(trio.current_time()),
-                "text": text,
-            },
+        message = {
+            "message_id": message_id,
+            "from": sender,
+            "chat": {"id": _chat_value(chat_id), "type": chat_type},
+            "date": int(trio.current_time()),
+            "text": text,
         }
-        self._next_update_id += 1
-        self.updates.append(update)
-        self._notify()
-        return update
+        return self.push_update({"message": message})
 
     def push_update(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Queue any update (``payload`` without ``update_id``)."""

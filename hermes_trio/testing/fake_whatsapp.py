@@ -213,10 +213,7 @@ class FakeWhatsApp:
     # -- Graph API ---------------------------------------------------------
 
     async def handle(self, request: FakeRequest) -> FakeResponse:
-        try:
-            body: Any = request.json() if request.body else None
-        except ValueError:
-            body = None
+        body = request.json_or_none()
         call = WhatsAppCall(request.method, request.path, body, trio.current_time())
         self.calls.append(call)
         status, response, headers = self._answer(request, body)

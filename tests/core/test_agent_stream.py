@@ -355,3 +355,24 @@ def _timeouts(config, **changes):
         config,
         model=dataclasses.replace(model, timeouts=dataclasses.replace(model.timeouts, **changes)),
     )
+
+
+async def test_a_consumer_that_leaves_early_does_not_corrupt_the_history() -> None:
+    async with open_scripted_server([TextReply(tokens=["a", "b", "c"])]) as server:
+        async with open_agent(make_config(server.base_url)) as agent:
+            messages = [{"role": "user", "content": "q"}]
+            send, receive = trio.open_memory_channel(0)
+            async with trio.open_nursery() as nursery:
+                results = []
+
+                async def run() -> None:
+                    results.append(await agent.run_turn(messages, send))
+
+                nursery.start_soon(run)
+                async with receive:
+                    await receive.receive()  # take one event, then hang up
+    assert results[0].finish_reason == "interrupted"
+    roles = [m["role"] for m in messages]
+    assert roles == ["user", "assistant"]
+    # Whatever ending it recorded, there is exactly one assistant message.
+    assert messages[-1]["content"].startswith("a")

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from hermes_trio.config import TelegramConfig
 from hermes_trio.platforms.base import InboundMessage, PlatformError, RateLimited
@@ -112,6 +113,31 @@ async def test_offsets_mean_no_update_is_handled_twice_even_across_restarts(
     offsets = [c.params.get("offset") for c in fake.calls_to("getUpdates")]
     assert offsets[0] is None
     assert first["update_id"] + 2 in offsets and first["update_id"] + 3 in offsets
+
+
+async def test_stopping_confirms_handled_updates_so_a_new_process_skips_them(
+    fake: FakeTelegram, client: httpx.AsyncClient
+) -> None:
+    # Room for one message: the adapter hands over "one" and is stopped while
+    # waiting to hand over "two", before any later poll could confirm "one".
+    send, recv = trio.open_memory_channel[InboundMessage](1)
+    first = fake.push_message(1, 2, "one")
+    fake.push_message(1, 2, "two")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(make_adapter(fake, client).run, send)
+        with trio.fail_after(5):
+            await trio.testing.wait_all_tasks_blocked()
+        assert recv.statistics().tasks_waiting_send == 1
+        nursery.cancel_scope.cancel()
+    assert fake.confirmed_offset == first["update_id"] + 1
+    assert [m.text for m in await receive(recv, 1)] == ["one"]
+
+    # A new process starts without an offset.
+    async with trio.open_nursery() as nursery:
+        await nursery.start(make_adapter(fake, client).run, send)
+        got = await receive(recv, 1)
+        nursery.cancel_scope.cancel()
+    assert [m.text for m in got] == ["two"]
 
 
 async def test_non_text_updates_and_disallowed_users_are_skipped(

@@ -297,3 +297,12 @@ async def test_session_keeps_history_and_interrupts_a_running_turn() -> None:
                     "Let [interrupted]", "What is my name?"]
     assert model.connections[1].closed
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "X-Session-ID"
+
+
+async def test_a_role_of_the_wrong_type_is_a_400() -> None:
+    async with api_stack() as (api, _):
+        async with httpx.AsyncClient() as client:
+            response = await client.post(f"{api.base_url}/chat/completions",
+                                         json={"messages": [{"role": ["user"], "content": "x"}]})
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "messages[0].role"

@@ -1,0 +1,267 @@
+"""The gateway's chat sessions: one turn at a time per chat.
+
+A session is one chat on one platform ``(platform, chat_id)``, kept in
+memory: the conversation history and a ``ToolContext``. Turns of a session
+run one at a time in the session's worker task, each in its own cancel scope
+with the agent and the editor as sibling tasks. A new message either cancels
+the running turn (``gateway.on_new_message: interrupt``, the default) or
+waits behind it (``queue``). ``/stop`` cancels the turn and drops what
+waits; ``/new`` also starts a new conversation. Command replies are queued
+with the turns, so a chat sees them in the order it asked.
+
+Dangerous-command approval: chat platforms have no interactive approval yet,
+so a session's ``ToolContext`` has no ``approve`` callback and dangerous
+commands are refused unless ``agent.yolo`` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import trio
+
+from .agent import Agent
+from .config import Config
+from .consumers.editor import EditorReport, EditorSettings, run_editor
+from .events import StreamEvent
+from .platforms.base import InboundMessage, Messenger, PlatformError, RateLimited
+from .tools import ToolContext
+
+__all__ = ["HELP_TEXT", "REPLY_TIMEOUT", "ChatSessions", "Session"]
+
+# The gateway's modules share one logger, so operators tune it by one name.
+log = logging.getLogger("hermes_trio.gateway")
+
+# A command reply or refusal is small; if the platform can't take it in this
+# long, give up rather than hold the session's next turn.
+REPLY_TIMEOUT = 10.0
+
+HELP_TEXT = (
+    "Send me a message and I'll answer.\n"
+    "/stop: stop the answer in progress\n"
+    "/new: start a new conversation"
+)
+
+
+class _Reply:
+    """A short text a session owes its chat, sent in order with its turns."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+@dataclass(eq=False)
+class Session:
+    """One chat on one platform."""
+
+    platform: str
+    chat_id: str
+    messages: list[dict[str, Any]]
+    tool_context: ToolContext
+    pending: deque[InboundMessage | _Reply] = field(default_factory=deque)
+    turn: trio.CancelScope | None = None
+    """The running turn's scope; cancelling it interrupts the turn."""
+    working: bool = False
+    turns_done: int = 0
+    last_report: EditorReport | None = None
+
+
+class ChatSessions:
+    """Every chat's session, and the worker tasks that run their turns.
+
+    Workers run in ``nursery``; ``messenger(platform, chat_id)`` reaches a
+    chat, and ``notify()`` is called whenever a turn ends or a reply went out
+    (or could not).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        agent: Agent,
+        nursery: trio.Nursery,
+        messenger: Callable[[str, str], Messenger],
+        notify: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.agent = agent
+        self.sessions: dict[tuple[str, str], Session] = {}
+        self._nursery = nursery
+        self._messenger = messenger
+        self._notify = notify
+
+    def get(self, platform: str, chat_id: str | int) -> Session | None:
+        return self.sessions.get((platform, str(chat_id)))
+
+    def idle(self) -> bool:
+        """No session has a turn running or work waiting."""
+        return not any(s.working for s in self.sessions.values())
+
+    def handle(self, platform: str, message: InboundMessage) -> None:
+        """Queue an allowed message (or run its command) in its chat's
+        session. Never waits: platform calls and turns happen in the worker."""
+        session = self._session(platform, message.chat_id)
+        command = _command(message.text)
+        if command == "/stop":
+            had_work = self._cancel(session)
+            session.pending.append(_Reply("stopped" if had_work else "nothing to stop"))
+        elif command in ("/new", "/reset"):
+            self._cancel(session)
+            # A new list, not .clear(): the cancelled turn still appends its
+            # interrupt record to the list it was given.
+            session.messages = []
+            session.tool_context = self.agent.new_tool_context()
+            session.pending.append(_Reply("new conversation"))
+        elif command in ("/start", "/help"):
+            session.pending.append(_Reply(HELP_TEXT))
+        elif not message.text.strip():
+            return
+        else:
+            if self.config.gateway.on_new_message == "interrupt" and session.turn is not None:
+                log.info(
+                    "%s chat %s: new message interrupts the running turn", platform, message.chat_id
+                )
+                session.turn.cancel()
+            session.pending.append(message)
+        self._wake(session)
+
+    def _session(self, platform: str, chat_id: str) -> Session:
+        key = (platform, chat_id)
+        session = self.sessions.get(key)
+        if session is None:
+            session = Session(platform, chat_id, [], self.agent.new_tool_context())
+            self.sessions[key] = session
+        return session
+
+    def _cancel(self, session: Session) -> bool:
+        """Cancel the running turn and drop waiting messages; True if there was any."""
+        waiting = [item for item in session.pending if isinstance(item, InboundMessage)]
+        session.pending = deque(item for item in session.pending if isinstance(item, _Reply))
+        running = session.turn is not None and not session.turn.cancel_called
+        if session.turn is not None:
+            session.turn.cancel()
+        return running or bool(waiting)
+
+    def _wake(self, session: Session) -> None:
+        if not session.working:
+            session.working = True
+            self._nursery.start_soon(self._work, session)
+
+    async def _work(self, session: Session) -> None:
+        try:
+            while session.pending:
+                item = session.pending.popleft()
+                if isinstance(item, _Reply):
+                    await self.say(session.platform, session.chat_id, item.text)
+                    continue
+                batch = [item]
+                if self.config.gateway.on_new_message == "interrupt":
+                    # Messages that piled up while a cancelled turn cleaned up
+                    # are answered together, not one interrupted turn each.
+                    while session.pending and isinstance(
+                        head := session.pending[0], InboundMessage
+                    ):
+                        session.pending.popleft()
+                        batch.append(head)
+                await self._turn(session, batch)
+        finally:
+            session.working = False
+            self._notify()
+
+    def editor_settings(self, platform: str, messenger: Messenger) -> EditorSettings:
+        streaming = self.config.streaming
+        interval = streaming.edit_interval
+        override = getattr(getattr(self.config.platforms, platform, None), "edit_interval", None)
+        if override is not None:
+            interval = override
+        return EditorSettings(
+            edit_interval=interval,
+            min_tokens=streaming.min_tokens,
+            cursor=streaming.cursor,
+            streaming=streaming.enabled_for(platform) and messenger.capabilities.can_edit,
+            show_tool_progress=self.config.display.show_tools,
+        )
+
+    async def _turn(self, session: Session, batch: list[InboundMessage]) -> None:
+        platform, chat_id = session.platform, session.chat_id
+        messenger = self._messenger(platform, chat_id)
+        settings = self.editor_settings(platform, messenger)
+        messages = session.messages
+        for message in batch:
+            messages.append({"role": "user", "content": message.text})
+        send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
+        reports: list[EditorReport] = []
+
+        async def show() -> None:
+            reports.append(await run_editor(receive, messenger, settings))
+
+        log.info("%s chat %s: turn started", platform, chat_id)
+        began = trio.current_time()
+        failed = False
+        try:
+            with trio.CancelScope() as scope:
+                session.turn = scope
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(
+                        partial(
+                            self.agent.run_turn,
+                            messages,
+                            send,
+                            stream=self.config.streaming.enabled_for(platform),
+                            tool_context=session.tool_context,
+                        )
+                    )
+                    nursery.start_soon(show)
+        except Exception:
+            # A bug in a tool or the agent ends this turn, not the gateway.
+            failed = True
+            log.exception("%s chat %s: the turn failed", platform, chat_id)
+        finally:
+            session.turn = None
+            session.turns_done += 1
+            session.last_report = reports[0] if reports else None
+        outcome = "interrupted" if scope.cancelled_caught else "failed" if failed else "done"
+        log.info(
+            "%s chat %s: turn %s after %.1f s",
+            platform,
+            chat_id,
+            outcome,
+            trio.current_time() - began,
+        )
+        if failed:
+            await self.say(platform, chat_id, "⚠️ Something went wrong; see the gateway log.")
+
+    async def say(self, platform: str, chat_id: str, text: str) -> bool:
+        """Send one short message; logs and gives up on failure."""
+        messenger = self._messenger(platform, chat_id)
+        try:
+            with trio.move_on_after(REPLY_TIMEOUT):
+                while True:
+                    try:
+                        await messenger.send(text)
+                        return True
+                    except RateLimited as exc:
+                        await trio.sleep(exc.retry_after)
+                    except PlatformError as exc:
+                        log.warning(
+                            "%s chat %s: could not send a reply: %s", platform, chat_id, exc
+                        )
+                        return False
+            log.warning("%s chat %s: could not send a reply in time", platform, chat_id)
+            return False
+        finally:
+            self._notify()
+
+
+def _command(text: str) -> str | None:
+    """``/stop`` for "/stop", "/STOP" or "/stop@my_bot" (Telegram groups)."""
+    words = text.strip().split(maxsplit=1)
+    if not words or not words[0].startswith("/"):
+        return None
+    return words[0].split("@", 1)[0].lower()

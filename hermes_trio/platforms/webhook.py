@@ -1,0 +1,63 @@
+"""The small HTTP server a webhook adapter (WhatsApp, Home Assistant) runs
+for its platform to push messages to.
+
+The adapter adds its routes to ``webhook_app`` and serves it with
+``serve_webhook``; hypercorn stays quiet (no access log: query strings can
+hold verify tokens) and reports its errors to the adapter's own logger.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Protocol
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from quart_trio import QuartTrio
+
+__all__ = ["serve_webhook", "webhook_app"]
+
+
+class _WebhookAdapter(Protocol):
+    name: str
+    webhook_url: str | None
+
+
+def webhook_app(import_name: str, max_body: int) -> QuartTrio:
+    """An app that refuses request bodies over ``max_body`` bytes."""
+    app = QuartTrio(import_name)
+    app.config["MAX_CONTENT_LENGTH"] = max_body
+    return app
+
+
+async def serve_webhook(
+    adapter: _WebhookAdapter,
+    app: QuartTrio,
+    *,
+    host: str,
+    port: int,
+    path: str,
+    log: logging.Logger,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` on ``host:port`` until cancelled. Once bound (``port=0``
+    picks a free one), sets ``adapter.webhook_url`` to the URL of ``path``
+    and reports started."""
+    config = _hypercorn_config(host, port, log.getChild("http"))
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(partial(serve, app, config))
+        adapter.webhook_url = binds[0] + path
+        log.info("%s: webhook listening on %s", adapter.name, adapter.webhook_url)
+        task_status.started()
+
+
+def _hypercorn_config(host: str, port: int, errorlog: logging.Logger) -> HypercornConfig:
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = errorlog
+    config.graceful_timeout = 1.0
+    config.include_server_header = False
+    return config

@@ -1,0 +1,247 @@
+"""The ``input`` of a ``POST /v1/responses`` body (pure): its items as the
+chat messages the agent continues from, and as the stored items
+``GET /v1/responses/{id}/input_items`` lists.
+
+Items without an id get one, so a listing can page by id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..wire.responses_out import new_item_id
+from .validation import bad, role_of
+
+__all__ = ["check_tool_outputs", "parse_input"]
+
+_INPUT_ROLES = frozenset({"user", "assistant", "system", "developer"})
+
+
+def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """The input as chat messages, as stored items, and system text."""
+    if isinstance(value, str):
+        if not value:
+            raise bad("'input' must not be empty", "input")
+        item = {
+            "id": new_item_id("msg"),
+            "type": "message",
+            "role": "user",
+            "status": "completed",
+            "content": [{"type": "input_text", "text": value}],
+        }
+        return [{"role": "user", "content": value}], [item], []
+    if not isinstance(value, list) or not value:
+        raise bad("'input' must be a string or a non-empty list of input items", "input")
+    messages: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = []
+    system: list[str] = []
+    for i, raw in enumerate(value):
+        where = f"input[{i}]"
+        if not isinstance(raw, dict):
+            raise bad(f"'{where}' must be an object", where)
+        kind = raw.get("type", "message")
+        if kind == "message":
+            _input_message(raw, where, messages, items, system)
+        elif kind == "function_call":
+            _input_function_call(raw, where, messages, items)
+        elif kind == "function_call_output":
+            call_id = raw.get("call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise bad(f"'{where}.call_id' must be a non-empty string", f"{where}.call_id")
+            output = _output_text(raw.get("output"), f"{where}.output")
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+            items.append(
+                {
+                    "id": _item_id(raw, "fco", where),
+                    "type": "function_call_output",
+                    "call_id": call_id,
+                    "output": output,
+                    "status": "completed",
+                }
+            )
+        elif kind == "reasoning":
+            # Reasoning given back from an earlier output: chat models take
+            # no reasoning input, and their own reasoning is not needed to
+            # continue. Kept in the input items as sent.
+            items.append(
+                {**raw, "id": _item_id(raw, "rs", where), "summary": raw.get("summary") or []}
+            )
+        else:
+            raise bad(
+                f"'{where}.type' {kind!r} is not supported (supported: message, function_call, "
+                "function_call_output, reasoning)",
+                f"{where}.type",
+            )
+    if not messages:
+        raise bad("'input' must contain at least one message or tool output", "input")
+    return messages, items, system
+
+
+def _item_id(raw: dict[str, Any], prefix: str, where: str) -> str:
+    given = raw.get("id")
+    if given is None:
+        return new_item_id(prefix)
+    if not isinstance(given, str) or not given:
+        raise bad(f"'{where}.id' must be a non-empty string", f"{where}.id")
+    return given
+
+
+def _output_text(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = []
+        for j, part in enumerate(value):
+            if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text"):
+                raise bad(f"'{where}[{j}]' must be a text part", f"{where}[{j}]")
+            texts.append(str(part.get("text", "")))
+        return "".join(texts)
+    raise bad(f"'{where}' must be a string or a list of text parts", where)
+
+
+def _input_function_call(
+    raw: dict[str, Any], where: str, messages: list[dict[str, Any]], items: list[dict[str, Any]]
+) -> None:
+    for key in ("call_id", "name", "arguments"):
+        if not isinstance(raw.get(key), str):
+            raise bad(f"'{where}.{key}' must be a string", f"{where}.{key}")
+    call = {
+        "id": raw["call_id"],
+        "type": "function",
+        "function": {"name": raw["name"], "arguments": raw["arguments"]},
+    }
+    last = messages[-1] if messages else None
+    if last is not None and last["role"] == "assistant":
+        # Calls that follow assistant text (or each other) belong to the same
+        # assistant message, as a chat model would have produced them.
+        last.setdefault("tool_calls", []).append(call)
+    else:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    items.append(
+        {
+            "id": _item_id(raw, "fc", where),
+            "type": "function_call",
+            "call_id": raw["call_id"],
+            "name": raw["name"],
+            "arguments": raw["arguments"],
+            "status": "completed",
+        }
+    )
+
+
+def _input_message(
+    raw: dict[str, Any],
+    where: str,
+    messages: list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    system: list[str],
+) -> None:
+    role = role_of(raw, where, _INPUT_ROLES)
+    content = raw.get("content")
+    item_id = _item_id(raw, "msg", where)
+    if isinstance(content, str):
+        parts: list[dict[str, Any]] = [
+            {"type": "output_text" if role == "assistant" else "input_text", "text": content}
+        ]
+    elif isinstance(content, list) and content:
+        parts = content
+    else:
+        raise bad(
+            f"'{where}.content' must be a string or a non-empty list of content parts",
+            f"{where}.content",
+        )
+    chat_parts: list[dict[str, Any]] = []
+    stored_parts: list[dict[str, Any]] = []
+    for j, part in enumerate(parts):
+        chat_part, stored = _content_part(part, role, f"{where}.content[{j}]")
+        chat_parts.append(chat_part)
+        stored_parts.append(stored)
+    texts_only = all(p["type"] == "text" for p in chat_parts)
+    text = "".join(p.get("text", "") for p in chat_parts) if texts_only else ""
+    if role in ("system", "developer"):
+        if not texts_only:
+            raise bad(f"'{where}.content' of a {role} message must be text", f"{where}.content")
+        # Layered on the agent's system prompt for this turn, like
+        # instructions.
+        system.append(text)
+    elif role == "assistant":
+        if not texts_only:
+            raise bad(f"'{where}.content' of an assistant message must be text", f"{where}.content")
+        messages.append({"role": "assistant", "content": text})
+    else:
+        messages.append({"role": "user", "content": text if texts_only else chat_parts})
+    item: dict[str, Any] = {
+        "id": item_id,
+        "type": "message",
+        "role": role,
+        "status": "completed",
+        "content": stored_parts,
+    }
+    items.append(item)
+
+
+def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One content part as a chat part and as a stored input item part."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in ("input_text", "output_text"):
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise bad(f"'{where}.text' must be a string", f"{where}.text")
+        if role == "assistant":
+            stored = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        else:
+            stored = {"type": "input_text", "text": text}
+        return {"type": "text", "text": text}, stored
+    if kind == "refusal" and role == "assistant":
+        refusal = str(part.get("refusal", ""))
+        return {"type": "text", "text": refusal}, {"type": "refusal", "refusal": refusal}
+    if kind == "input_image" and role == "user":
+        url = part.get("image_url")
+        if part.get("file_id") is not None or not isinstance(url, str):
+            raise bad(
+                f"'{where}.image_url' must be a URL or data URL (file ids are not supported)",
+                f"{where}.image_url",
+            )
+        detail = part.get("detail") or "auto"
+        chat = {"type": "image_url", "image_url": {"url": url, "detail": detail}}
+        return chat, {"type": "input_image", "image_url": url, "detail": detail, "file_id": None}
+    if kind == "input_file" and role == "user":
+        data = part.get("file_data")
+        if part.get("file_id") is not None or not isinstance(data, str):
+            raise bad(
+                f"'{where}.file_data' must be the file's content (file ids and URLs are not "
+                "supported)",
+                f"{where}.file_data",
+            )
+        filename = part.get("filename")
+        chat_file: dict[str, Any] = {"file_data": data}
+        if isinstance(filename, str):
+            chat_file["filename"] = filename
+        stored = {"type": "input_file", "file_data": data, "filename": filename, "file_id": None}
+        return {"type": "file", "file": chat_file}, stored
+    allowed = (
+        "output_text, refusal"
+        if role == "assistant"
+        else "input_text, input_image, input_file"
+        if role == "user"
+        else "input_text"
+    )
+    raise bad(f"'{where}.type' must be one of {allowed} for a {role} message", f"{where}.type")
+
+
+def check_tool_outputs(messages: list[dict[str, Any]]) -> None:
+    """Every tool result must answer a call the conversation made, or the
+    model server would refuse the whole conversation."""
+    calls = {
+        call.get("id")
+        for message in messages
+        if message.get("role") == "assistant"
+        for call in message.get("tool_calls") or []
+    }
+    for message in messages:
+        if message.get("role") == "tool" and message.get("tool_call_id") not in calls:
+            raise bad(
+                f"no tool call found for function call output with call_id "
+                f"'{message.get('tool_call_id')}'",
+                "input",
+            )

@@ -1,0 +1,271 @@
+"""The responses running now: a registry by id, and the runner that takes
+each one from its first store write to its last.
+
+Each running response is a :class:`LiveResponse`: its turn writes events
+into an :class:`EventLog` (and, in batches, into the store), and every HTTP
+stream is a follower of that log, so a client that lost its connection
+resumes without a gap or a repeat. A ``background`` turn keeps running
+without a client; otherwise the stream that started the turn owns it and its
+disconnect cancels the turn. Either way the response ends in the store as
+``completed``, ``failed``, ``incomplete`` or ``cancelled`` — the last write
+runs shielded, so a shutdown records the interruption too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..consumers.responses_sse import EventLog, LogFollower, write_response_events
+from ..events import StreamEvent
+from ..wire.responses_out import ResponseBuilder, new_response_id
+from .bodies import StreamedBody
+from .errors import APIError
+from .responses_request import ResponsesRequest
+from .store import ResponseStore, StoredResponse, wall_clock
+from .turns import RunningTurn
+
+if TYPE_CHECKING:
+    # app.py imports the routes, which import this module.
+    from .app import ServerState
+
+__all__ = ["FollowBody", "LiveResponse", "LiveResponses"]
+
+log = logging.getLogger("hermes_trio.server.responses")
+
+# How long the last store write of a response may take once its turn ended
+# (also on shutdown, when everything else is cancelled).
+FINALIZE_GRACE = 5.0
+# How long /cancel and DELETE wait for a cancelled turn to record its end.
+STOP_WAIT = 5.0
+
+
+@dataclass(eq=False)
+class LiveResponse:
+    id: str
+    owner: str
+    builder: ResponseBuilder
+    conversation: list[dict[str, Any]]
+    background: bool
+    stored: bool
+    log: EventLog = field(default_factory=EventLog)
+    turn: RunningTurn = field(default_factory=RunningTurn)
+    finished: trio.Event = field(default_factory=trio.Event)
+    persisted: int = 0
+    """Events up to here are in the store."""
+    cancelled: bool = False
+    """Cancelled through ``/cancel``: ends as ``cancelled``, not ``incomplete``."""
+    slot_held: bool = False
+
+
+class FollowBody(StreamedBody):
+    """An SSE response body following a response's event log; its end
+    detaches the reader and, for a turn its client owns, cancels it."""
+
+    def __init__(self, follower: LogFollower, on_close: Callable[[], None] | None) -> None:
+        self._follower = follower
+        self._on_close = on_close
+
+    def close(self) -> None:
+        self._follower.detach()
+        if self._on_close is not None:
+            self._on_close()
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self._follower.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+
+class LiveResponses:
+    """Runs the turns of responses, and keeps the stored ones findable by id
+    while they run, each by its owner only."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.running: dict[str, LiveResponse] = {}
+
+    @property
+    def store(self) -> ResponseStore | None:
+        store: ResponseStore | None = self.state.store
+        return store
+
+    def find(self, response_id: str, owner: str) -> LiveResponse | None:
+        live = self.running.get(response_id)
+        return live if live is not None and live.owner == owner else None
+
+    async def start(
+        self, req: ResponsesRequest, owner: str, conversation: list[dict[str, Any]]
+    ) -> LiveResponse:
+        """Start a response's turn; returns once the response is stored (when
+        it is to be) and running, so a store failure is the request's error."""
+        state = self.state
+        agent = state.agent
+        api = agent.config.api_server
+        builder = ResponseBuilder(
+            new_response_id(),
+            created_at=int(wall_clock()),
+            model=req.model or api.model_name,
+            echo=req.echo,
+            clock=wall_clock,
+        )
+        live = LiveResponse(
+            builder.id, owner, builder, conversation, background=req.background, stored=req.store
+        )
+        live.log.extend(builder.start())
+        kwargs: dict[str, Any] = {
+            # Streamed upstream whenever someone may watch the events.
+            "stream": agent.streams("api_server", True if req.stream or req.background else None),
+            "client_tools": req.tools,
+            "params": req.params,
+            "model": req.model if (api.allow_model_override and req.model) else None,
+            "system": req.system,
+        }
+        record = None
+        if req.store:
+            record = StoredResponse(
+                id=builder.id,
+                owner=owner,
+                status="in_progress",
+                created_at=builder.created_at,
+                response=builder.snapshot(),
+                messages=conversation,
+                input_items=req.input_items,
+                background=req.background,
+            )
+        state.slots.acquire()
+        live.slot_held = True
+        try:
+            await state.nursery.start(partial(self._run, live, kwargs, record))
+        finally:
+            # Only when the runner never ran (it releases its own slot).
+            self._release_slot(live)
+        return live
+
+    def follow(self, live: LiveResponse, *, after: int = -1, owns_turn: bool = False) -> FollowBody:
+        """An SSE body of the response's events after sequence number
+        ``after``; with ``owns_turn`` the turn is cancelled when it ends."""
+        follower = LogFollower(
+            live.log,
+            after=after,
+            keepalive=self.state.agent.config.api_server.keepalive_interval,
+            primary=owns_turn,
+        )
+        on_close = partial(live.turn.cancel, "client went away") if owns_turn else None
+        return FollowBody(follower, on_close)
+
+    async def stop(self, live: LiveResponse, reason: str) -> None:
+        """Cancel the response's turn and give it a moment to record its end."""
+        live.turn.cancel(reason)
+        with trio.move_on_after(STOP_WAIT):
+            await live.finished.wait()
+
+    async def cancel(self, live: LiveResponse) -> None:
+        """Stop a response at the client's request: it ends as ``cancelled``."""
+        live.cancelled = True
+        await self.stop(live, "cancelled by the client")
+
+    def _release_slot(self, live: LiveResponse) -> None:
+        if live.slot_held:
+            live.slot_held = False
+            self.state.slots.release()
+
+    async def _run(
+        self,
+        live: LiveResponse,
+        kwargs: dict[str, Any],
+        record: StoredResponse | None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """One response from its first store write to its last."""
+        agent = self.state.agent
+        turn = live.turn
+        failure: str | None = None
+        try:
+            if record is not None:
+                store = self.store
+                if store is None:
+                    raise APIError(500, "the response store is not open", code="store_unavailable")
+                # Before started(): a failure here is the request's own error.
+                await store.create(record)
+                self.running[live.id] = live
+        except BaseException:
+            self._release_slot(live)
+            turn.done.set()
+            live.finished.set()
+            raise
+        try:
+            with turn.scope:
+                send, receive = trio.open_memory_channel[StreamEvent](
+                    agent.config.agent.channel_size
+                )
+                task_status.started()
+                async with trio.open_nursery() as outer:
+                    if live.stored:
+                        outer.start_soon(self._persist, live)
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(
+                            partial(write_response_events, receive, live.builder, live.log)
+                        )
+                        turn.result = await agent.run_turn(live.conversation, send, **kwargs)
+                    # What the persister has not written yet goes with the
+                    # final write below.
+                    outer.cancel_scope.cancel()
+        except Exception as exc:
+            # A bug in a tool or the agent fails this response, not the server.
+            log.exception("response %s failed", live.id)
+            failure = f"internal error: {type(exc).__name__}"
+        finally:
+            self._release_slot(live)
+            with trio.move_on_after(FINALIZE_GRACE, shield=True):
+                await self._finalize(live, failure)
+            turn.done.set()
+            self.running.pop(live.id, None)
+            live.finished.set()
+
+    async def _persist(self, live: LiveResponse) -> None:
+        store = self.store
+        assert store is not None
+        while True:
+            await live.log.wait_beyond(live.persisted)
+            batch = live.log.events[live.persisted :]
+            if not batch:
+                return
+            try:
+                await store.append_events(live.id, batch)
+            except Exception:
+                # The turn goes on; the final write tries these events again.
+                log.exception("could not store events of response %s", live.id)
+                return
+            live.persisted += len(batch)
+
+    async def _finalize(self, live: LiveResponse, failure: str | None) -> None:
+        builder = live.builder
+        if not builder.ended:
+            if failure is not None:
+                live.log.extend(builder.fail(failure, "server_error"))
+            elif live.cancelled:
+                live.log.extend(builder.cancel())
+            else:
+                live.log.extend(builder.interrupt())
+        live.log.close()
+        store = self.store
+        if not live.stored or store is None:
+            return
+        try:
+            await store.finish(
+                live.id,
+                status=builder.status,
+                response=builder.snapshot(),
+                messages=live.conversation,
+                events=live.log.events[live.persisted :],
+            )
+        except Exception:
+            log.exception("could not record the end of response %s", live.id)

@@ -1,0 +1,403 @@
+"""Validation of Responses API requests (pure): the ``POST /v1/responses``
+body into a :class:`ResponsesRequest`, and the query strings of
+``GET /v1/responses/{id}`` and ``GET /v1/responses/{id}/input_items``.
+
+Every field the server cannot honour is refused with a 400 naming it, never
+silently dropped; settings that only describe the caller are accepted and
+echoed in the response object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .responses_input import parse_input
+from .validation import (
+    bad,
+    join_system,
+    number,
+    optional_bool,
+    optional_str,
+    positive_int,
+    request_object,
+    stream_options,
+)
+
+if TYPE_CHECKING:
+    from werkzeug.datastructures import MultiDict
+
+__all__ = [
+    "ItemsQuery",
+    "ResponsesRequest",
+    "RetrieveQuery",
+    "parse_items_query",
+    "parse_responses_request",
+    "parse_retrieve_query",
+]
+
+# Settings that only describe the caller, or hints with no effect on the
+# answer: accepted and echoed.
+_ACCEPTED = frozenset(
+    {
+        "user",
+        "metadata",
+        "safety_identifier",
+        "prompt_cache_key",
+        "prompt_cache_retention",
+        "service_tier",
+    }
+)
+# Features this server does not have: refused when set to anything but null.
+_UNSUPPORTED = {
+    "prompt": "reusable prompts are not supported; send 'input' and 'instructions'",
+    "conversation": "conversations are not supported; chain turns with 'previous_response_id'",
+    "max_tool_calls": "'max_tool_calls' is not supported; the agent's own step limit applies",
+    "context_management": "'context_management' is not supported",
+    "background_options": "'background_options' is not supported",
+    "moderation": "'moderation' is not supported",
+    "image": "'image' is not supported",
+    "access_programs": "'access_programs' is not supported",
+    "prompt_cache_options": "'prompt_cache_options' is not supported",
+}
+_KNOWN = (
+    _ACCEPTED
+    | set(_UNSUPPORTED)
+    | {
+        "model",
+        "input",
+        "instructions",
+        "previous_response_id",
+        "store",
+        "stream",
+        "background",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "temperature",
+        "top_p",
+        "max_output_tokens",
+        "text",
+        "reasoning",
+        "truncation",
+        "include",
+        "stream_options",
+        "top_logprobs",
+    }
+)
+
+
+@dataclass
+class ResponsesRequest:
+    model: str | None
+    messages: list[dict[str, Any]]
+    """Chat messages this request adds to the conversation."""
+    input_items: list[dict[str, Any]]
+    """The input as Responses items with ids, for ``input_items``."""
+    system: str | None
+    previous_response_id: str | None
+    store: bool
+    stream: bool
+    background: bool
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    echo: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_responses_request(body: Any) -> ResponsesRequest:
+    """Validate a ``POST /v1/responses`` body; 400 naming the field otherwise."""
+    body = request_object(body, _KNOWN)
+    for key, why in _UNSUPPORTED.items():
+        if body.get(key) is not None:
+            raise bad(why, key)
+
+    model = optional_str(body, "model")
+    stream = optional_bool(body, "stream", False)
+    store = optional_bool(body, "store", True)
+    background = optional_bool(body, "background", False)
+    if background and not store:
+        raise bad("'background' responses must be stored: 'store' cannot be false", "background")
+    instructions = optional_str(body, "instructions")
+    previous = optional_str(body, "previous_response_id")
+    if previous is not None and not previous:
+        raise bad("'previous_response_id' must not be empty", "previous_response_id")
+
+    params: dict[str, Any] = {}
+    echo: dict[str, Any] = {
+        "instructions": instructions,
+        "previous_response_id": previous,
+        "store": store,
+        "background": background,
+    }
+    for key in ("temperature", "top_p"):
+        value = number(body, key, 0, 2 if key == "temperature" else 1)
+        if value is not None:
+            params[key] = value
+            echo[key] = value
+    max_output = positive_int(body, "max_output_tokens")
+    if max_output is not None:
+        params["max_tokens"] = max_output
+        echo["max_output_tokens"] = max_output
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None:
+        if not isinstance(parallel, bool):
+            raise bad("'parallel_tool_calls' must be true or false", "parallel_tool_calls")
+        params["parallel_tool_calls"] = parallel
+        echo["parallel_tool_calls"] = parallel
+    top_logprobs = body.get("top_logprobs")
+    if top_logprobs not in (None, 0):
+        raise bad("'top_logprobs' is not supported by this server", "top_logprobs")
+    truncation = body.get("truncation")
+    if truncation not in (None, "disabled"):
+        raise bad(
+            "'truncation' must be 'disabled': this server does not drop context", "truncation"
+        )
+    include = body.get("include")
+    if include is not None and (not isinstance(include, list) or include):
+        raise bad("'include' is not supported by this server (send null or [])", "include")
+    options = stream_options(body, stream)
+    if options is not None:
+        _refuse_unknown(options, {"include_obfuscation"}, "stream_options")
+        if options.get("include_obfuscation") not in (None, False):
+            raise bad(
+                "stream obfuscation is not supported: set 'include_obfuscation' to false",
+                "stream_options.include_obfuscation",
+            )
+    _accepted(body, echo)
+    _text_settings(body.get("text"), params, echo)
+    _reasoning_settings(body.get("reasoning"), params, echo)
+    tools, echoed_tools = _tools(body.get("tools"))
+    echo["tools"] = echoed_tools
+    choice = body.get("tool_choice")
+    if choice is not None:
+        params["tool_choice"] = _tool_choice(choice)
+        echo["tool_choice"] = choice
+
+    messages, items, system_parts = parse_input(body.get("input"))
+    if instructions:
+        system_parts.insert(0, instructions)
+    return ResponsesRequest(
+        model=model,
+        messages=messages,
+        input_items=items,
+        system=join_system(system_parts),
+        previous_response_id=previous,
+        store=store,
+        stream=stream,
+        background=background,
+        tools=tools,
+        params=params,
+        echo=echo,
+    )
+
+
+def _accepted(body: dict[str, Any], echo: dict[str, Any]) -> None:
+    for key in ("user", "safety_identifier", "prompt_cache_key", "service_tier"):
+        echo[key] = optional_str(body, key)
+    retention = body.get("prompt_cache_retention")
+    if retention is not None and retention not in ("in_memory", "24h"):
+        raise bad("'prompt_cache_retention' must be 'in_memory' or '24h'", "prompt_cache_retention")
+    metadata = body.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, dict) or len(metadata) > 16:
+            raise bad("'metadata' must be an object with at most 16 keys", "metadata")
+        for key, value in metadata.items():
+            if len(key) > 64 or not isinstance(value, str) or len(value) > 512:
+                raise bad(
+                    "'metadata' keys must be at most 64 characters and values strings of at "
+                    "most 512",
+                    f"metadata.{key}",
+                )
+        echo["metadata"] = dict(metadata)
+
+
+def _text_settings(text: Any, params: dict[str, Any], echo: dict[str, Any]) -> None:
+    if text is None:
+        return
+    if not isinstance(text, dict):
+        raise bad("'text' must be an object", "text")
+    _refuse_unknown(text, {"format", "verbosity"}, "text")
+    fmt = text.get("format")
+    if fmt is not None:
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        if kind == "json_object":
+            params["response_format"] = {"type": "json_object"}
+        elif kind == "json_schema":
+            if not isinstance(fmt.get("name"), str) or not isinstance(fmt.get("schema"), dict):
+                raise bad(
+                    "'text.format' of type json_schema needs 'name' and 'schema'", "text.format"
+                )
+            schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
+            params["response_format"] = {"type": "json_schema", "json_schema": schema}
+        elif kind != "text":
+            raise bad(
+                "'text.format.type' must be 'text', 'json_object' or 'json_schema'",
+                "text.format.type",
+            )
+    verbosity = text.get("verbosity")
+    if verbosity is not None:
+        if verbosity not in ("low", "medium", "high"):
+            raise bad("'text.verbosity' must be 'low', 'medium' or 'high'", "text.verbosity")
+        params["verbosity"] = verbosity
+    echo["text"] = {"format": fmt or {"type": "text"}, "verbosity": verbosity}
+
+
+def _reasoning_settings(reasoning: Any, params: dict[str, Any], echo: dict[str, Any]) -> None:
+    if reasoning is None:
+        return
+    if not isinstance(reasoning, dict):
+        raise bad("'reasoning' must be an object", "reasoning")
+    _refuse_unknown(reasoning, {"effort", "summary", "generate_summary"}, "reasoning")
+    effort = reasoning.get("effort")
+    if effort is not None:
+        if effort not in ("none", "minimal", "low", "medium", "high", "xhigh"):
+            raise bad(
+                "'reasoning.effort' must be none, minimal, low, medium, high or xhigh",
+                "reasoning.effort",
+            )
+        params["reasoning_effort"] = effort
+    summary = reasoning.get("summary", reasoning.get("generate_summary"))
+    if summary not in (None, "auto", "concise", "detailed"):
+        raise bad("'reasoning.summary' must be auto, concise or detailed", "reasoning.summary")
+    # The model's reasoning comes back as reasoning items whatever the
+    # summary setting asks for.
+    echo["reasoning"] = {"effort": effort, "summary": summary}
+
+
+def _tools(tools: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Client tools in Chat Completions form (for the agent) and as echoed."""
+    if tools is None:
+        return [], []
+    if not isinstance(tools, list):
+        raise bad("'tools' must be a list", "tools")
+    chat: list[dict[str, Any]] = []
+    echoed: list[dict[str, Any]] = []
+    for i, tool in enumerate(tools):
+        where = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            raise bad(f"'{where}' must be an object", where)
+        if tool.get("type") != "function":
+            raise bad(
+                f"'{where}.type' {tool.get('type')!r} is not supported: only 'function' tools "
+                "(the agent runs its own tools server-side)",
+                f"{where}.type",
+            )
+        _refuse_unknown(tool, {"type", "name", "description", "parameters", "strict"}, where)
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise bad(f"'{where}.name' must be a non-empty string", f"{where}.name")
+        description = tool.get("description")
+        parameters = tool.get("parameters")
+        strict = tool.get("strict")
+        if parameters is not None and not isinstance(parameters, dict):
+            raise bad(f"'{where}.parameters' must be a JSON schema object", f"{where}.parameters")
+        fn: dict[str, Any] = {"name": name}
+        if description is not None:
+            fn["description"] = description
+        fn["parameters"] = parameters or {"type": "object", "properties": {}}
+        if strict is not None:
+            fn["strict"] = bool(strict)
+        chat.append({"type": "function", "function": fn})
+        echoed.append(
+            {
+                "type": "function",
+                "name": name,
+                "description": description,
+                "parameters": parameters,
+                "strict": strict,
+            }
+        )
+    return chat, echoed
+
+
+def _tool_choice(choice: Any) -> Any:
+    if choice in ("auto", "none", "required"):
+        return choice
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        name = choice.get("name")
+        if not isinstance(name, str) or not name:
+            raise bad("'tool_choice.name' must be a tool name", "tool_choice.name")
+        return {"type": "function", "function": {"name": name}}
+    raise bad(
+        "'tool_choice' must be 'auto', 'none', 'required' or "
+        '{"type": "function", "name": ...}',
+        "tool_choice",
+    )
+
+
+def _refuse_unknown(value: dict[str, Any], allowed: Set[str], where: str) -> None:
+    extra = sorted(set(value) - allowed)
+    if extra:
+        raise bad(f"unknown field '{where}.{extra[0]}'", f"{where}.{extra[0]}")
+
+
+# ---------------------------------------------------------------------------
+# Query strings
+
+
+@dataclass(frozen=True)
+class RetrieveQuery:
+    stream: bool
+    after: int
+    """Replay the events after this sequence number; -1 replays them all."""
+
+
+@dataclass(frozen=True)
+class ItemsQuery:
+    limit: int
+    order: str
+    after: str | None
+    """An item id; whether the response has it is the caller's to check."""
+
+
+def parse_retrieve_query(args: MultiDict[str, str]) -> RetrieveQuery:
+    _check_query(args, {"stream", "starting_after", "include", "include[]", "include_obfuscation"})
+    stream = _query_bool(args.get("stream"), "stream")
+    if _query_bool(args.get("include_obfuscation"), "include_obfuscation"):
+        raise bad("stream obfuscation is not supported", "include_obfuscation")
+    after_text = args.get("starting_after")
+    after = -1
+    if after_text is not None:
+        if not stream:
+            raise bad("'starting_after' is only allowed with 'stream=true'", "starting_after")
+        try:
+            after = int(after_text)
+        except ValueError:
+            raise bad("'starting_after' must be an integer", "starting_after") from None
+        if after < -1:
+            raise bad("'starting_after' must be -1 or more", "starting_after")
+    return RetrieveQuery(stream=stream, after=after)
+
+
+def parse_items_query(args: MultiDict[str, str]) -> ItemsQuery:
+    _check_query(args, {"limit", "order", "after", "include", "include[]"})
+    try:
+        limit = int(args.get("limit", "20"))
+    except ValueError:
+        raise bad("'limit' must be an integer from 1 to 100", "limit") from None
+    if not 1 <= limit <= 100:
+        raise bad("'limit' must be an integer from 1 to 100", "limit")
+    order = args.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise bad("'order' must be 'asc' or 'desc'", "order")
+    return ItemsQuery(limit=limit, order=order, after=args.get("after"))
+
+
+def _check_query(args: MultiDict[str, str], allowed: Set[str]) -> None:
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise bad(f"unknown query parameter '{unknown[0]}'", unknown[0])
+    if any(args.getlist("include")) or any(args.getlist("include[]")):
+        raise bad("'include' is not supported by this server", "include")
+
+
+def _query_bool(value: str | None, name: str) -> bool:
+    if value is None:
+        return False
+    lowered = value.lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0", ""):
+        return False
+    raise bad(f"'{name}' must be true or false", name)

@@ -301,7 +301,7 @@ class Chat:
 
     @property
     def model_name(self) -> str:
-        return self.model or self.config.model.name
+        return self.model or self.config.model.name or "(the server's first model)"
 
     def _new_context(self, *, yolo: bool) -> ToolContext:
         approve = self.approve if self.input_fd is not None else None

@@ -37,21 +37,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    # The same options after the subcommand too (`hermes-trio serve --config x`);
+    # SUPPRESS keeps a value given before the subcommand.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+                        help="config file (default: $HERMES_CONFIG, else ./config.yaml)")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log debug detail")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    serve = sub.add_parser("serve", help=COMMANDS["serve"][1])
+    def add(name: str) -> argparse.ArgumentParser:
+        summary = COMMANDS[name][1]
+        return sub.add_parser(name, help=summary, description=f"hermes-trio {name}: {summary}.",
+                              parents=[common])
+
+    serve = add("serve")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8642)")
     _agent_flags(serve)
 
-    chat = sub.add_parser("chat", help=COMMANDS["chat"][1])
+    chat = add("chat")
     chat.add_argument("-q", "--query", metavar="QUESTION", help="answer one question and exit")
     chat.add_argument(
         "--no-stream", action="store_true", help="wait for whole answers instead of streaming"
     )
     _agent_flags(chat)
 
-    gateway = sub.add_parser("gateway", help=COMMANDS["gateway"][1])
+    gateway = add("gateway")
     _agent_flags(gateway)
     return parser
 

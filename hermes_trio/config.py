@@ -11,6 +11,7 @@ then the defaults below.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import types
@@ -73,7 +74,8 @@ class ModelConfig:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
-    name: str = "default"
+    name: str | None = None
+    """None: the first model the server lists at ``GET /models``."""
     api_mode: Literal["chat_completions", "responses"] = "chat_completions"
     include_usage: bool = True
     max_retries: int = 3
@@ -301,6 +303,10 @@ def load_config(
                 f"config file {file_path}: expected a mapping of sections at top level"
             )
         raw = loaded
+
+    # The file must be valid on its own, even where the environment or a
+    # flag overrides a value: a broken file is reported, not masked.
+    _check(_build(Config, copy.deepcopy(raw), ""))
 
     for var, key in ENV_FALLBACKS.items():
         if env.get(var) and _get_path(raw, key) is None:

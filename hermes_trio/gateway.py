@@ -297,7 +297,7 @@ def startup_problem(config: Config) -> str | None:
     if not config.model.base_url:
         return (
             "no model server configured: set model.base_url in config.yaml, "
-            "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL"
+            "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL, or pass --base-url"
         )
     platforms = config.platforms
     if not (
@@ -360,7 +360,10 @@ def _ready_line(gateway: Gateway) -> str:
     parts: list[str] = []
     for name, adapter in gateway.adapters.items():
         status = gateway.adapter_status[name]
-        detail = status.state
+        if status.state == "failed":
+            # Its own error line says why; it is not part of what runs.
+            continue
+        detail = "connected" if status.state == "running" else status.state
         bot = getattr(adapter, "bot_user", None)
         if isinstance(bot, dict) and bot.get("username"):
             detail = f"@{bot['username']}, {detail}"
@@ -372,7 +375,7 @@ def _ready_line(gateway: Gateway) -> str:
         parts.append(f"api server ({gateway.api_server.base_url})")
     config = gateway.config
     return (
-        f"running {', '.join(parts)}; model server {config.model.base_url}; "
+        f"running {', '.join(parts) or 'nothing'}; model server {config.model.base_url}; "
         f"a new message during a turn: {config.gateway.on_new_message}"
     )
 

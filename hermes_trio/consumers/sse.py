@@ -24,7 +24,7 @@ from ..events import (
     ToolCallFinished,
     TurnFinished,
 )
-from ..wire.chat_out import ChatStreamFrames, error_frame
+from ..wire.chat_out import ChatStreamFrames
 from ..wire.sse import encode_comment
 
 __all__ = [
@@ -206,7 +206,7 @@ class _Writer:
                             event.error_code,
                         )
                     parts.append(
-                        error_frame(
+                        frames.error(
                             event.error or "the model server failed",
                             type="server_error",
                             code=event.error_code,

@@ -138,6 +138,7 @@ class ModelClient:
         self._rng = rng or random.Random()
         self._no_stream: set[str] = set()
         self._logged_fallback: set[str] = set()
+        self._listed_model: str | None = None
 
     def targets(self, model: str | None = None) -> list[Target]:
         cfg = self.config
@@ -147,7 +148,8 @@ class ModelClient:
                 "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL",
                 code="model_unreachable",
             )
-        primary = Target(model or cfg.name, cfg.base_url, cfg.api_key, cfg.api_mode)
+        name = model or cfg.name or self._listed_model or "default"
+        primary = Target(name, cfg.base_url, cfg.api_key, cfg.api_mode)
         chain = [primary]
         for fb in cfg.fallbacks:
             chain.append(
@@ -169,6 +171,8 @@ class ModelClient:
         model: str | None = None,
     ) -> ModelResponse:
         """Run one model request down the fallback chain."""
+        if not (model or self.config.name or self._listed_model):
+            await self._pick_listed_model()
         delivery = _Delivery(on_delta)
         failures: list[tuple[Target, ModelError]] = []
         chain = self.targets(model)
@@ -227,6 +231,31 @@ class ModelClient:
                 )
                 await trio.sleep(delay)
                 attempt += 1
+
+    async def _pick_listed_model(self) -> None:
+        """With no model name configured, use the first one the server lists.
+
+        Servers that serve one model (llama.cpp, a vLLM instance) answer any
+        name, but Ollama, OpenAI and most others want a real one. A server
+        that cannot list its models gets "default" and says what it thinks.
+        """
+        base_url = self.config.base_url or ""
+        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+        with trio.move_on_after(self.config.timeouts.connect + 5):
+            try:
+                response = await self.http.get(base_url.rstrip("/") + "/models", headers=headers)
+                listed = response.json().get("data") or []
+                first = listed[0].get("id") if isinstance(listed[0], dict) else None
+            except (httpx.HTTPError, ValueError, AttributeError, IndexError):
+                return
+            if isinstance(first, str) and first:
+                self._listed_model = first
+                log.info(
+                    "model.name is not set: using %r, the first model %s lists "
+                    "(set model.name or HERMES_MODEL to choose)",
+                    first,
+                    base_url,
+                )
 
     def _note_fallback(self, target: Target, why: _StreamUnsupported) -> None:
         if why.remember:

@@ -23,7 +23,7 @@ from werkzeug.exceptions import HTTPException
 from ..agent import Agent
 from ..consumers.sse import EXTENSIONS, PreStreamError, SSEOptions, error_status, write_chat_sse
 from ..events import StreamEvent, TurnFinished
-from ..wire.chat_out import ChatStreamFrames, completion_body, error_frame, new_completion_id
+from ..wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from .bodies import StreamedBody, read_json_body, sse_response
 from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
@@ -69,6 +69,11 @@ class ServerState:
     turns: set[RunningTurn] = field(default_factory=set)
     store: Any = None
     """The response store (issue 4), opened by ``open_api_server``."""
+
+    def stop_turns(self, reason: str) -> None:
+        """Cancel every running chat turn; its stream ends saying ``reason``."""
+        for turn in list(self.turns):
+            turn.cancel(reason)
 
 
 def create_app(state: ServerState) -> QuartTrio:
@@ -277,13 +282,14 @@ class _ChatRun:
         self.turn: RunningTurn | None = None
         self.finished: list[TurnFinished] = []
         self.out: trio.MemoryReceiveChannel[bytes | PreStreamError] | None = None
+        self.frames: ChatStreamFrames | None = None
 
     async def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
         state = self.state
         state.slots.acquire()
         try:
             if self.chat.stream:
-                frames = ChatStreamFrames(
+                self.frames = frames = ChatStreamFrames(
                     self.completion_id,
                     self.created,
                     self.model,
@@ -312,6 +318,7 @@ class _ChatRun:
                 messages,
                 consumer,
                 on_exit=state.slots.release,
+                registry=state.turns,
                 **kwargs,
             )
         except BaseException:
@@ -357,10 +364,11 @@ class _ChatRun:
     async def _stream_response(
         self, turn: RunningTurn, out: trio.MemoryReceiveChannel[bytes | PreStreamError]
     ) -> Response:
+        assert self.frames is not None
         try:
             first = await out.receive()
         except trio.EndOfChannel:
-            first = error_frame(
+            first = self.frames.error(
                 turn.interrupted or "the turn ended without an answer",
                 type="interrupted",
                 code="interrupted",
@@ -372,7 +380,7 @@ class _ChatRun:
         if isinstance(first, PreStreamError):
             out.close()
             raise APIError(first.status, first.message, code=first.code)
-        response = sse_response(_StreamBody(first, out, turn))
+        response = sse_response(_StreamBody(first, out, turn, self.frames))
         response.headers.update(self.headers)
         return response
 
@@ -386,10 +394,12 @@ class _StreamBody(StreamedBody):
         first: bytes,
         out: trio.MemoryReceiveChannel[bytes | PreStreamError],
         turn: RunningTurn,
+        frames: ChatStreamFrames,
     ) -> None:
         self._first: bytes | None = first
         self._out = out
         self._turn = turn
+        self._frames = frames
 
     def close(self) -> None:
         self._turn.cancel("client went away")
@@ -405,7 +415,9 @@ class _StreamBody(StreamedBody):
             if self._turn.interrupted and self._turn.result is None:
                 reason = self._turn.interrupted
                 self._turn.interrupted = None
-                return error_frame(reason, type="interrupted", code="interrupted")
+                # The writer was cancelled with the turn, so its frame
+                # numbering continues here.
+                return self._frames.error(reason, type="interrupted", code="interrupted")
             raise StopAsyncIteration from None
         parts = [item] if isinstance(item, bytes) else []
         # Coalesce whatever else is already waiting into the same socket write.

@@ -23,6 +23,9 @@ from hypercorn.typing import AppWrapper, ConnectionState
 
 __all__ = ["serve_hypercorn"]
 
+# Seconds the app gets, after ``before_close``, to write its last frames.
+LAST_WORDS = 0.5
+
 
 class _Connections:
     def __init__(self) -> None:
@@ -53,6 +56,7 @@ async def serve_hypercorn(
     stop: trio.Event,
     *,
     app_idle: Callable[[], Awaitable[None]] | None = None,
+    before_close: Callable[[], None] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``listener`` until ``stop`` is set, then shut down
@@ -60,6 +64,9 @@ async def serve_hypercorn(
 
     ``app_idle`` returns once the app has no work in flight; idle keep-alive
     connections do not then hold shutdown for the whole grace period.
+    ``before_close`` runs when the grace period is over, just before the
+    remaining connections are cut: the app's chance to end its streams with
+    a word to the client.
     """
     config.set_statsd_logger_class(StatsdLogger)
     lifespan_state: dict[str, object] = {}
@@ -98,6 +105,10 @@ async def serve_hypercorn(
                     waiters.start_soon(first_of, connections.empty.wait)
                     if app_idle is not None:
                         waiters.start_soon(first_of, app_idle)
+            if before_close is not None and connections.streams:
+                before_close()
+                with trio.move_on_after(LAST_WORDS):
+                    await connections.empty.wait()
             connections.close_all()
             server_nursery.cancel_scope.cancel()
         await lifespan.wait_for_shutdown()

@@ -71,7 +71,7 @@ def startup_problem(config: Config) -> str | None:
     if not config.model.base_url:
         return (
             "no model server configured: set model.base_url in config.yaml, "
-            "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL"
+            "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL, or pass --base-url"
         )
     api = config.api_server
     if not is_loopback(api.host) and not api.key:
@@ -85,13 +85,17 @@ def startup_problem(config: Config) -> str | None:
 def _listening_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if hasattr(socket, "TCP_USER_TIMEOUT"):
-        # Accepted sockets inherit it.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, TCP_USER_TIMEOUT_MS)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "TCP_USER_TIMEOUT"):
+            # Accepted sockets inherit it.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, TCP_USER_TIMEOUT_MS)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
     return sock
 
 
@@ -118,6 +122,8 @@ async def open_api_server(
 ) -> AsyncIterator[ApiServer]:
     """Serve the API inside this block (``port=0`` picks a free port)."""
     api = config.api_server
+    # Bind first: a busy port must fail before anything touches the store.
+    sock = _listening_socket(api.host, api.port if port is None else port)
     # The store outlives the turns nursery: turns record their end in it.
     async with (
         _agent_or(config, agent) as the_agent,
@@ -135,7 +141,6 @@ async def open_api_server(
             store=store,
         )
         app = create_app(state)
-        sock = _listening_socket(api.host, api.port if port is None else port)
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config(config)
         stop = shutdown if shutdown is not None else trio.Event()
@@ -148,6 +153,7 @@ async def open_api_server(
                     trio.SocketListener(trio.socket.from_stdlib_socket(sock)),
                     stop,
                     app_idle=state.slots.wait_idle,
+                    before_close=partial(state.stop_turns, "the server is shutting down"),
                 )
             )
             try:
@@ -213,12 +219,28 @@ async def _serve_until_signal(config: Config) -> None:
                     f"hermes-trio serve: listening on {server.base_url} "
                     f"(model '{api.model_name}', {auth})\n"
                     f"hermes-trio serve: model server {config.model.base_url} "
-                    f"(model '{config.model.name}', {config.model.api_mode})",
+                    f"(model {_model_label(config)}, {config.model.api_mode})",
                     flush=True,
                 )
                 nursery.start_soon(_check_model_server, config)
                 await stop.wait()
             nursery.cancel_scope.cancel()
+
+
+def _leaves(group: BaseExceptionGroup[OSError]) -> list[OSError]:
+    """The errors inside nested exception groups."""
+    found: list[OSError] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            found.extend(_leaves(exc))
+        else:
+            found.append(exc)
+    return found
+
+
+def _model_label(config: Config) -> str:
+    name = config.model.name
+    return f"'{name}'" if name else "the first one it lists"
 
 
 def run_serve(config: Config, args: argparse.Namespace) -> int:
@@ -230,7 +252,7 @@ def run_serve(config: Config, args: argparse.Namespace) -> int:
     try:
         trio.run(_serve_until_signal, config)
     except* OSError as group:
-        failures.extend(e for e in group.exceptions if isinstance(e, OSError))
+        failures.extend(_leaves(group))
     if failures:
         api = config.api_server
         reason = failures[0].strerror or str(failures[0])

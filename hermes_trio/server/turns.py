@@ -86,11 +86,13 @@ async def _run(
     messages: list[dict[str, Any]],
     consumer: Consumer,
     on_exit: Callable[[], None],
+    registry: set[RunningTurn],
     kwargs: dict[str, Any],
     *,
     task_status: trio.TaskStatus[RunningTurn] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     turn = RunningTurn()
+    registry.add(turn)
     try:
         with turn.scope:
             send, receive = trio.open_memory_channel[StreamEvent](agent.config.agent.channel_size)
@@ -99,6 +101,7 @@ async def _run(
                 nursery.start_soon(consumer, receive)
                 turn.result = await agent.run_turn(messages, send, **kwargs)
     finally:
+        registry.discard(turn)
         on_exit()
         turn.done.set()
 
@@ -110,10 +113,13 @@ async def start_turn(
     consumer: Consumer,
     *,
     on_exit: Callable[[], None] = lambda: None,
+    registry: set[RunningTurn] | None = None,
     **kwargs: Any,
 ) -> RunningTurn:
-    """Start a turn in ``nursery``; returns once it is running."""
+    """Start a turn in ``nursery``; returns once it is running. ``registry``
+    holds it while it runs (so a shutdown can find it)."""
     turn: RunningTurn = await nursery.start(
-        partial(_run, agent, messages, consumer, on_exit, kwargs)
+        partial(_run, agent, messages, consumer, on_exit,
+                registry if registry is not None else set(), kwargs)
     )
     return turn

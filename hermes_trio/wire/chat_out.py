@@ -147,15 +147,23 @@ class ChatStreamFrames:
         out.append(f"id: {self._seq}\ndata: [DONE]\n\n".encode())
         return b"".join(out)
 
+    def error(self, message: str, *, type: str = "server_error", code: str | None = None) -> bytes:
+        """An ``{"error": …}`` frame, numbered like every other frame."""
+        self._finished = True
+        self._seq += 1
+        return error_frame(message, type=type, code=code, id=str(self._seq))
+
     def extension(self, event: str, data: dict[str, Any]) -> bytes:
         """A named event of our documented stream extension (opt-in only)."""
         self._seq += 1
         return encode_event(_dumps(data), event=event, id=str(self._seq))
 
 
-def error_frame(message: str, *, type: str = "server_error", code: str | None = None) -> bytes:
+def error_frame(
+    message: str, *, type: str = "server_error", code: str | None = None, id: str | None = None
+) -> bytes:
     body = {"error": {"message": message, "type": type, "param": None, "code": code}}
-    return encode_event(_dumps(body))
+    return encode_event(_dumps(body), id=id)
 
 
 def completion_body(

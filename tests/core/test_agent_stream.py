@@ -376,3 +376,14 @@ async def test_a_consumer_that_leaves_early_does_not_corrupt_the_history() -> No
     assert roles == ["user", "assistant"]
     # Whatever ending it recorded, there is exactly one assistant message.
     assert messages[-1]["content"].startswith("a")
+
+
+async def test_without_a_model_name_the_first_listed_model_is_used() -> None:
+    async with open_scripted_server([TextReply("a"), TextReply("b")], model="listed-one") as server:
+        async with open_agent(make_config(server.base_url, model={"name": None})) as agent:
+            await run_turn(agent, "q")
+            await run_turn(agent, "q")
+    assert [r.path for r in server.requests] == [
+        "/v1/models", "/v1/chat/completions", "/v1/chat/completions"
+    ]
+    assert server.requests[1].json["model"] == "listed-one"

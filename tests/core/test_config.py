@@ -159,3 +159,9 @@ def test_overrides_win(tmp_path) -> None:
     path = write(tmp_path, "agent: {yolo: false}\n")
     config = load_config(path, env={}, overrides={"agent.yolo": True, "model.name": "flag"})
     assert config.agent.yolo is True and config.model.name == "flag"
+
+
+def test_a_broken_file_is_reported_even_where_a_flag_overrides_it(tmp_path) -> None:
+    path = write(tmp_path, "api_server: {port: eighty}\n")
+    with pytest.raises(ConfigError, match=r"api_server\.port: expected an integer"):
+        load_config(path, env={}, overrides={"api_server.port": 8080})

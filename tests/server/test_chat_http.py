@@ -8,9 +8,16 @@ import os
 
 import httpx
 import trio
-from support import api_stack
+from support import api_stack, make_config
 
-from hermes_trio.testing import ErrorFrame, Stall, TextReply, ToolCallReply
+from hermes_trio.server.run import open_api_server
+from hermes_trio.testing import (
+    ErrorFrame,
+    Stall,
+    TextReply,
+    ToolCallReply,
+    open_scripted_server,
+)
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hi"}]}
@@ -306,3 +313,36 @@ async def test_a_role_of_the_wrong_type_is_a_400() -> None:
                                          json={"messages": [{"role": ["user"], "content": "x"}]})
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "messages[0].role"
+
+
+async def test_shutdown_ends_open_streams_with_a_reason() -> None:
+    slow = TextReply(tokens=["a", "b", "c"], delay=30)
+    async with open_scripted_server([slow]) as model:
+        config = make_config(model.base_url)
+        stop = trio.Event()
+        ready = trio.Event()
+        urls: list[str] = []
+
+        async def serve() -> None:
+            async with open_api_server(config, port=0, shutdown=stop) as api:
+                urls.append(api.base_url)
+                ready.set()
+                await stop.wait()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            await ready.wait()
+            async with httpx.AsyncClient() as client:
+                async with client.stream("POST", f"{urls[0]}/chat/completions",
+                                         json={**CHAT, "stream": True}) as response:
+                    pieces = response.aiter_raw()
+                    received = [await pieces.__anext__()]
+                    stop.set()
+                    with trio.fail_after(10):
+                        received += [piece async for piece in pieces]
+    body = b"".join(received)
+    last = frames_of(body)[-1]
+    assert last.startswith(b"id: ")
+    assert json.loads(last.split(b"data: ", 1)[1])["error"]["message"] == (
+        "the server is shutting down"
+    )

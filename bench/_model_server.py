@@ -14,8 +14,17 @@ import trio
 async def model_server_process(tokens: int, delay: float = 0.0) -> AsyncIterator[str]:
     """Yields the base URL (…/v1) of a scripted model server subprocess."""
     process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "hermes_trio.testing", "--port", "0",
-         "--tokens", str(tokens), "--delay", str(delay)],
+        [
+            sys.executable,
+            "-m",
+            "hermes_trio.testing",
+            "--port",
+            "0",
+            "--tokens",
+            str(tokens),
+            "--delay",
+            str(delay),
+        ],
         stdout=subprocess.PIPE,
     )
     try:

@@ -28,8 +28,12 @@ from hermes_trio.config import AgentConfig, Config, ModelConfig
 from hermes_trio.events import MessageChunk
 from hermes_trio.tools import ToolRegistry
 
-BODY = {"model": "m", "messages": [{"role": "user", "content": "go"}], "stream": True,
-        "stream_options": {"include_usage": True}}
+BODY = {
+    "model": "m",
+    "messages": [{"role": "user", "content": "go"}],
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
 
 
 async def bare(base_url: str) -> tuple[float, int]:
@@ -43,8 +47,9 @@ async def bare(base_url: str) -> tuple[float, int]:
 
 
 async def through_agent(base_url: str) -> tuple[float, int]:
-    config = Config(model=ModelConfig(base_url=base_url, name="m"),
-                    agent=AgentConfig(system_prompt=""))
+    config = Config(
+        model=ModelConfig(base_url=base_url, name="m"), agent=AgentConfig(system_prompt="")
+    )
     async with open_agent(config, tools=ToolRegistry()) as agent:
         chunks = 0
         start = time.process_time()
@@ -71,8 +76,10 @@ async def main(tokens: int, rounds: int) -> None:
     print(f"tokens per reply:          {tokens}")
     print(f"bare httpx read:           {per_bare:6.2f} µs CPU per token")
     print(f"through an agent turn:     {per_agent:6.2f} µs CPU per token")
-    print(f"added by the agent:        {per_agent - per_bare:6.2f} µs CPU per token "
-          f"(target ≤ 25), ratio to direct {per_agent / per_bare:.2f}x")
+    print(
+        f"added by the agent:        {per_agent - per_bare:6.2f} µs CPU per token "
+        f"(target ≤ 25), ratio to direct {per_agent / per_bare:.2f}x"
+    )
 
 
 if __name__ == "__main__":

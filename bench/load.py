@@ -29,7 +29,7 @@ from hermes_trio.testing import ScriptedModelServer, TextReply
 
 HERE = Path(__file__).resolve().parent
 TOKENS = [f" w{i}" for i in range(200)]
-REQUEST = (b'{"model":"m","stream":true,"messages":[{"role":"user","content":"go"}]}')
+REQUEST = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"go"}]}'
 
 
 def pct(values: list[float], q: float) -> float:
@@ -38,7 +38,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 @asynccontextmanager
-async def model_server(reply: TextReply, *, record: bool = False) -> AsyncIterator[ScriptedModelServer]:
+async def model_server(
+    reply: TextReply, *, record: bool = False
+) -> AsyncIterator[ScriptedModelServer]:
     server = ScriptedModelServer(default=reply, record=record)
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)
@@ -50,14 +52,17 @@ async def model_server(reply: TextReply, *, record: bool = False) -> AsyncIterat
 async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
     """``hermes-trio serve`` as a user starts it; yields (base_url, pid)."""
     with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "config.yaml").write_text(
-            "model: {base_url: '%s', name: scripted}\n"
+        config = (
+            f"model: {{base_url: '{model_url}', name: scripted}}\n"
             "api_server: {port: 0, max_concurrent: 256}\n"
-            "store: {data_dir: '%s'}\n" % (model_url, tmp)
+            f"store: {{data_dir: '{tmp}'}}\n"
         )
+        await trio.Path(tmp, "config.yaml").write_text(config)
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "hermes_trio.cli", "serve"],
-            cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         try:
             assert process.stdout is not None
@@ -76,8 +81,7 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
 
 async def loadgen(url: str, concurrency: int) -> dict:
     result = await trio.run_process(
-        [sys.executable, str(HERE / "loadgen.py"), "--url", url,
-         "--concurrency", str(concurrency)],
+        [sys.executable, str(HERE / "loadgen.py"), "--url", url, "--concurrency", str(concurrency)],
         capture_stdout=True,
     )
     return json.loads(result.stdout)
@@ -105,16 +109,20 @@ def peak_rss_mb(pid: int) -> float:
 async def throughput(levels: list[int]) -> None:
     for label, delay in (("200 tokens, 2 ms apart", 0.002), ("200 tokens, no delay", 0.0)):
         print(f"\n== {label} ==")
-        print(f"{'conc':>5} | {'TTFT p50 ms direct/hermes (+added, ratio)':<44} | "
-              f"{'TTFT p95 ms direct/hermes':<26} | {'tokens/s direct/hermes (ratio)':<32} | failed")
+        print(
+            f"{'conc':>5} | {'TTFT p50 ms direct/hermes (+added, ratio)':<44} | "
+            f"{'TTFT p95 ms direct/hermes':<26} | {'tokens/s direct/hermes (ratio)':<32} | failed"
+        )
         async with model_server(TextReply(tokens=TOKENS, delay=delay)) as model:
             async with hermes_serve(model.base_url) as (url, pid):
                 for level in levels:
                     direct = summarize(await loadgen(model.base_url, level))
                     through = summarize(await loadgen(url, level))
+                    added = through["p50"] - direct["p50"]
+                    ratio = through["p50"] / direct["p50"]
                     print(
                         f"{level:>5} | {direct['p50']:7.2f} / {through['p50']:7.2f} "
-                        f"(+{through['p50'] - direct['p50']:6.2f}, {through['p50'] / direct['p50']:5.2f}x)"
+                        f"(+{added:6.2f}, {ratio:5.2f}x)"
                         f"       | {direct['p95']:7.2f} / {through['p95']:7.2f}      "
                         f"   | {direct['tps']:9.0f} / {through['tps']:9.0f} "
                         f"({through['tps'] / direct['tps']:4.2f}x)     "
@@ -124,13 +132,15 @@ async def throughput(levels: list[int]) -> None:
                 print(f"hermes-trio serve peak memory (VmHWM): {peak_rss_mb(pid):.1f} MB")
 
 
-async def close_mid_stream(host: str, port: int, path: str, model: ScriptedModelServer,
-                           tokens_first: int) -> float:
+async def close_mid_stream(
+    host: str, port: int, path: str, model: ScriptedModelServer, tokens_first: int
+) -> float:
     """Seconds from our close to the model server seeing its connection closed."""
     stream = await trio.open_tcp_stream(host, port)
     await stream.send_all(
         f"POST {path}/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(REQUEST)}\r\n\r\n".encode() + REQUEST
+        f"Content-Length: {len(REQUEST)}\r\n\r\n".encode()
+        + REQUEST
     )
     seen = 0
     while seen < tokens_first:
@@ -155,13 +165,15 @@ async def cancellation(rounds: int) -> None:
             async with hermes_serve(model.base_url) as (url, _):
                 direct, through = [], []
                 for _ in range(rounds):
-                    direct.append(await close_mid_stream(
-                        "127.0.0.1", model.port, "/v1", model, 2))
+                    direct.append(await close_mid_stream("127.0.0.1", model.port, "/v1", model, 2))
                     port = int(url.split(":")[2].split("/")[0])
                     through.append(await close_mid_stream("127.0.0.1", port, "/v1", model, 2))
-        print(f"{label}: direct p50 {pct(direct, .5) * 1000:.2f} ms p95 {pct(direct, .95) * 1000:.2f}"
-              f" ms | through hermes p50 {pct(through, .5) * 1000:.2f} ms "
-              f"p95 {pct(through, .95) * 1000:.2f} ms (max {max(through) * 1000:.2f} ms)")
+        print(
+            f"{label}: direct p50 {pct(direct, 0.5) * 1000:.2f} ms "
+            f"p95 {pct(direct, 0.95) * 1000:.2f} ms | "
+            f"through hermes p50 {pct(through, 0.5) * 1000:.2f} ms "
+            f"p95 {pct(through, 0.95) * 1000:.2f} ms (max {max(through) * 1000:.2f} ms)"
+        )
 
 
 async def main(levels: list[int], rounds: int) -> None:

@@ -19,12 +19,14 @@ from urllib.parse import urlsplit
 import trio
 
 FIRST = re.compile(rb'"content":"[^"]')
-BODY = json.dumps({"model": "m", "stream": True,
-                   "messages": [{"role": "user", "content": "Tell me a story."}]}).encode()
+BODY = json.dumps(
+    {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Tell me a story."}]}
+).encode()
 
 
-async def one_request(host: str, port: int, path: str, token: re.Pattern[bytes]
-                      ) -> dict[str, object]:
+async def one_request(
+    host: str, port: int, path: str, token: re.Pattern[bytes]
+) -> dict[str, object]:
     stream = await trio.open_tcp_stream(host, port)
     request = (
         f"POST {path}/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
@@ -53,8 +55,12 @@ async def one_request(host: str, port: int, path: str, token: re.Pattern[bytes]
             if b"data: [DONE]" in window:
                 break
     ok = head.startswith(b"HTTP/1.1 200") and b"[DONE]" in tail
-    return {"ttft": (first - started) if first else None, "tokens": tokens, "ok": ok,
-            "status": head[9:12].decode(errors="replace")}
+    return {
+        "ttft": (first - started) if first else None,
+        "tokens": tokens,
+        "ok": ok,
+        "status": head[9:12].decode(errors="replace"),
+    }
 
 
 async def main(url: str, concurrency: int, requests: int, pattern: str) -> None:
@@ -84,8 +90,14 @@ if __name__ == "__main__":
     parser.add_argument("--url", required=True)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--requests", type=int, default=0, help="default: 4 × concurrency")
-    parser.add_argument("--token-pattern", default=r" w\d+",
-                        help="regex matching one token of the scripted reply")
+    parser.add_argument(
+        "--token-pattern", default=r" w\d+", help="regex matching one token of the scripted reply"
+    )
     args = parser.parse_args()
-    trio.run(main, args.url, args.concurrency, args.requests or max(4 * args.concurrency, 20),
-             args.token_pattern)
+    trio.run(
+        main,
+        args.url,
+        args.concurrency,
+        args.requests or max(4 * args.concurrency, 20),
+        args.token_pattern,
+    )

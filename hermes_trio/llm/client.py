@@ -52,6 +52,8 @@ OnDelta = Callable[[ChunkDelta], Awaitable[None]]
 # request is then tried once without ``stream``.
 _STREAM_REFUSAL_STATUSES = frozenset({400, 415, 422, 501})
 _MAX_RETRY_AFTER = 60.0
+# Longest run of stream processing between two scheduler checkpoints.
+_TIME_SLICE = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +359,7 @@ class ModelClient:
         )
         decoder = SSEDecoder()
         finished = False
+        slice_start = trio.current_time()
         try:
             async with self.http.stream(
                 "POST",
@@ -401,7 +404,13 @@ class ModelClient:
                         watchdog.busy = True  # a slow consumer is not model silence
                         await delivery(merge_deltas(deltas))
                         watchdog.busy = False
-                    watchdog.beat()
+                    now = watchdog.beat()
+                    if now - slice_start >= _TIME_SLICE:
+                        # Reading a burst that is already buffered never
+                        # blocks, so without this the consumers (and every
+                        # other stream) would wait for its end.
+                        await trio.lowlevel.checkpoint()
+                        slice_start = trio.current_time()
                     if finished:
                         break
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:

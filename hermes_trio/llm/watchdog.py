@@ -31,9 +31,11 @@ class StreamWatchdog:
         self.seen = False
         self.busy = False
 
-    def beat(self) -> None:
+    def beat(self) -> float:
+        """Note progress; returns the time, for the caller's own use."""
         self.seen = True
-        self.last = trio.current_time()
+        self.last = now = trio.current_time()
+        return now
 
     def _limit(self) -> float:
         return self.last + self.idle if self.seen else self.start + self.first_token

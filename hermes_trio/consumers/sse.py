@@ -68,11 +68,15 @@ async def write_chat_sse(
     frames: ChatStreamFrames,
     options: SSEOptions = SSEOptions(),
 ) -> None:
-    """Consume one turn's events, sending SSE bytes to ``out`` until the end."""
+    """Consume one turn's events, sending SSE bytes to ``out`` until the end.
+
+    When the response body closes its end (the client went away) the writer
+    just stops: the turn is being cancelled and nobody is left to write to.
+    """
     writer = _Writer(frames, options)
     with out, receive:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_keep_alive, out, writer, options.keepalive)
+            nursery.start_soon(_keep_alive, out, writer, options.keepalive, nursery.cancel_scope)
             while True:
                 try:
                     batch = [await receive.receive()]
@@ -84,21 +88,37 @@ async def write_chat_sse(
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                 piece = writer.render(batch)
-                if piece:
-                    # Waiting only when the body is behind saves a scheduler
-                    # pass per write; receiving above already checkpointed.
-                    try:
-                        out.send_nowait(piece)
-                    except trio.WouldBlock:
-                        await out.send(piece)
-                    writer.wrote()
+                if piece and not await _send(out, piece, writer):
+                    break
                 if writer.ended:
                     break
             nursery.cancel_scope.cancel()
 
 
+async def _send(
+    out: trio.MemorySendChannel[bytes | PreStreamError],
+    piece: bytes | PreStreamError,
+    writer: _Writer,
+) -> bool:
+    """Hand ``piece`` to the response body; False once the body is gone."""
+    try:
+        # Waiting only when the body is behind saves a scheduler pass per
+        # write; receiving the events already checkpointed.
+        try:
+            out.send_nowait(piece)
+        except trio.WouldBlock:
+            await out.send(piece)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return False
+    writer.wrote()
+    return True
+
+
 async def _keep_alive(
-    out: trio.MemorySendChannel[bytes | PreStreamError], writer: _Writer, interval: float
+    out: trio.MemorySendChannel[bytes | PreStreamError],
+    writer: _Writer,
+    interval: float,
+    scope: trio.CancelScope,
 ) -> None:
     """A comment whenever nothing was written for ``interval`` seconds.
 
@@ -108,8 +128,9 @@ async def _keep_alive(
     while True:
         await trio.sleep_until(writer.last_write + interval)
         if trio.current_time() >= writer.last_write + interval:
-            await out.send(KEEPALIVE)
-            writer.wrote()
+            if not await _send(out, KEEPALIVE, writer):
+                scope.cancel()
+                return
 
 
 class _Writer:

@@ -53,7 +53,7 @@ OnDelta = Callable[[ChunkDelta], Awaitable[None]]
 _STREAM_REFUSAL_STATUSES = frozenset({400, 415, 422, 501})
 _MAX_RETRY_AFTER = 60.0
 # Longest run of stream processing between two scheduler checkpoints.
-_TIME_SLICE = 0.001
+_TIME_SLICE = 0.0005
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,10 +402,13 @@ class ModelClient:
                         # What arrived in one read goes on as one delta: a burst
                         # costs the consumers one event, not one per token.
                         watchdog.busy = True  # a slow consumer is not model silence
+                        first = not delivery.delivered
                         await delivery(merge_deltas(deltas))
                         watchdog.busy = False
+                    else:
+                        first = False
                     now = watchdog.beat()
-                    if now - slice_start >= _TIME_SLICE:
+                    if first or now - slice_start >= _TIME_SLICE:
                         # Reading a burst that is already buffered never
                         # blocks, so without this the consumers (and every
                         # other stream) would wait for its end.

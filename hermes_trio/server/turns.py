@@ -9,6 +9,7 @@ cancels the turn's scope when its client goes away.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,6 +22,8 @@ from ..events import StreamEvent
 from .errors import APIError
 
 __all__ = ["RunningTurn", "TurnSlots", "start_turn"]
+
+log = logging.getLogger("hermes_trio.server")
 
 Consumer = Callable[[trio.MemoryReceiveChannel[StreamEvent]], Awaitable[None]]
 
@@ -100,6 +103,11 @@ async def _run(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(consumer, receive)
                 turn.result = await agent.run_turn(messages, send, **kwargs)
+    except Exception:
+        # One turn's bug must not take the server's nursery (and every other
+        # turn) down with it; its client sees the stream end.
+        log.exception("a turn failed unexpectedly")
+        turn.interrupted = turn.interrupted or "internal error in this turn"
     finally:
         registry.discard(turn)
         on_exit()

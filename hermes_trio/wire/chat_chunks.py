@@ -28,6 +28,7 @@ __all__ = [
     "ToolCallStart",
     "merge_deltas",
     "message_from_completion",
+    "usage_from",
 ]
 
 _QUOTE_LIMIT = 300
@@ -193,16 +194,21 @@ def _detail(usage: dict[str, Any], details_key: str, key: str) -> int:
     return _int(details.get(key)) if isinstance(details, dict) else 0
 
 
-def _usage_from_chat(usage: dict[str, Any]) -> Usage:
-    prompt = _int(usage.get("prompt_tokens"))
-    completion = _int(usage.get("completion_tokens"))
+def usage_from(
+    usage: dict[str, Any], prompt: str = "prompt", completion: str = "completion"
+) -> Usage:
+    """A usage object of either API: Chat Completions names its counts
+    ``prompt``/``completion``, the Responses API ``input``/``output``."""
+    asked = _int(usage.get(f"{prompt}_tokens"))
+    answered = _int(usage.get(f"{completion}_tokens"))
     return Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=_int(usage.get("total_tokens")) or prompt + completion,
-        reasoning_tokens=_detail(usage, "completion_tokens_details", "reasoning_tokens"),
-        cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens"),
+        prompt_tokens=asked,
+        completion_tokens=answered,
+        total_tokens=_int(usage.get("total_tokens")) or asked + answered,
+        reasoning_tokens=_detail(usage, f"{completion}_tokens_details", "reasoning_tokens"),
+        cached_tokens=_detail(usage, f"{prompt}_tokens_details", "cached_tokens"),
     )
+
 
 
 def _text(content: object, chunk: object) -> str:
@@ -293,7 +299,7 @@ class ChatChunkAccumulator:
             self.id = chunk_id
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self._usage = _usage_from_chat(usage)
+            self._usage = usage_from(usage)
 
         choices = chunk.get("choices")
         if choices is None:
@@ -451,5 +457,5 @@ def message_from_completion(body: dict[str, Any]) -> tuple[AssistantMessage, Usa
             tool_calls=tuple(calls),
             finish_reason=finish if isinstance(finish, str) and finish else None,
         ),
-        _usage_from_chat(usage) if isinstance(usage, dict) else None,
+        usage_from(usage) if isinstance(usage, dict) else None,
     )

@@ -19,10 +19,9 @@ from hermes_trio.wire.chat_chunks import (
     ToolCallArgs,
     ToolCallStart,
     _chunk_error,
-    _detail,
-    _int,
     _provider_error,
     _quote,
+    usage_from,
 )
 
 __all__ = [
@@ -45,15 +44,7 @@ def _key(value: object) -> str | int | None:
 def _usage_from_responses(usage: object) -> Usage | None:
     if not isinstance(usage, dict):
         return None
-    prompt = _int(usage.get("input_tokens"))
-    completion = _int(usage.get("output_tokens"))
-    return Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=_int(usage.get("total_tokens")) or prompt + completion,
-        reasoning_tokens=_detail(usage, "output_tokens_details", "reasoning_tokens"),
-        cached_tokens=_detail(usage, "input_tokens_details", "cached_tokens"),
-    )
+    return usage_from(usage, "input", "output")
 
 
 def _incomplete_reason(response: dict[str, Any]) -> str:

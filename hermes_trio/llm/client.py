@@ -53,7 +53,7 @@ OnDelta = Callable[[ChunkDelta], Awaitable[None]]
 _STREAM_REFUSAL_STATUSES = frozenset({400, 415, 422, 501})
 _MAX_RETRY_AFTER = 60.0
 # Longest run of stream processing between two scheduler checkpoints.
-_TIME_SLICE = 0.0005
+_TIME_SLICE = 0.005
 
 
 @dataclass(frozen=True, slots=True)

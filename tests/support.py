@@ -4,6 +4,8 @@ way to run one agent turn and keep every event."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -68,7 +70,7 @@ async def run_turn(
     return events, results[0]
 
 
-__all__ = ["api_stack", "make_config", "open_agent", "run_turn"]
+__all__ = ["ServeProcess", "api_stack", "make_config", "open_agent", "run_turn", "start_serve"]
 
 
 @asynccontextmanager
@@ -93,3 +95,58 @@ async def api_stack(
         )
         async with open_api_server(config, port=0) as api_server:
             yield api_server, model_server
+
+
+class ServeProcess:
+    """A real ``hermes-trio serve`` process and the lines it printed."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.base_url = ""
+        self.output: list[str] = []
+        self._changed = trio.Event()
+
+    def add(self, line: str) -> None:
+        self.output.append(line)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, text: str) -> str:
+        while True:
+            for line in self.output:
+                if text in line:
+                    return line
+            await self._changed.wait()
+
+
+async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd: Any) -> ServeProcess:
+    """Start ``hermes-trio serve --port 0``; returns once it printed where it
+    listens and which model server it uses."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    served = ServeProcess(process)
+
+    async def read() -> None:
+        buffer = b""
+        assert process.stdout is not None
+        async for piece in process.stdout:
+            buffer += piece
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                served.add(line.decode())
+
+    nursery.start_soon(read)
+    try:
+        with trio.fail_after(15):
+            listening = await served.wait_for("listening on")
+            await served.wait_for("serve: model server")
+    except BaseException:
+        process.kill()
+        raise
+    served.base_url = listening.split("listening on ")[1].split()[0]
+    return served

@@ -8,12 +8,10 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 import trio
+from support import start_serve
 from test_responses_helpers import client_for, parse_sse, payloads, responses_config
 
 from hermes_trio.server.run import open_api_server
@@ -23,56 +21,6 @@ from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
 TOKENS = [f"w{i} " for i in range(200)]
 KEY = "test-client-key"
-
-
-class Served:
-    """A ``serve`` subprocess and the lines it printed."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.lines: list[str] = []
-        self._changed = trio.Event()
-
-    def add(self, line: str) -> None:
-        self.lines.append(line)
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def wait_for(self, text: str) -> str:
-        while True:
-            for line in self.lines:
-                if text in line:
-                    return line
-            await self._changed.wait()
-
-
-async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd: Path) -> tuple[Served, str]:
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    served = Served(process)
-
-    async def read() -> None:
-        buffer = b""
-        assert process.stdout is not None
-        async for piece in process.stdout:
-            buffer += piece
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                served.add(line.decode())
-
-    nursery.start_soon(read)
-    try:
-        with trio.fail_after(15):
-            listening = await served.wait_for("listening on")
-    except BaseException:
-        process.kill()
-        raise
-    return served, listening.split("listening on ")[1].split()[0]
 
 
 async def kill_on_cancel(process: trio.Process) -> None:
@@ -99,7 +47,8 @@ async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
         env["HERMES_MODEL_BASE_URL"] = model.base_url
         env["HERMES_DATA_DIR"] = str(data_dir)
         async with trio.open_nursery() as nursery:
-            served, base_url = await start_serve(nursery, env, tmp_path)
+            served = await start_serve(nursery, env, tmp_path)
+            base_url = served.base_url
             # Whatever happens in the test, the process does not outlive it.
             nursery.start_soon(kill_on_cancel, served.process)
             headers = {"Authorization": f"Bearer {KEY}"}

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import trio
-from support import make_config  # noqa: F401  (keeps the tests dir importable alike)
+from support import start_serve
 
 from hermes_trio.testing import TextReply, open_scripted_server
 
@@ -53,50 +53,6 @@ async def test_bad_config_is_one_line(tmp_path) -> None:
     assert result.stderr.decode().strip() == (
         "hermes-trio: streaming.enabled: expected true or false, got str 'sometimes'"
     )
-
-
-class Served:
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.base_url = ""
-        self.output: list[str] = []
-        self._changed = trio.Event()
-
-    def add(self, line: str) -> None:
-        self.output.append(line)
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def wait_for(self, text: str) -> str:
-        while True:
-            for line in self.output:
-                if text in line:
-                    return line
-            await self._changed.wait()
-
-
-async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd) -> Served:
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
-        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    served = Served(process)
-
-    async def read() -> None:
-        buffer = b""
-        assert process.stdout is not None
-        async for piece in process.stdout:
-            buffer += piece
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                served.add(line.decode())
-
-    nursery.start_soon(read)
-    with trio.fail_after(15):
-        listening = await served.wait_for("listening on")
-        await served.wait_for("serve: model server")
-    served.base_url = listening.split("listening on ")[1].split()[0]
-    return served
 
 
 async def test_sigterm_exits_quickly_with_a_stuck_client(tmp_path) -> None:

@@ -174,10 +174,6 @@ class EditorPlan:
         return self._interrupted
 
     @property
-    def blocked_until(self) -> float:
-        return self._blocked_until
-
-    @property
     def done(self) -> bool:
         """The turn is over and nothing more is owed to the platform."""
         return self._finished and self._in_flight is None and not any(s.owed() for s in self._slots)

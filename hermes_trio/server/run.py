@@ -35,10 +35,6 @@ __all__ = ["ApiServer", "open_api_server", "run_serve", "startup_problem"]
 
 log = logging.getLogger("hermes_trio.server")
 
-# Linux: a peer that stops acknowledging our writes fails the socket after
-# this long, so a client that stopped reading can't hold a shielded write
-# (and with it shutdown) forever (DESIGN §7).
-TCP_USER_TIMEOUT_MS = 10_000
 
 
 @dataclass
@@ -82,14 +78,19 @@ def startup_problem(config: Config) -> str | None:
     return None
 
 
-def _listening_socket(host: str, port: int) -> socket.socket:
+def _listening_socket(host: str, port: int, write_timeout: float) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if hasattr(socket, "TCP_USER_TIMEOUT"):
-            # Accepted sockets inherit it.
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, TCP_USER_TIMEOUT_MS)
+            # Linux: a peer that stops acknowledging our writes fails the
+            # socket after api_server.write_timeout, so a client that stopped
+            # reading can't hold a write forever (DESIGN §7). Accepted
+            # sockets inherit it.
+            sock.setsockopt(
+                socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(write_timeout * 1000)
+            )
         sock.bind((host, port))
         sock.listen(1024)
         sock.setblocking(False)
@@ -123,7 +124,7 @@ async def open_api_server(
     """Serve the API inside this block (``port=0`` picks a free port)."""
     api = config.api_server
     # Bind first: a busy port must fail before anything touches the store.
-    sock = _listening_socket(api.host, api.port if port is None else port)
+    sock = _listening_socket(api.host, api.port if port is None else port, api.write_timeout)
     # The store outlives the turns nursery: turns record their end in it.
     async with (
         _agent_or(config, agent) as the_agent,

@@ -158,10 +158,6 @@ class FakeTelegram:
 
     # -- test helpers ------------------------------------------------------
 
-    @property
-    def api_url(self) -> str:
-        return f"{self.base_url}/bot{self.token}"
-
     def push_message(
         self,
         chat_id: int | str,

@@ -52,11 +52,6 @@ class TextReply:
     def token_list(self) -> list[str]:
         return list(self.tokens) if self.tokens is not None else split_tokens(self.text)
 
-    def full_text(self) -> str:
-        # Explicit tokens win over `text`, so the non-streaming body matches
-        # what a streaming client would accumulate.
-        return "".join(self.tokens) if self.tokens is not None else self.text
-
 
 @dataclass(frozen=True)
 class ToolCallReply:

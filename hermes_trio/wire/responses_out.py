@@ -330,19 +330,7 @@ class ResponseBuilder:
         item = self._open
         out: list[ResponseEvent] = []
         if item is None or item.kind != "message":
-            item, out = self._open_item("message", "msg")
-            self._answered = True
-            out.append(
-                self._event(
-                    "response.content_part.added",
-                    {
-                        "item_id": item.id,
-                        "output_index": item.index,
-                        "content_index": 0,
-                        "part": _text_part(""),
-                    },
-                )
-            )
+            item, out = self._open_message()
         item.parts.append(text)
         out.append(
             self._event(
@@ -489,6 +477,10 @@ class ResponseBuilder:
         return out + self._end("completed")
 
     def _empty_message(self) -> list[ResponseEvent]:
+        return self._open_message()[1]
+
+    def _open_message(self) -> tuple[_Item, list[ResponseEvent]]:
+        """A message item with its (empty) text part, as the SDK expects."""
         item, out = self._open_item("message", "msg")
         self._answered = True
         out.append(
@@ -502,7 +494,7 @@ class ResponseBuilder:
                 },
             )
         )
-        return out
+        return item, out
 
     def _end(self, status: str, *, reason: str | None = None) -> list[ResponseEvent]:
         self.status = status

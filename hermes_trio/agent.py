@@ -153,22 +153,16 @@ class Agent:
 
     async def ask(self, prompt: str, **kwargs: Any) -> str:
         """Run one turn and return its final text (raises on a model error)."""
-        send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
-        result: list[TurnResult] = []
-
-        async def run() -> None:
-            result.append(
-                await self.run_turn([{"role": "user", "content": prompt}], send, **kwargs)
-            )
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run)
-            with receive:
-                async for _ in TurnEvents(receive):
-                    pass
-        if result[0].error:
-            raise ModelError(result[0].error, code=result[0].error_code or "model_error")
-        return result[0].text
+        end: TurnFinished | None = None
+        async with self.turn(prompt, **kwargs) as events:
+            async for event in events:
+                if isinstance(event, TurnFinished):
+                    end = event
+        if end is None:
+            raise ModelError("the turn ended without an answer")
+        if end.error:
+            raise ModelError(end.error, code=end.error_code or "model_error")
+        return end.text
 
     async def run_turn(
         self,

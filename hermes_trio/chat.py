@@ -43,6 +43,7 @@ from .agent import Agent, open_agent
 from .config import Config
 from .consumers.terminal import TerminalSettings, TerminalView
 from .events import StreamEvent, TurnFinished, Usage
+from .llm import NO_MODEL_SERVER
 from .tools import ApprovalDecision, ApprovalRequest, ToolContext
 
 __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
@@ -65,11 +66,7 @@ SLASH_COMMANDS: dict[str, str] = {
 }
 _ALIASES = {"/quit": "/exit", "/q": "/exit", "/reset": "/new", "/clear": "/new", "/?": "/help"}
 
-NO_SERVER = (
-    "hermes-trio chat: no model server configured: set model.base_url in config.yaml, "
-    "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL (an OpenAI-compatible URL ending in /v1), "
-    "or pass --base-url"
-)
+NO_SERVER = f"hermes-trio chat: {NO_MODEL_SERVER}"
 
 
 def chat_streams(config: Config, no_stream: bool = False) -> bool:

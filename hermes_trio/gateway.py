@@ -32,6 +32,7 @@ from .consumers.editor import EditorSettings
 from .gateway_access import AllowList, allow_hint, configured_allow_list
 from .gateway_sessions import ChatSessions, Session
 from .gateway_supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, first_leaf, supervise
+from .llm import NO_MODEL_SERVER
 from .platforms import homeassistant as _homeassistant
 from .platforms import telegram as _telegram
 from .platforms import whatsapp as _whatsapp
@@ -295,10 +296,7 @@ async def run_gateway_async(
 def startup_problem(config: Config) -> str | None:
     """The one line that stops ``hermes-trio gateway`` from starting, if any."""
     if not config.model.base_url:
-        return (
-            "no model server configured: set model.base_url in config.yaml, "
-            "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL, or pass --base-url"
-        )
+        return NO_MODEL_SERVER
     platforms = config.platforms
     if not (
         telegram_enabled(config)

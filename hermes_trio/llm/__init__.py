@@ -1,9 +1,10 @@
 """Model client for OpenAI-compatible servers (Chat Completions and Responses)."""
 
 from .client import ModelClient, ModelRequest, ModelResponse, OnDelta, Target, make_http_client
-from .errors import ModelError
+from .errors import NO_MODEL_SERVER, ModelError
 
 __all__ = [
+    "NO_MODEL_SERVER",
     "ModelClient",
     "ModelError",
     "ModelRequest",

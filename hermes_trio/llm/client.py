@@ -39,7 +39,7 @@ from ..wire.responses_stream import (
 )
 from ..wire.sse import SSEDecoder, SSEEvent
 from .backoff import backoff_delay, parse_retry_after
-from .errors import ModelError
+from .errors import NO_MODEL_SERVER, ModelError
 from .watchdog import StreamWatchdog
 
 __all__ = ["ModelClient", "ModelRequest", "ModelResponse", "OnDelta", "Target", "make_http_client"]
@@ -146,8 +146,7 @@ class ModelClient:
         cfg = self.config
         if not cfg.base_url:
             raise ModelError(
-                "no model server configured: set model.base_url in config.yaml, "
-                "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL",
+                NO_MODEL_SERVER,
                 code="model_unreachable",
             )
         name = model or cfg.name or self._listed_model or "default"
@@ -241,23 +240,36 @@ class ModelClient:
         name, but Ollama, OpenAI and most others want a real one. A server
         that cannot list its models gets "default" and says what it thinks.
         """
-        base_url = self.config.base_url or ""
-        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
         with trio.move_on_after(self.config.timeouts.connect + 5):
             try:
-                response = await self.http.get(base_url.rstrip("/") + "/models", headers=headers)
-                listed = response.json().get("data") or []
-                first = listed[0].get("id") if isinstance(listed[0], dict) else None
-            except (httpx.HTTPError, ValueError, AttributeError, IndexError):
+                await self.probe()
+            except (httpx.HTTPError, ValueError):
                 return
-            if isinstance(first, str) and first:
-                self._listed_model = first
-                log.info(
-                    "model.name is not set: using %r, the first model %s lists "
-                    "(set model.name or HERMES_MODEL to choose)",
-                    first,
-                    base_url,
-                )
+
+    async def probe(self) -> None:
+        """Ask the server for its models (``GET /models``).
+
+        Raises ``httpx.HTTPError`` when it cannot be reached. With no model
+        name configured, remembers the first model it lists.
+        """
+        base_url = self.config.base_url or ""
+        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+        response = await self.http.get(base_url.rstrip("/") + "/models", headers=headers)
+        if self.config.name or self._listed_model:
+            return
+        try:
+            listed = response.json().get("data") or []
+            first = listed[0].get("id") if listed and isinstance(listed[0], dict) else None
+        except (ValueError, AttributeError):
+            return
+        if isinstance(first, str) and first:
+            self._listed_model = first
+            log.info(
+                "model.name is not set: using %r, the first model %s lists "
+                "(set model.name or HERMES_MODEL to choose)",
+                first,
+                base_url,
+            )
 
     def _note_fallback(self, target: Target, why: _StreamUnsupported) -> None:
         if why.remember:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["ModelError"]
+__all__ = ["NO_MODEL_SERVER", "ModelError"]
+
+# Every command says the same when no model server is configured.
+NO_MODEL_SERVER = (
+    "no model server configured: set model.base_url in config.yaml, "
+    "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL (an OpenAI-compatible URL ending in /v1), "
+    "or pass --base-url"
+)
 
 
 class ModelError(Exception):

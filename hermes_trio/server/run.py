@@ -25,6 +25,7 @@ from hypercorn.utils import wrap_app
 
 from ..agent import Agent, open_agent
 from ..config import Config
+from ..llm import NO_MODEL_SERVER
 from .app import ServerState, create_app
 from .listener import serve_hypercorn
 from .sessions import SessionStore
@@ -34,7 +35,6 @@ from .turns import TurnSlots
 __all__ = ["ApiServer", "open_api_server", "run_serve", "startup_problem"]
 
 log = logging.getLogger("hermes_trio.server")
-
 
 
 @dataclass
@@ -65,10 +65,7 @@ def is_loopback(host: str) -> bool:
 def startup_problem(config: Config) -> str | None:
     """The one line that stops ``serve`` from starting, if any."""
     if not config.model.base_url:
-        return (
-            "no model server configured: set model.base_url in config.yaml, "
-            "HERMES_MODEL_BASE_URL or OPENAI_BASE_URL, or pass --base-url"
-        )
+        return NO_MODEL_SERVER
     api = config.api_server
     if not is_loopback(api.host) and not api.key:
         return (
@@ -88,9 +85,7 @@ def _listening_socket(host: str, port: int, write_timeout: float) -> socket.sock
             # socket after api_server.write_timeout, so a client that stopped
             # reading can't hold a write forever (DESIGN §7). Accepted
             # sockets inherit it.
-            sock.setsockopt(
-                socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(write_timeout * 1000)
-            )
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(write_timeout * 1000))
         sock.bind((host, port))
         sock.listen(1024)
         sock.setblocking(False)
@@ -175,18 +170,16 @@ async def _agent_or(config: Config, agent: Agent | None) -> AsyncIterator[Agent]
         yield opened
 
 
-async def _check_model_server(config: Config) -> None:
+async def _check_model_server(agent: Agent) -> None:
     """Warn once at start when the model server does not answer."""
-    url = (config.model.base_url or "").rstrip("/") + "/models"
-    headers = {"Authorization": f"Bearer {config.model.api_key}"} if config.model.api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(5.0)) as client:
-            await client.get(url, headers=headers)
-    except httpx.HTTPError as exc:
+        with trio.fail_after(agent.config.model.timeouts.connect + 5):
+            await agent.client.probe()
+    except (httpx.HTTPError, trio.TooSlowError) as exc:
         log.warning(
             "the model server at %s is not reachable (%s: %s); chat requests will get "
             "502 until it is",
-            config.model.base_url,
+            agent.config.model.base_url,
             type(exc).__name__,
             exc,
         )
@@ -223,7 +216,7 @@ async def _serve_until_signal(config: Config) -> None:
                     f"(model {_model_label(config)}, {config.model.api_mode})",
                     flush=True,
                 )
-                nursery.start_soon(_check_model_server, config)
+                nursery.start_soon(_check_model_server, server.state.agent)
                 await stop.wait()
             nursery.cancel_scope.cancel()
 
@@ -257,7 +250,8 @@ def run_serve(config: Config, args: argparse.Namespace) -> int:
     if failures:
         api = config.api_server
         reason = failures[0].strerror or str(failures[0])
-        print(f"hermes-trio serve: cannot listen on {api.host}:{api.port}: {reason}",
-              file=sys.stderr)
+        print(
+            f"hermes-trio serve: cannot listen on {api.host}:{api.port}: {reason}", file=sys.stderr
+        )
         return 1
     return 0

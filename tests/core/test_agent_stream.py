@@ -387,3 +387,17 @@ async def test_without_a_model_name_the_first_listed_model_is_used() -> None:
         "/v1/models", "/v1/chat/completions", "/v1/chat/completions"
     ]
     assert server.requests[1].json["model"] == "listed-one"
+
+
+async def test_ask_returns_the_final_text_or_raises() -> None:
+    from hermes_trio.llm import ModelError
+
+    async with open_scripted_server([TextReply("forty-two"), ErrorReply(status=401)]) as server:
+        async with open_agent(make_config(server.base_url)) as agent:
+            assert await agent.ask("q") == "forty-two"
+            try:
+                await agent.ask("q")
+            except ModelError as exc:
+                assert "401" in exc.message
+            else:  # pragma: no cover
+                raise AssertionError("a model error must raise")

@@ -410,15 +410,13 @@ class ModelClient:
                             finished = True
                             break
                         deltas.append(delta)
+                    first = bool(deltas) and not delivery.delivered
                     if deltas:
                         # What arrived in one read goes on as one delta: a burst
                         # costs the consumers one event, not one per token.
                         watchdog.busy = True  # a slow consumer is not model silence
-                        first = not delivery.delivered
                         await delivery(merge_deltas(deltas))
                         watchdog.busy = False
-                    else:
-                        first = False
                     now = watchdog.beat()
                     if first or now - slice_start >= _TIME_SLICE:
                         # Reading a burst that is already buffered never

@@ -20,9 +20,9 @@ from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
-from ..agent import Agent
+from ..agent import Agent, TurnEvents
 from ..consumers.sse import EXTENSIONS, PreStreamError, SSEOptions, error_status, write_chat_sse
-from ..events import StreamEvent, TurnFinished
+from ..events import StreamEvent
 from ..wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from .bodies import StreamedBody, read_json_body, sse_response
 from .chat_request import ChatRequest, parse_chat_request
@@ -280,7 +280,6 @@ class _ChatRun:
         self.extensions = extensions
         self.headers: dict[str, str] = {}
         self.turn: RunningTurn | None = None
-        self.finished: list[TurnFinished] = []
         self.out: trio.MemoryReceiveChannel[bytes | PreStreamError] | None = None
         self.frames: ChatStreamFrames | None = None
 
@@ -307,10 +306,10 @@ class _ChatRun:
             else:
 
                 async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
-                    async with receive:
-                        async for event in receive:
-                            if isinstance(event, TurnFinished):
-                                self.finished.append(event)
+                    # The answer is the turn's result; the events only drain.
+                    with receive:
+                        async for _ in TurnEvents(receive):
+                            pass
 
             self.turn = await start_turn(
                 state.nursery,
@@ -336,9 +335,9 @@ class _ChatRun:
             await turn.done.wait()
         finally:
             turn.cancel("client went away")
-        if not self.finished:
+        end = turn.result
+        if end is None or end.finish_reason == "interrupted":
             raise APIError(409, turn.interrupted or "the turn was interrupted", code="interrupted")
-        end = self.finished[0]
         if end.finish_reason == "error":
             raise APIError(
                 error_status(end.error_code),

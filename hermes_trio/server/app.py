@@ -8,7 +8,6 @@ the turn's scope, which closes the upstream stream and kills tool processes.
 
 from __future__ import annotations
 
-import datetime
 import hmac
 import json
 import logging
@@ -24,11 +23,19 @@ from ..agent import Agent, TurnEvents
 from ..consumers.sse import EXTENSIONS, PreStreamError, SSEOptions, error_status, write_chat_sse
 from ..events import StreamEvent
 from ..wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
-from .bodies import StreamedBody, read_json_body, sse_response
+from .bodies import (
+    StreamedBody,
+    bearer_token,
+    json_response,
+    read_json_body,
+    request_owner,
+    sse_response,
+)
 from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
 from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
+from .store import wall_clock
 from .turns import RunningTurn, TurnSlots, start_turn
 
 __all__ = ["ServerState", "create_app"]
@@ -86,16 +93,6 @@ def create_app(state: ServerState) -> QuartTrio:
     app.config["BODY_TIMEOUT"] = 60
     origins = frozenset(api.cors_origins)
 
-    def json_response(
-        body: Any, status: int = 200, headers: dict[str, str] | None = None
-    ) -> Response:
-        response = Response(
-            json.dumps(body, ensure_ascii=False), status=status, content_type="application/json"
-        )
-        for key, value in (headers or {}).items():
-            response.headers[key] = value
-        return response
-
     @app.errorhandler(APIError)
     async def on_api_error(exc: APIError) -> Response:
         return json_response(exc.body(), exc.status, exc.headers)
@@ -127,9 +124,7 @@ def create_app(state: ServerState) -> QuartTrio:
         if request.method == "OPTIONS":
             return _preflight(origin)
         if request.path.startswith("/v1") and api.key:
-            given = request.headers.get("Authorization", "")
-            token = given[7:] if given[:7].lower() == "bearer " else ""
-            if not hmac.compare_digest(token.encode(), api.key.encode()):
+            if not hmac.compare_digest(bearer_token().encode(), api.key.encode()):
                 raise APIError(
                     401,
                     "invalid or missing API key: send 'Authorization: Bearer <key>'",
@@ -224,7 +219,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         state,
         chat,
         completion_id=new_completion_id(),
-        created=_now(),
+        created=int(wall_clock()),
         model=chat.model or api.model_name,
         extensions=_extensions(),
     )
@@ -240,7 +235,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         await run.begin(list(chat.messages), kwargs)
         return await run.respond()
     validate_session_id(session_id)
-    key = SessionStore.key(request.headers.get("Authorization", ""), session_id)
+    key = SessionStore.key(request_owner(), session_id)
     session = state.sessions.get_or_create(key, agent.new_tool_context)
     run.headers["X-Session-ID"] = session_id
     async with session.lock:
@@ -250,12 +245,6 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         kwargs["tool_context"] = session.tool_context
         session.running = await run.begin(session.messages, kwargs)
     return await run.respond()
-
-
-def _now() -> int:
-    # Completion objects carry a wall-clock timestamp by contract; trio's
-    # clock is monotonic and has no epoch.
-    return int(datetime.datetime.now(datetime.UTC).timestamp())
 
 
 class _ChatRun:

@@ -12,8 +12,35 @@ from quart import Response, request
 from quart.wrappers.response import ResponseBody
 
 from .errors import APIError
+from .store import owner_scope
 
-__all__ = ["StreamedBody", "read_json_body", "sse_response"]
+__all__ = [
+    "StreamedBody",
+    "bearer_token",
+    "json_response",
+    "read_json_body",
+    "request_owner",
+    "sse_response",
+]
+
+
+def bearer_token() -> str:
+    """The request's ``Authorization: Bearer`` token, or "" without one."""
+    given = request.headers.get("Authorization", "")
+    return given[7:] if given[:7].lower() == "bearer " else ""
+
+
+def request_owner() -> str:
+    """Whose sessions and stored responses this request may see."""
+    return owner_scope(bearer_token())
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    response = Response(
+        json.dumps(body, ensure_ascii=False), status=status, content_type="application/json"
+    )
+    response.headers.update(headers or {})
+    return response
 
 
 async def read_json_body() -> Any:

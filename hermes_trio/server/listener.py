@@ -87,8 +87,9 @@ async def serve_hypercorn(
         async with trio.open_nursery() as server_nursery:
             async with trio.open_nursery() as accept_nursery:
                 accept_nursery.start_soon(
-                    partial(trio.serve_listeners, handle, [listener],
-                            handler_nursery=server_nursery)
+                    partial(
+                        trio.serve_listeners, handle, [listener], handler_nursery=server_nursery
+                    )
                 )
                 task_status.started()
                 await stop.wait()

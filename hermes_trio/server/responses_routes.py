@@ -17,14 +17,13 @@ the store.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from quart import Response, request
 from quart_trio import QuartTrio
 
 from ..consumers.sse import error_status
-from .bodies import read_json_body, sse_response
+from .bodies import json_response, read_json_body, request_owner, sse_response
 from .errors import APIError
 from .responses_input import check_tool_outputs
 from .responses_live import LiveResponses
@@ -34,7 +33,6 @@ from .responses_request import (
     parse_responses_request,
     parse_retrieve_query,
 )
-from .store import owner_scope
 from .validation import bad
 
 if TYPE_CHECKING:
@@ -42,15 +40,6 @@ if TYPE_CHECKING:
     from .app import ServerState
 
 __all__ = ["register_responses_routes"]
-
-
-def _json(body: Any) -> Response:
-    return Response(json.dumps(body, ensure_ascii=False), content_type="application/json")
-
-
-def _owner() -> str:
-    given = request.headers.get("Authorization", "")
-    return owner_scope(given[7:] if given[:7].lower() == "bearer " else given)
 
 
 def _not_found(response_id: str) -> APIError:
@@ -72,14 +61,14 @@ class _Responses:
 
     async def create(self, body: Any) -> Response:
         req = parse_responses_request(body)
-        owner = _owner()
+        owner = request_owner()
         conversation = await self._conversation(req, owner)
         live = await self.live.start(req, owner, conversation)
         builder = live.builder
         if req.stream:
             return sse_response(self.live.follow(live, owns_turn=not req.background))
         if req.background:
-            return _json(builder.snapshot())
+            return json_response(builder.snapshot())
         try:
             await live.finished.wait()
         finally:
@@ -91,7 +80,7 @@ class _Responses:
                 str(error.get("message") or "the model server failed"),
                 code=builder.error_code,
             )
-        return _json(builder.snapshot())
+        return json_response(builder.snapshot())
 
     async def _conversation(self, req: ResponsesRequest, owner: str) -> list[dict[str, Any]]:
         """What the new response's turn continues from: the previous
@@ -123,40 +112,40 @@ class _Responses:
         return conversation
 
     async def retrieve(self, response_id: str) -> Response:
-        owner = _owner()
+        owner = request_owner()
         query = parse_retrieve_query(request.args)
         live = self.live.find(response_id, owner)
         if live is not None:
             if not query.stream:
-                return _json(live.builder.snapshot())
+                return json_response(live.builder.snapshot())
             return sse_response(self.live.follow(live, after=query.after))
         store = self.live.store
         row = await store.get(response_id, owner) if store is not None else None
         if row is None or store is None:
             raise _not_found(response_id)
         if not query.stream:
-            return _json(row.response)
+            return json_response(row.response)
         events = await store.events_after(response_id, query.after)
         return sse_response(b"".join(event.frame for event in events))
 
     async def delete(self, response_id: str) -> Response:
-        owner = _owner()
+        owner = request_owner()
         live = self.live.find(response_id, owner)
         if live is not None:
             await self.live.stop(live, "the response was deleted")
         store = self.live.store
         if store is None or not await store.delete(response_id, owner):
             raise _not_found(response_id)
-        return _json({"id": response_id, "object": "response.deleted", "deleted": True})
+        return json_response({"id": response_id, "object": "response.deleted", "deleted": True})
 
     async def cancel(self, response_id: str) -> Response:
-        owner = _owner()
+        owner = request_owner()
         live = self.live.find(response_id, owner)
         if live is not None:
             if not live.background:
                 raise _not_background()
             await self.live.cancel(live)
-            return _json(live.builder.snapshot())
+            return json_response(live.builder.snapshot())
         store = self.live.store
         row = await store.get(response_id, owner) if store is not None else None
         if row is None:
@@ -164,10 +153,10 @@ class _Responses:
         if not row.background:
             raise _not_background()
         # Already over: cancelling again returns the final response.
-        return _json(row.response)
+        return json_response(row.response)
 
     async def input_items(self, response_id: str) -> Response:
-        owner = _owner()
+        owner = request_owner()
         query = parse_items_query(request.args)
         store = self.live.store
         row = await store.get(response_id, owner) if store is not None else None
@@ -182,7 +171,7 @@ class _Responses:
                 raise bad(f"no input item with id '{query.after}' in this response", "after")
             items = items[ids.index(query.after) + 1 :]
         page = items[: query.limit]
-        return _json(
+        return json_response(
             {
                 "object": "list",
                 "data": page,

@@ -7,7 +7,6 @@ tests and for trio programs that embed it.
 from __future__ import annotations
 
 import argparse
-import datetime
 import ipaddress
 import logging
 import signal
@@ -29,7 +28,7 @@ from ..llm import NO_MODEL_SERVER
 from .app import ServerState, create_app
 from .listener import serve_hypercorn
 from .sessions import SessionStore
-from .store import open_response_store
+from .store import open_response_store, wall_clock
 from .turns import TurnSlots
 
 __all__ = ["ApiServer", "open_api_server", "run_serve", "startup_problem"]
@@ -133,7 +132,7 @@ async def open_api_server(
             nursery=turns,
             slots=TurnSlots(api.max_concurrent),
             sessions=SessionStore(ttl=api.session_ttl),
-            created=int(datetime.datetime.now(datetime.UTC).timestamp()),
+            created=int(wall_clock()),
             store=store,
         )
         app = create_app(state)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -61,9 +60,9 @@ class SessionStore:
         self._sessions: OrderedDict[str, Session] = OrderedDict()
 
     @staticmethod
-    def key(api_key: str | None, session_id: str) -> str:
-        # Scoped to the API key, so one key cannot read another key's session.
-        owner = hashlib.sha256((api_key or "").encode()).hexdigest()[:16]
+    def key(owner: str, session_id: str) -> str:
+        # Scoped to the API key's owner hash, so one key cannot reach
+        # another key's session.
         return f"{owner}:{session_id}"
 
     def get_or_create(self, key: str, make_context: Any) -> Session:

@@ -127,7 +127,14 @@ async def start_turn(
     """Start a turn in ``nursery``; returns once it is running. ``registry``
     holds it while it runs (so a shutdown can find it)."""
     turn: RunningTurn = await nursery.start(
-        partial(_run, agent, messages, consumer, on_exit,
-                registry if registry is not None else set(), kwargs)
+        partial(
+            _run,
+            agent,
+            messages,
+            consumer,
+            on_exit,
+            registry if registry is not None else set(),
+            kwargs,
+        )
     )
     return turn

@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import orjson
 import trio
 
 from ..config import ModelConfig
@@ -40,6 +41,7 @@ from ..wire.responses_stream import (
 from ..wire.sse import SSEDecoder, SSEEvent
 from .backoff import backoff_delay, parse_retry_after
 from .errors import NO_MODEL_SERVER, ModelError
+from .pool import PooledTransport
 from .watchdog import StreamWatchdog
 
 __all__ = ["ModelClient", "ModelRequest", "ModelResponse", "OnDelta", "Target", "make_http_client"]
@@ -54,6 +56,9 @@ _STREAM_REFUSAL_STATUSES = frozenset({400, 415, 422, 501})
 _MAX_RETRY_AFTER = 60.0
 # Longest run of stream processing between two scheduler checkpoints.
 _TIME_SLICE = 0.005
+# How long the body's end may lag behind ``[DONE]`` before the connection is
+# dropped instead of going back to the pool.
+_DRAIN_GRACE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +128,7 @@ def make_http_client(config: ModelConfig) -> httpx.AsyncClient:
     # byte; httpx only bounds connecting.
     return httpx.AsyncClient(
         timeout=httpx.Timeout(connect=timeouts.connect, read=None, write=60.0, pool=None),
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+        transport=PooledTransport(max_idle=64),
     )
 
 
@@ -285,7 +290,10 @@ class ModelClient:
     # -- one HTTP exchange -------------------------------------------------
 
     def _headers(self, target: Target, *, stream: bool) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream" if stream else "application/json"}
+        headers = {
+            "Accept": "text/event-stream" if stream else "application/json",
+            "Content-Type": "application/json",
+        }
         if target.api_key:
             headers["Authorization"] = f"Bearer {target.api_key}"
         return headers
@@ -376,7 +384,7 @@ class ModelClient:
             async with self.http.stream(
                 "POST",
                 self._url(target),
-                json=self._body(target, request, stream=True),
+                content=orjson.dumps(self._body(target, request, stream=True)),
                 headers=self._headers(target, stream=True),
             ) as response:
                 if response.status_code != 200:
@@ -397,7 +405,8 @@ class ModelClient:
                     )
                     await delivery(ChunkDelta(content=msg.content, reasoning=msg.reasoning))
                     return ModelResponse(msg, usage, target.name, streamed=False)
-                async for raw in response.aiter_raw():
+                chunks = response.aiter_raw()
+                async for raw in chunks:
                     events = decoder.feed(raw)
                     if not events:
                         continue
@@ -425,6 +434,7 @@ class ModelClient:
                         await trio.lowlevel.checkpoint()
                         slice_start = trio.current_time()
                     if finished:
+                        await _drain(chunks)
                         break
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise ModelError(
@@ -468,7 +478,7 @@ class ModelClient:
             try:
                 response = await self.http.post(
                     self._url(target),
-                    json=self._body(target, request, stream=False),
+                    content=orjson.dumps(self._body(target, request, stream=False)),
                     headers=self._headers(target, stream=False),
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -493,6 +503,14 @@ class ModelClient:
         message, usage = _parse_plain(response.content, target.api_mode == "responses")
         await delivery(ChunkDelta(content=message.content, reasoning=message.reasoning))
         return ModelResponse(message, usage, target.name, streamed=False)
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read the body's end after ``[DONE]``: a response closed half-read
+    takes its connection with it, and the next request would reconnect."""
+    with trio.move_on_after(_DRAIN_GRACE):
+        async for _ in chunks:
+            pass
 
 
 def _feed(

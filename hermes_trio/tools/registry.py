@@ -106,6 +106,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._schemas: list[dict[str, Any]] | None = None
         for tool in tools:
             self.register(tool)
 
@@ -113,6 +114,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._schemas = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -127,19 +129,24 @@ class ToolRegistry:
         return len(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
-        """Tool definitions in the OpenAI Chat Completions ``tools`` format."""
-        # Deep copies: callers (request builders) may mutate what they get.
-        return [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": copy.deepcopy(tool.parameters),
-                },
-            }
-            for tool in self._tools.values()
-        ]
+        """Tool definitions in the OpenAI Chat Completions ``tools`` format.
+
+        Built once (every model request sends them) and shared: read them,
+        do not change them in place.
+        """
+        if self._schemas is None:
+            self._schemas = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": copy.deepcopy(tool.parameters),
+                    },
+                }
+                for tool in self._tools.values()
+            ]
+        return list(self._schemas)
 
     def preview(self, name: str, raw_args: str) -> tuple[dict[str, Any], str]:
         """Arguments and a one-line preview for display; never raises."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["DEFAULT_THINK_TAGS", "Filtered", "ThinkFilter", "strip_think_blocks"]
 
@@ -31,6 +32,25 @@ class Filtered:
 
 
 _EMPTY = Filtered()
+
+
+@lru_cache(maxsize=32)
+def _tag_tables(
+    tags: tuple[str, ...],
+) -> tuple[dict[str, str], frozenset[str], list[int], int, frozenset[str], frozenset[str]]:
+    names = {tag.lower() for tag in tags}
+    for name in names:
+        if not name or any(c in name for c in "<>/") or any(c.isspace() for c in name):
+            raise ValueError(f"invalid think tag name: {name!r}")
+    # Lowercase open tag -> the closing tag that ends its block.
+    opens = {f"<{name}>": f"</{name}>" for name in names}
+    orphans = frozenset(opens.values())
+    candidates = [*opens, *orphans]
+    lengths = sorted({len(c) for c in candidates})
+    prefixes = frozenset(c[:k] for c in candidates for k in range(1, len(c)))
+    # The character after "<" rules most "<" out at once ("a < b", "<div>").
+    first_chars = frozenset(c[1] for c in candidates)
+    return opens, orphans, lengths, max(lengths, default=0), prefixes, first_chars
 
 
 class ThinkFilter:
@@ -57,19 +77,15 @@ class ThinkFilter:
     def __init__(self, tags: Sequence[str] = DEFAULT_THINK_TAGS) -> None:
         if isinstance(tags, str):
             raise TypeError("tags must be a sequence of tag names, not a string")
-        names = {tag.lower() for tag in tags}
-        for name in names:
-            if not name or any(c in name for c in "<>/") or any(c.isspace() for c in name):
-                raise ValueError(f"invalid think tag name: {name!r}")
-        # Lowercase open tag -> the closing tag that ends its block.
-        self._opens = {f"<{name}>": f"</{name}>" for name in names}
-        self._orphans = frozenset(self._opens.values())
-        candidates = [*self._opens, *self._orphans]
-        self._lengths = sorted({len(c) for c in candidates})
-        self._longest = max(self._lengths, default=0)
-        self._prefixes = frozenset(c[:k] for c in candidates for k in range(1, len(c)))
-        # The character after "<" rules most "<" out at once ("a < b", "<div>").
-        self._first_chars = frozenset(c[1] for c in candidates)
+        # Every model step makes a filter; the tag tables are made once per tag set.
+        (
+            self._opens,
+            self._orphans,
+            self._lengths,
+            self._longest,
+            self._prefixes,
+            self._first_chars,
+        ) = _tag_tables(tuple(tags))
         self._closing: str | None = None
         self._held = ""
 

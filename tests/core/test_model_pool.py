@@ -1,0 +1,103 @@
+"""The model client's keep-alive pool: one connection serves turn after turn,
+a stream cut short never goes back to the pool, and a connection the server
+dropped while idle is replaced without the caller seeing an error."""
+
+from __future__ import annotations
+
+import h11
+import httpx
+import trio
+from support import make_config, run_turn
+
+from hermes_trio.agent import open_agent
+from hermes_trio.llm.pool import PooledTransport
+from hermes_trio.testing import Stall, TextReply, open_scripted_server
+
+
+async def test_sequential_turns_share_one_connection() -> None:
+    async with open_scripted_server([TextReply("one"), TextReply("two")], record=True) as server:
+        async with open_agent(make_config(server.base_url)) as agent:
+            _, first = await run_turn(agent, "first")
+            _, second = await run_turn(agent, "second")
+    assert (first.text, second.text) == ("one", "two")
+    chats = [r for r in server.requests if r.path.endswith("/chat/completions")]
+    assert len(chats) == 2
+    assert chats[0].connection_id == chats[1].connection_id
+    assert len(server.connections) == 1
+
+
+async def test_a_stream_cut_short_closes_its_connection() -> None:
+    async with open_scripted_server([Stall("thinking"), TextReply("fresh")], record=True) as server:
+        async with open_agent(make_config(server.base_url)) as agent:
+            with trio.move_on_after(1):
+                await run_turn(agent, "stall")
+            record = await server.wait_connection_closed()
+            assert record.closed_by == "client"
+            _, result = await run_turn(agent, "again")
+    assert result.text == "fresh"
+    chats = [r for r in server.requests if r.path.endswith("/chat/completions")]
+    assert chats[0].connection_id != chats[1].connection_id
+
+
+async def _one_shot_server(
+    listeners: list[trio.SocketListener], accepted: list[int], *, drop_second: bool
+) -> None:
+    """Answers the first request on each connection with keep-alive; then
+    either waits for more or (``drop_second``) closes when the next arrives."""
+
+    async def handle(stream: trio.SocketStream) -> None:
+        accepted.append(1)
+        conn = h11.Connection(h11.SERVER)
+        answered = 0
+        async with stream:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    data = await stream.receive_some(65536)
+                    conn.receive_data(data)
+                    if not data:
+                        return
+                    continue
+                if isinstance(event, h11.Request):
+                    if answered and drop_second:
+                        return  # close without a word, as a keep-alive timeout would
+                    continue
+                if isinstance(event, h11.EndOfMessage):
+                    body = b"ok"
+                    await stream.send_all(
+                        conn.send(h11.Response(status_code=200, headers=[("content-length", "2")]))
+                        + conn.send(h11.Data(data=body))
+                        + conn.send(h11.EndOfMessage())
+                    )
+                    answered += 1
+                    conn.start_next_cycle()
+                    if not drop_second:
+                        return  # close while the client holds it idle
+                    continue
+                if isinstance(event, h11.ConnectionClosed):
+                    return
+
+    await trio.serve_listeners(handle, listeners)
+
+
+async def _get_twice(*, drop_second: bool) -> int:
+    accepted: list[int] = []
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        nursery.start_soon(lambda: _one_shot_server(listeners, accepted, drop_second=drop_second))
+        async with httpx.AsyncClient(transport=PooledTransport()) as client:
+            first = await client.get(f"http://127.0.0.1:{port}/a")
+            await trio.testing.wait_all_tasks_blocked()
+            second = await client.get(f"http://127.0.0.1:{port}/b")
+        assert (first.text, second.text) == ("ok", "ok")
+        nursery.cancel_scope.cancel()
+    return len(accepted)
+
+
+async def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
+    assert await _get_twice(drop_second=False) == 2
+
+
+async def test_a_reused_connection_dropped_on_arrival_is_retried_once_fresh() -> None:
+    assert await _get_twice(drop_second=True) == 2

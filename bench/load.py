@@ -146,7 +146,9 @@ async def close_mid_stream(
     while seen < tokens_first:
         data = await stream.receive_some(65536)
         seen += data.count(b'"content":"w') + data.count(b'"content":" w')
-    connection = model.requests[-1].connection_id
+    # hermes-trio serve may also have asked GET /models (its start-up check).
+    chats = [r for r in model.requests if r.path.endswith("/chat/completions")]
+    connection = chats[-1].connection_id
     closed_at = trio.current_time()
     await stream.aclose()
     with trio.fail_after(10):

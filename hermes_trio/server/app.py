@@ -232,7 +232,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     }
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
-        await run.begin(list(chat.messages), kwargs)
+        run.begin(list(chat.messages), kwargs)
         return await run.respond()
     validate_session_id(session_id)
     key = SessionStore.key(request_owner(), session_id)
@@ -243,7 +243,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
             await session.running.stop("interrupted by a newer request on this session")
         session.messages.extend(new_messages(session.messages, chat.messages))
         kwargs["tool_context"] = session.tool_context
-        session.running = await run.begin(session.messages, kwargs)
+        session.running = run.begin(session.messages, kwargs)
     return await run.respond()
 
 
@@ -272,7 +272,7 @@ class _ChatRun:
         self.out: trio.MemoryReceiveChannel[bytes | PreStreamError] | None = None
         self.frames: ChatStreamFrames | None = None
 
-    async def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
+    def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
         state = self.state
         state.slots.acquire()
         try:
@@ -300,7 +300,7 @@ class _ChatRun:
                         async for _ in TurnEvents(receive):
                             pass
 
-            self.turn = await start_turn(
+            self.turn = start_turn(
                 state.nursery,
                 state.agent,
                 messages,

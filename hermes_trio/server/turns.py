@@ -85,21 +85,17 @@ class TurnSlots:
 
 
 async def _run(
+    turn: RunningTurn,
     agent: Agent,
     messages: list[dict[str, Any]],
     consumer: Consumer,
     on_exit: Callable[[], None],
     registry: set[RunningTurn],
     kwargs: dict[str, Any],
-    *,
-    task_status: trio.TaskStatus[RunningTurn] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    turn = RunningTurn()
-    registry.add(turn)
     try:
         with turn.scope:
             send, receive = trio.open_memory_channel[StreamEvent](agent.config.agent.channel_size)
-            task_status.started(turn)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(consumer, receive)
                 turn.result = await agent.run_turn(messages, send, **kwargs)
@@ -114,7 +110,7 @@ async def _run(
         turn.done.set()
 
 
-async def start_turn(
+def start_turn(
     nursery: trio.Nursery,
     agent: Agent,
     messages: list[dict[str, Any]],
@@ -124,17 +120,14 @@ async def start_turn(
     registry: set[RunningTurn] | None = None,
     **kwargs: Any,
 ) -> RunningTurn:
-    """Start a turn in ``nursery``; returns once it is running. ``registry``
-    holds it while it runs (so a shutdown can find it)."""
-    turn: RunningTurn = await nursery.start(
-        partial(
-            _run,
-            agent,
-            messages,
-            consumer,
-            on_exit,
-            registry if registry is not None else set(),
-            kwargs,
-        )
-    )
+    """Start a turn in ``nursery``. ``registry`` holds it until it ends (so a
+    shutdown can find it); cancelling it before its task first runs is fine.
+
+    ``start_soon`` rather than ``start``: waiting for the task to report in
+    would cost the request a scheduler pass before its first token.
+    """
+    registry = registry if registry is not None else set()
+    turn = RunningTurn()
+    registry.add(turn)
+    nursery.start_soon(partial(_run, turn, agent, messages, consumer, on_exit, registry, kwargs))
     return turn

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,10 +131,14 @@ def make_http_client(config: ModelConfig) -> httpx.AsyncClient:
     # Reads are bounded by trio cancel scopes (first token, idle) so that
     # MockClock drives them and the limits differ before and after the first
     # byte; httpx only bounds connecting.
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(connect=timeouts.connect, read=None, write=60.0, pool=None),
-        transport=PooledTransport(max_idle=64),
-    )
+    timeout = httpx.Timeout(connect=timeouts.connect, read=None, write=60.0, pool=None)
+    if urllib.request.getproxies():
+        # httpx honours HTTP(S)_PROXY only with its own transport.
+        return httpx.AsyncClient(
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+        )
+    return httpx.AsyncClient(timeout=timeout, transport=PooledTransport(max_idle=64))
 
 
 class ModelClient:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import h11
 import httpx
+import pytest
 import trio
 from support import make_config, run_turn
 
 from hermes_trio.agent import open_agent
+from hermes_trio.llm.client import make_http_client
 from hermes_trio.llm.pool import PooledTransport
 from hermes_trio.testing import Stall, TextReply, open_scripted_server
 
@@ -101,3 +103,18 @@ async def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
 
 async def test_a_reused_connection_dropped_on_arrival_is_retried_once_fresh() -> None:
     assert await _get_twice(drop_second=True) == 2
+
+
+async def test_proxy_settings_in_the_environment_still_apply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = make_config("http://127.0.0.1:9/v1").model
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    async with make_http_client(config) as proxied:
+        pattern = next(iter(proxied._mounts))  # httpx keeps env proxies as mounts
+        assert pattern.pattern == "https://"
+    monkeypatch.delenv("HTTPS_PROXY")
+    for name in ("HTTP_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    async with make_http_client(config) as direct:
+        assert isinstance(direct._transport, PooledTransport)

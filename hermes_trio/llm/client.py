@@ -63,7 +63,7 @@ _MAX_RETRY_AFTER = 60.0
 _TIME_SLICE = 0.0002
 # How long the body's end may lag behind ``[DONE]`` before the connection is
 # dropped instead of going back to the pool.
-_DRAIN_GRACE = 0.25
+_DRAIN_GRACE = 0.05
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,13 @@ dropped while idle is replaced without the caller seeing an error."""
 
 from __future__ import annotations
 
+import json
+
 import h11
 import httpx
 import pytest
 import trio
+import trio.testing
 from support import make_config, run_turn
 
 from hermes_trio.agent import open_agent
@@ -118,3 +121,45 @@ async def test_proxy_settings_in_the_environment_still_apply(
         monkeypatch.delenv(name, raising=False)
     async with make_http_client(config) as direct:
         assert isinstance(direct._transport, PooledTransport)
+
+
+async def test_a_body_left_open_after_done_costs_the_turn_only_the_drain_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """[DONE] then silence: the answer ends at once (give or take the short
+    drain), and that connection is dropped rather than pooled."""
+    frames = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    body = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames)
+    closed = trio.Event()
+
+    async def handle(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        async with stream:
+            while not isinstance(event := conn.next_event(), h11.EndOfMessage):
+                if event is h11.NEED_DATA:
+                    conn.receive_data(await stream.receive_some(65536))
+            await stream.send_all(
+                conn.send(
+                    h11.Response(status_code=200, headers=[("content-type", "text/event-stream")])
+                )
+                + conn.send(h11.Data(data=body + b"data: [DONE]\n\n"))
+            )
+            await stream.receive_some(65536)  # the client's close, not a terminator
+            closed.set()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        nursery.start_soon(trio.serve_listeners, handle, listeners)
+        async with open_agent(make_config(f"http://127.0.0.1:{port}/v1")) as agent:
+            started = trio.current_time()
+            _, result = await run_turn(agent, "hello")
+            took = trio.current_time() - started
+            with trio.fail_after(1):
+                await closed.wait()
+        nursery.cancel_scope.cancel()
+    assert result.text == "hi"
+    assert took <= 0.1

@@ -5,9 +5,11 @@ bench/loadgen.py) talk once directly to the scripted model server and once
 through ``hermes-trio serve`` in front of it. Replies are 200 tokens, 2 ms
 apart and with no delay. Prints, as ratios to direct: time to first token
 (p50, p95) and aggregate tokens per second at concurrency 1, 10, 50 and 200;
-failed requests; the server's peak memory; and the time from a client
-closing mid-stream to the model server seeing its connection closed, for a
-fast stream and a slow one (a token every 250 ms).
+failed requests; the CPU the server used at each level (cores, per token and
+per request, and how busy the whole machine was: a saturated machine explains
+a ratio); the server's peak memory; and the time from a client closing
+mid-stream to the model server seeing its connection closed, for a fast
+stream and a slow one (a token every 250 ms).
 
     python bench/load.py [--levels 1,10,50,200] [--cancel-rounds 20]
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -95,8 +98,22 @@ def summarize(run: dict) -> dict:
         "p95": pct(ttfts, 0.95) * 1000 if ttfts else float("nan"),
         "tps": sum(r["tokens"] for r in results) / run["wall"],
         "failed": sum(not r["ok"] for r in results),
+        "tokens": sum(r["tokens"] for r in results),
         "requests": len(results),
     }
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of all CPUs, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = values[3] + values[4]
+    return sum(values) - idle, sum(values)
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -117,7 +134,14 @@ async def throughput(levels: list[int]) -> None:
             async with hermes_serve(model.base_url) as (url, pid):
                 for level in levels:
                     direct = summarize(await loadgen(model.base_url, level))
+                    cpu_before, machine_before = cpu_seconds(pid), machine_busy()
+                    started = trio.current_time()
                     through = summarize(await loadgen(url, level))
+                    wall = trio.current_time() - started
+                    cpu = cpu_seconds(pid) - cpu_before
+                    machine_after = machine_busy()
+                    busy = machine_after[0] - machine_before[0]
+                    total = machine_after[1] - machine_before[1]
                     added = through["p50"] - direct["p50"]
                     ratio = through["p50"] / direct["p50"]
                     print(
@@ -128,6 +152,12 @@ async def throughput(levels: list[int]) -> None:
                         f"({through['tps'] / direct['tps']:4.2f}x)     "
                         f"| {direct['failed']}/{direct['requests']} direct, "
                         f"{through['failed']}/{through['requests']} hermes"
+                    )
+                    print(
+                        f"      hermes-trio serve used {cpu / wall:4.2f} cores "
+                        f"({cpu / max(1, through['tokens']) * 1e6:5.1f} µs CPU per token, "
+                        f"{cpu / max(1, through['requests']) * 1e3:5.2f} ms per request, all "
+                        f"included); all {os.cpu_count()} CPUs {busy / max(1, total):4.0%} busy"
                     )
                 print(f"hermes-trio serve peak memory (VmHWM): {peak_rss_mb(pid):.1f} MB")
 

@@ -393,7 +393,7 @@ class ModelClient:
             async with self.http.stream(
                 "POST",
                 self._url(target),
-                content=orjson.dumps(self._body(target, request, stream=True)),
+                content=_json_bytes(self._body(target, request, stream=True)),
                 headers=self._headers(target, stream=True),
             ) as response:
                 if response.status_code != 200:
@@ -487,7 +487,7 @@ class ModelClient:
             try:
                 response = await self.http.post(
                     self._url(target),
-                    content=orjson.dumps(self._body(target, request, stream=False)),
+                    content=_json_bytes(self._body(target, request, stream=False)),
                     headers=self._headers(target, stream=False),
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -514,11 +514,25 @@ class ModelClient:
         return ModelResponse(message, usage, target.name, streamed=False)
 
 
+def _json_bytes(body: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        # orjson refuses integers beyond 64 bits, which a client may pass
+        # through (a "seed"); the model server is the one to judge them.
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
     """Read the body's end after ``[DONE]``: a response closed half-read
     takes its connection with it, and the next request would reconnect."""
     with trio.move_on_after(_DRAIN_GRACE):
-        async for _ in chunks:
+        try:
+            async for _ in chunks:
+                pass
+        except (httpx.TransportError, httpx.StreamError):
+            # The answer is complete; a connection that ends badly after it
+            # is just not reused.
             pass
 
 

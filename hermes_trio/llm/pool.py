@@ -66,11 +66,12 @@ class IdlePool:
         connection = reused or self._new(origin)
         try:
             response = await self._send(connection, request)
-        except (httpcore.ConnectionNotAvailable, httpcore.RemoteProtocolError, httpcore.ReadError):
+        except httpcore.ConnectionNotAvailable:
             if reused is None:
                 raise
-            # The server dropped the kept-alive connection as we reused it;
-            # nothing reached it, so a fresh connection may send the request.
+            # Refused before a byte was written (it stopped being idle), so
+            # a fresh connection may send it. Any later failure may follow a
+            # request the server already acted on: that is the caller's call.
             response = await self._send(connection := self._new(origin), request)
         assert isinstance(response.stream, AsyncIterable)
         return httpcore.Response(

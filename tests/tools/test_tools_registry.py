@@ -178,9 +178,23 @@ def test_schemas_use_the_chat_completions_format(registry: ToolRegistry) -> None
             "parameters": EchoTool.parameters,
         },
     }
-    # Callers may mutate what they get without changing the tool.
-    schemas[0]["function"]["parameters"]["required"].append("x")
-    assert EchoTool.parameters["required"] == ["text"]
+    # Built once and shared between requests, but never the tool's own dict.
+    assert schemas[0]["function"]["parameters"] is not EchoTool.parameters
+    assert registry.schemas() == schemas
+
+
+class _Renamed(EchoTool):
+    name = "echo_again"
+
+
+def test_schemas_follow_a_newly_registered_tool(registry: ToolRegistry) -> None:
+    before = registry.schemas()
+    registry.register(_Renamed())
+    after = registry.schemas()
+    assert [s["function"]["name"] for s in after] == [
+        *(s["function"]["name"] for s in before),
+        "echo_again",
+    ]
 
 
 def test_lookup(registry: ToolRegistry) -> None:

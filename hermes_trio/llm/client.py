@@ -446,11 +446,7 @@ class ModelClient:
                         await _drain(chunks)
                         break
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ModelError(
-                f"cannot connect to the model server at {target.base_url}: {exc}",
-                code="model_unreachable",
-                retryable=True,
-            ) from None
+            raise _unreachable(target, exc) from None
         except httpx.TransportError as exc:
             if not watchdog.seen:
                 raise _StreamUnsupported(
@@ -491,11 +487,7 @@ class ModelClient:
                     headers=self._headers(target, stream=False),
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                raise ModelError(
-                    f"cannot connect to the model server at {target.base_url}: {exc}",
-                    code="model_unreachable",
-                    retryable=True,
-                ) from None
+                raise _unreachable(target, exc) from None
             except httpx.TransportError as exc:
                 raise ModelError(
                     f"the model server at {target.base_url} failed: {type(exc).__name__}: {exc}",
@@ -512,6 +504,14 @@ class ModelClient:
         message, usage = _parse_plain(response.content, target.api_mode == "responses")
         await delivery(ChunkDelta(content=message.content, reasoning=message.reasoning))
         return ModelResponse(message, usage, target.name, streamed=False)
+
+
+def _unreachable(target: Target, exc: httpx.TransportError) -> ModelError:
+    return ModelError(
+        f"cannot connect to the model server at {target.base_url}: {exc}",
+        code="model_unreachable",
+        retryable=True,
+    )
 
 
 def _json_bytes(body: dict[str, Any]) -> bytes:

@@ -4,8 +4,8 @@ caller's nursery and cancel scopes.
 Streaming requests deliver each parsed delta through an ``on_delta`` callback
 as it arrives, so the caller decides where text goes and a slow consumer
 slows the upstream read (no buffering here). Retries happen only while
-nothing has reached the consumer; afterwards a failure is an error that
-carries the partial text.
+nothing has reached the consumer; afterwards a failure is final (the
+consumer already has the partial text).
 """
 
 from __future__ import annotations
@@ -91,31 +91,22 @@ class ModelRequest:
 class ModelResponse:
     message: AssistantMessage
     usage: Usage | None
-    model: str
-    streamed: bool
 
 
 class _Delivery:
     """Tracks what has reached the consumer, which decides whether a retry
     is still silent."""
 
-    __slots__ = ("delivered", "on_delta", "parts")
+    __slots__ = ("delivered", "on_delta")
 
     def __init__(self, on_delta: OnDelta) -> None:
         self.on_delta = on_delta
         self.delivered = False
-        self.parts: list[str] = []
 
     async def __call__(self, delta: ChunkDelta) -> None:
         if delta.content or delta.reasoning or delta.tool_calls:
             self.delivered = True
-            if delta.content:
-                self.parts.append(delta.content)
             await self.on_delta(delta)
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
 
 
 class _StreamUnsupported(Exception):
@@ -196,7 +187,7 @@ class ModelClient:
                 return await self._complete_target(target, request, stream, delivery)
             except ModelError as exc:
                 if delivery.delivered:
-                    raise exc.with_partial(delivery.text) from None
+                    raise
                 failures.append((target, exc))
                 if position + 1 < len(chain):
                     log.warning(
@@ -407,13 +398,11 @@ class ModelClient:
                 ctype = response.headers.get("content-type", "")
                 if "text/event-stream" not in ctype:
                     raw = await response.aread()
-                    msg, usage = _parse_plain(raw, responses_mode)
                     self._note_fallback(
                         target,
                         _StreamUnsupported(f"answered {ctype or 'no content type'}", remember=True),
                     )
-                    await delivery(ChunkDelta(content=msg.content, reasoning=msg.reasoning))
-                    return ModelResponse(msg, usage, target.name, streamed=False)
+                    return await _plain_answer(raw, responses_mode, delivery)
                 chunks = response.aiter_raw()
                 async for raw in chunks:
                     events = decoder.feed(raw)
@@ -473,7 +462,7 @@ class ModelClient:
                 f"the model server at {target.base_url} ended the stream before finishing",
                 retryable=True,
             )
-        return ModelResponse(message, acc.usage, target.name, streamed=True)
+        return ModelResponse(message, acc.usage)
 
     async def _plain_once(
         self, target: Target, request: ModelRequest, delivery: _Delivery
@@ -501,9 +490,14 @@ class ModelClient:
             )
         if response.status_code != 200:
             raise _status_error(target, response, response.content)
-        message, usage = _parse_plain(response.content, target.api_mode == "responses")
-        await delivery(ChunkDelta(content=message.content, reasoning=message.reasoning))
-        return ModelResponse(message, usage, target.name, streamed=False)
+        return await _plain_answer(response.content, target.api_mode == "responses", delivery)
+
+
+async def _plain_answer(raw: bytes, responses_mode: bool, delivery: _Delivery) -> ModelResponse:
+    """A whole (non-streamed) answer, delivered as one delta."""
+    message, usage = _parse_plain(raw, responses_mode)
+    await delivery(ChunkDelta(content=message.content, reasoning=message.reasoning))
+    return ModelResponse(message, usage)
 
 
 def _unreachable(target: Target, exc: httpx.TransportError) -> ModelError:
@@ -542,13 +536,8 @@ def _feed(
     """Feed one SSE event; returns its delta, or None at the end of the stream."""
     if responses_mode:
         assert isinstance(acc, ResponsesStreamAccumulator)
-        etype = event.event
-        if etype == "message":
-            try:
-                etype = json.loads(event.data).get("type", "message")
-            except (ValueError, AttributeError):
-                etype = "message"
-        delta = acc.feed_json(etype, event.data)
+        # A plain "message" event takes its type from the data.
+        delta = acc.feed_json(event.event, event.data)
         return None if acc.done and not (delta.content or delta.tool_calls) else delta
     if event.data == "[DONE]":
         return None

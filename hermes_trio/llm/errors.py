@@ -17,8 +17,6 @@ class ModelError(Exception):
 
     ``code`` is ``model_unreachable`` (no connection), ``model_timeout`` (a
     timeout fired) or ``model_error`` (the server answered with an error).
-    ``partial`` holds the text that had already reached the consumer when the
-    stream broke, so nothing is shown twice and nothing is silently lost.
     """
 
     def __init__(
@@ -27,7 +25,6 @@ class ModelError(Exception):
         *,
         code: str = "model_error",
         status: int | None = None,
-        partial: str = "",
         retryable: bool = False,
         retry_after: float | None = None,
     ) -> None:
@@ -35,10 +32,5 @@ class ModelError(Exception):
         self.message = message
         self.code = code
         self.status = status
-        self.partial = partial
         self.retryable = retryable
         self.retry_after = retry_after
-
-    def with_partial(self, partial: str) -> ModelError:
-        self.partial = partial
-        return self

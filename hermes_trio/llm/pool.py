@@ -56,10 +56,6 @@ class IdlePool:
         self._idle: dict[_Key, list[httpcore.AsyncHTTPConnection]] = {}
         self._busy: set[httpcore.AsyncHTTPConnection] = set()
 
-    @property
-    def idle_count(self) -> int:
-        return sum(len(stack) for stack in self._idle.values())
-
     async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
         origin = request.url.origin
         reused = await self._take_idle(origin)

@@ -41,7 +41,7 @@ from .tools import (
     default_registry,
 )
 from .wire.chat_chunks import ChunkDelta, ToolCall
-from .wire.think import ThinkFilter, strip_think_blocks
+from .wire.think import ThinkFilter
 
 __all__ = ["Agent", "TurnEvents", "TurnResult", "open_agent"]
 
@@ -59,6 +59,18 @@ class TurnResult:
     error: str | None = None
     error_code: str | None = None
     added: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def _end(
+    send: trio.MemorySendChannel[StreamEvent],
+    text: str,
+    usage: Usage,
+    reason: str,
+    **extra: Any,
+) -> TurnResult:
+    """Tell the consumers how the turn ended, and return the same ending."""
+    await send.send(TurnFinished(text, usage, reason, **extra))
+    return TurnResult(text, usage, reason, **extra)
 
 
 class TurnEvents:
@@ -267,16 +279,16 @@ class Agent:
                 if response.usage is not None:
                     usage = usage + response.usage
                 message = response.message
+                # Every piece of the answer went through the step's think
+                # filter on its way out, so what it showed is the answer.
+                said = step.shown.strip()
                 if not message.tool_calls:
-                    text = strip_think_blocks(message.content, cfg.think_tags)
-                    messages.append({"role": "assistant", "content": text})
+                    messages.append({"role": "assistant", "content": said})
                     recorded = True
                     await send.send(MessageStop(final=True))
                     reason = "length" if message.finish_reason == "length" else "stop"
-                    await send.send(TurnFinished(text, usage, reason))
-                    return TurnResult(text, usage, reason)
+                    return await _end(send, said, usage, reason)
 
-                said = strip_think_blocks(message.content, cfg.think_tags)
                 assistant = message.to_message()
                 assistant["content"] = said or None
                 messages.append(assistant)
@@ -290,8 +302,7 @@ class Agent:
                 if theirs:
                     calls = tuple(c.to_message() for c in theirs)
                     recorded = True
-                    await send.send(TurnFinished(said, usage, "tool_calls", tool_calls=calls))
-                    return TurnResult(said, usage, "tool_calls", tool_calls=calls)
+                    return await _end(send, said, usage, "tool_calls", tool_calls=calls)
             note = (
                 f"(Stopped: the agent reached its limit of {cfg.max_iterations} model steps "
                 "in one turn without a final answer; raise agent.max_iterations to allow more.)"
@@ -300,8 +311,7 @@ class Agent:
             recorded = True
             await send.send(MessageChunk(note))
             await send.send(MessageStop(final=True))
-            await send.send(TurnFinished(note, usage, "length"))
-            return TurnResult(note, usage, "length")
+            return await _end(send, note, usage, "length")
         except BaseException:
             # Cancelled may arrive bare or grouped from the tool nursery;
             # either way the turn ended without finishing.
@@ -332,10 +342,9 @@ class Agent:
             )
         log.warning("turn failed: %s", exc.message)
         await send.send(MessageStop(final=True))
-        await send.send(
-            TurnFinished(partial_text, usage, "error", error=exc.message, error_code=exc.code)
+        return await _end(
+            send, partial_text, usage, "error", error=exc.message, error_code=exc.code
         )
-        return TurnResult(partial_text, usage, "error", error=exc.message, error_code=exc.code)
 
     def _record_interrupt(self, messages: list[dict[str, Any]], shown: str) -> None:
         """Leave a history the model can continue from after an interrupt."""

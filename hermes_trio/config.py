@@ -22,6 +22,8 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from .wire.think import DEFAULT_THINK_TAGS
+
 __all__ = [
     "AgentConfig",
     "ApiServerConfig",
@@ -96,15 +98,7 @@ class AgentConfig:
     tools: list[str] | None = None
     yolo: bool = False
     long_tool_hint: float = 10.0
-    think_tags: list[str] = field(
-        default_factory=lambda: [
-            "think",
-            "thinking",
-            "reasoning",
-            "thought",
-            "REASONING_SCRATCHPAD",
-        ]
-    )
+    think_tags: list[str] = field(default_factory=lambda: list(DEFAULT_THINK_TAGS))
     workdir: str | None = None
     channel_size: int = 64
     approval_timeout: float = 60.0

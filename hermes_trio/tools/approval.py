@@ -43,6 +43,7 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from hermes_trio.config import TRUE_WORDS
 from hermes_trio.tools.base import ApprovalDecision, ApprovalRequest, ToolContext
 
 __all__ = [
@@ -235,9 +236,6 @@ async def check_approval(tool_name: str, command: str, ctx: ToolContext) -> str 
     )
 
 
-_TRUTHY = frozenset({"1", "true", "yes", "on"})
-
-
 def yolo_from_env(env: Mapping[str, str]) -> bool:
     """Whether ``HERMES_YOLO_MODE`` asks to skip approvals."""
-    return env.get("HERMES_YOLO_MODE", "").strip().lower() in _TRUTHY
+    return env.get("HERMES_YOLO_MODE", "").strip().lower() in TRUE_WORDS

@@ -201,7 +201,6 @@ class ResponseBuilder:
         self.error_code: str | None = None
         """The precise failure code (``response.error.code`` is coarser)."""
         self.incomplete_reason: str | None = None
-        self.incomplete = False
         self.completed_at: int | None = None
         self._open: _Item | None = None
         # No message since the last tool item: the turn's final text still
@@ -235,7 +234,9 @@ class ResponseBuilder:
             "background": bool(echo.get("background", False)),
             "completed_at": self.completed_at,
             "error": self.error,
-            "incomplete_details": ({"reason": self.incomplete_reason} if self.incomplete else None),
+            "incomplete_details": (
+                {"reason": self.incomplete_reason} if self.status == "incomplete" else None
+            ),
             "instructions": echo.get("instructions"),
             "max_output_tokens": echo.get("max_output_tokens"),
             "max_tool_calls": None,
@@ -468,16 +469,13 @@ class ResponseBuilder:
                 )
         elif not self._answered:
             # Every answer has a message item, even an empty one.
-            out += self._text(event.text) if event.text else self._empty_message()
+            out += self._text(event.text) if event.text else self._open_message()[1]
             if self._open is not None:
                 self._open.phase = "final_answer"
             out += self._close()
         if event.finish_reason == "length":
             return out + self._end("incomplete", reason="max_output_tokens")
         return out + self._end("completed")
-
-    def _empty_message(self) -> list[ResponseEvent]:
-        return self._open_message()[1]
 
     def _open_message(self) -> tuple[_Item, list[ResponseEvent]]:
         """A message item with its (empty) text part, as the SDK expects."""
@@ -501,7 +499,6 @@ class ResponseBuilder:
         if status == "completed" and self._clock is not None:
             self.completed_at = int(self._clock())
         if status == "incomplete":
-            self.incomplete = True
             self.incomplete_reason = reason
         kind = {
             "completed": "response.completed",

@@ -19,6 +19,7 @@ from hermes_trio.wire.chat_chunks import (
     ToolCallArgs,
     ToolCallStart,
     _chunk_error,
+    _fallback_id,
     _provider_error,
     _quote,
     usage_from,
@@ -156,7 +157,7 @@ class ResponsesStreamAccumulator:
             content="".join(self._content),
             reasoning="".join(self._reasoning),
             tool_calls=tuple(
-                ToolCall(slot.call_id or f"call_{n}", slot.name, "".join(slot.args))
+                ToolCall(slot.call_id or _fallback_id(n), slot.name, "".join(slot.args))
                 for n, slot in enumerate(self._slots)
             ),
             finish_reason=self._finish_reason,
@@ -312,7 +313,7 @@ class ResponsesStreamAccumulator:
             name = _str(item.get("name")) if item is not None else ""
             slot_no = len(self._slots)
             self._slots.append(_Slot(call_id, name))
-            out.append(ToolCallStart(slot_no, call_id or f"call_{slot_no}", name))
+            out.append(ToolCallStart(slot_no, call_id or _fallback_id(slot_no), name))
         elif item is not None:
             slot = self._slots[slot_no]
             slot.call_id = slot.call_id or _str(item.get("call_id"))
@@ -398,7 +399,7 @@ def message_from_response(body: dict[str, Any]) -> tuple[AssistantMessage, Usage
         elif kind == "function_call":
             calls.append(
                 ToolCall(
-                    _str(item.get("call_id")) or f"call_{len(calls)}",
+                    _str(item.get("call_id")) or _fallback_id(len(calls)),
                     _str(item.get("name")),
                     _str(item.get("arguments")),
                 )

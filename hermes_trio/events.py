@@ -7,8 +7,11 @@ agent. Like h11's events they are frozen dataclasses exported through one
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import trio
 
 __all__ = [
     "Commentary",
@@ -22,6 +25,8 @@ __all__ = [
     "ToolCallFinished",
     "TurnFinished",
     "Usage",
+    "coalesce",
+    "receive_batch",
 ]
 
 
@@ -144,3 +149,51 @@ StreamEvent = (
     | GatewayNotice
     | TurnFinished
 )
+
+
+def coalesce(events: Iterable[StreamEvent]) -> list[StreamEvent]:
+    """Merge runs of adjacent text (and reasoning) deltas into one event each.
+
+    A fast model can queue hundreds of one-token deltas while a consumer is
+    busy; handling them as one delta costs one render instead of hundreds.
+    Order between different kinds is preserved.
+    """
+    out: list[StreamEvent] = []
+    run: list[MessageChunk | ReasoningChunk] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            # One join per run: pairwise concatenation is quadratic in its length.
+            out.append(type(run[0])("".join(chunk.text for chunk in run)))
+        run.clear()
+
+    for event in events:
+        if isinstance(event, MessageChunk | ReasoningChunk):
+            if run and type(run[0]) is not type(event):
+                flush()
+            run.append(event)
+        else:
+            flush()
+            out.append(event)
+    flush()
+    return out
+
+
+async def receive_batch(
+    receive: trio.MemoryReceiveChannel[StreamEvent],
+) -> list[StreamEvent] | None:
+    """Wait for one event, then take every one already waiting behind it, so
+    a consumer that fell behind catches up in one step; None once the channel
+    has ended."""
+    try:
+        batch = [await receive.receive()]
+    except trio.EndOfChannel:
+        return None
+    while True:
+        try:
+            batch.append(receive.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel):
+            # An end seen here shows up again on the next call.
+            return batch

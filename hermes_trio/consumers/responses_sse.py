@@ -27,9 +27,9 @@ from collections.abc import Sequence
 
 import trio
 
-from ..events import MessageChunk, ReasoningChunk, StreamEvent
+from ..events import StreamEvent, coalesce, receive_batch
 from ..wire.responses_out import ResponseBuilder, ResponseEvent
-from ..wire.sse import encode_comment
+from ..wire.sse import KEEPALIVE
 
 __all__ = [
     "KEEPALIVE",
@@ -39,7 +39,6 @@ __all__ = [
     "write_response_events",
 ]
 
-KEEPALIVE = encode_comment("keep-alive")
 DEFAULT_WINDOW = 256
 
 
@@ -106,23 +105,6 @@ class EventLog:
             await self._changed.wait()
 
 
-def coalesce(batch: Sequence[StreamEvent]) -> list[StreamEvent]:
-    """Merge runs of text (and of reasoning) deltas into one delta each."""
-    out: list[StreamEvent] = []
-    for event in batch:
-        if out and type(event) is type(out[-1]) and isinstance(event, MessageChunk):
-            last = out[-1]
-            assert isinstance(last, MessageChunk)
-            out[-1] = MessageChunk(last.text + event.text)
-        elif out and type(event) is type(out[-1]) and isinstance(event, ReasoningChunk):
-            previous = out[-1]
-            assert isinstance(previous, ReasoningChunk)
-            out[-1] = ReasoningChunk(previous.text + event.text)
-        else:
-            out.append(event)
-    return out
-
-
 async def write_response_events(
     receive: trio.MemoryReceiveChannel[StreamEvent],
     builder: ResponseBuilder,
@@ -133,25 +115,13 @@ async def write_response_events(
     """Consume one turn's events into ``log`` until the turn's channel ends.
 
     The log stays open: whoever runs the turn adds the ending it decides
-    (an interruption, a cancel) and then closes it.
+    (an interruption, a cancel) and then closes it. Whoever runs the turn
+    also starts ``builder``, so ``response.created`` needs no first token
+    (``feed`` starts a builder that was not).
     """
     with receive:
-        log.extend(builder.start())
-        while True:
-            try:
-                first = await receive.receive()
-            except trio.EndOfChannel:
-                return
-            batch = [first]
-            while True:
-                try:
-                    batch.append(receive.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-            out: list[ResponseEvent] = []
-            for event in coalesce(batch):
-                out += builder.feed(event)
-            log.extend(out)
+        while (batch := await receive_batch(receive)) is not None:
+            log.extend(builder.feed_all(coalesce(batch)))
             await log.wait_for_primary(window)
 
 

@@ -23,9 +23,10 @@ from ..events import (
     ToolCallChunk,
     ToolCallFinished,
     TurnFinished,
+    receive_batch,
 )
 from ..wire.chat_out import ChatStreamFrames
-from ..wire.sse import encode_comment
+from ..wire.sse import KEEPALIVE
 
 __all__ = [
     "EXTENSIONS",
@@ -35,8 +36,6 @@ __all__ = [
     "error_status",
     "write_chat_sse",
 ]
-
-KEEPALIVE = encode_comment("keep-alive")
 
 # Opt-in stream extensions a client can ask for with X-Hermes-Stream-Extensions.
 EXTENSIONS = frozenset({"tools", "reasoning"})
@@ -77,16 +76,7 @@ async def write_chat_sse(
     with out, receive:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_keep_alive, out, writer, options.keepalive, nursery.cancel_scope)
-            while True:
-                try:
-                    batch = [await receive.receive()]
-                except trio.EndOfChannel:
-                    break
-                while True:
-                    try:
-                        batch.append(receive.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
+            while (batch := await receive_batch(receive)) is not None:
                 piece = writer.render(batch)
                 if piece and not await _send(out, piece, writer):
                     break
@@ -236,10 +226,7 @@ class _Writer:
                     break
                 if event.tool_calls:
                     parts.append(frames.tool_calls(event.tool_calls))
-                reason = event.finish_reason
-                if reason not in ("stop", "length", "tool_calls"):
-                    reason = "stop"
-                parts.append(frames.finish(reason, event.usage))
+                parts.append(frames.finish(event.finish_reason, event.usage))
                 break
         flush_text()
         return b"".join(parts)

@@ -20,7 +20,7 @@ Two kinds of output come out of a :class:`TerminalPlan`:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,6 +35,7 @@ from ..events import (
     ToolCallChunk,
     ToolCallFinished,
     TurnFinished,
+    coalesce,
 )
 
 __all__ = [
@@ -63,29 +64,6 @@ SPINNER_INTERVAL = 0.08
 
 # CommonMark: up to three spaces of indentation, then 3+ backticks or tildes.
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-
-
-# ---------------------------------------------------------------------------
-# Batching
-
-
-def coalesce(events: Iterable[StreamEvent]) -> list[StreamEvent]:
-    """Merge runs of adjacent text (and reasoning) deltas into one event each.
-
-    A fast model can queue hundreds of one-token deltas while the terminal
-    draws; handling them as one delta costs one Markdown scan and one redraw
-    instead of hundreds. Order between different kinds is preserved.
-    """
-    out: list[StreamEvent] = []
-    for event in events:
-        last = out[-1] if out else None
-        if isinstance(event, MessageChunk) and isinstance(last, MessageChunk):
-            out[-1] = MessageChunk(last.text + event.text)
-        elif isinstance(event, ReasoningChunk) and isinstance(last, ReasoningChunk):
-            out[-1] = ReasoningChunk(last.text + event.text)
-        else:
-            out.append(event)
-    return out
 
 
 # ---------------------------------------------------------------------------

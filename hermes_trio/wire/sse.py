@@ -11,7 +11,14 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
-__all__ = ["SSEComment", "SSEDecoder", "SSEEvent", "encode_comment", "encode_event"]
+__all__ = [
+    "KEEPALIVE",
+    "SSEComment",
+    "SSEDecoder",
+    "SSEEvent",
+    "encode_comment",
+    "encode_event",
+]
 
 _BOM = "\ufeff"
 
@@ -208,3 +215,7 @@ def encode_comment(text: str = "keep-alive") -> bytes:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return (": " + text.replace("\n", "\n: ") + "\n\n").encode()
+
+
+# Sent on a silent stream so proxies and clients do not time it out as dead.
+KEEPALIVE = encode_comment("keep-alive")

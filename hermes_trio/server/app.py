@@ -9,7 +9,6 @@ the turn's scope, which closes the upstream stream and kills tool processes.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,8 +34,8 @@ from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
 from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
-from .store import wall_clock
-from .turns import RunningTurn, TurnSlots, start_turn
+from .store import ResponseStore, wall_clock
+from .turns import RunningTurn, TurnSlots, start_turn, turn_options
 
 __all__ = ["ServerState", "create_app"]
 
@@ -72,10 +71,10 @@ class ServerState:
     nursery: trio.Nursery
     slots: TurnSlots
     sessions: SessionStore
+    store: ResponseStore
+    """The response store (issue 4), opened by ``open_api_server``."""
     created: int = 0
     turns: set[RunningTurn] = field(default_factory=set)
-    store: Any = None
-    """The response store (issue 4), opened by ``open_api_server``."""
 
     def stop_turns(self, reason: str) -> None:
         """Cancel every running chat turn; its stream ends saying ``reason``."""
@@ -158,21 +157,17 @@ def create_app(state: ServerState) -> QuartTrio:
     async def health() -> Response:
         return json_response({"status": "ok", "turns_running": state.slots.in_use})
 
+    def model_card() -> dict[str, Any]:
+        return {
+            "id": api.model_name,
+            "object": "model",
+            "created": state.created,
+            "owned_by": "hermes-trio",
+        }
+
     @app.get("/v1/models")
     async def models() -> Response:
-        return json_response(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": api.model_name,
-                        "object": "model",
-                        "created": state.created,
-                        "owned_by": "hermes-trio",
-                    }
-                ],
-            }
-        )
+        return json_response({"object": "list", "data": [model_card()]})
 
     @app.get("/v1/models/<model_id>")
     async def model(model_id: str) -> Response:
@@ -180,14 +175,7 @@ def create_app(state: ServerState) -> QuartTrio:
             raise APIError(
                 404, f"model '{model_id}' does not exist", param="model", code="model_not_found"
             )
-        return json_response(
-            {
-                "id": api.model_name,
-                "object": "model",
-                "created": state.created,
-                "owned_by": "hermes-trio",
-            }
-        )
+        return json_response(model_card())
 
     @app.post("/v1/chat/completions")
     async def chat_completions() -> Response:
@@ -214,22 +202,15 @@ def _extensions() -> frozenset[str]:
 
 async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     agent = state.agent
-    api = agent.config.api_server
+    model, kwargs = turn_options(agent, chat, chat.stream)
     run = _ChatRun(
         state,
         chat,
         completion_id=new_completion_id(),
         created=int(wall_clock()),
-        model=chat.model or api.model_name,
+        model=model,
         extensions=_extensions(),
     )
-    kwargs: dict[str, Any] = {
-        "stream": agent.streams("api_server", chat.stream),
-        "client_tools": chat.tools,
-        "params": chat.params,
-        "model": chat.model if (api.allow_model_override and chat.model) else None,
-        "system": chat.system,
-    }
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
         run.begin(list(chat.messages), kwargs)
@@ -333,21 +314,16 @@ class _ChatRun:
                 end.error or "the model server failed",
                 code=end.error_code,
             )
-        reason = (
-            end.finish_reason if end.finish_reason in ("stop", "length", "tool_calls") else "stop"
-        )
         body = completion_body(
             id=self.completion_id,
             created=self.created,
             model=self.model,
             content=end.text if (end.text or not end.tool_calls) else None,
-            finish_reason=reason,
+            finish_reason=end.finish_reason,
             usage=end.usage,
             tool_calls=end.tool_calls,
         )
-        response = Response(json.dumps(body, ensure_ascii=False), content_type="application/json")
-        response.headers.update(self.headers)
-        return response
+        return json_response(body, headers=self.headers)
 
     async def _stream_response(
         self, turn: RunningTurn, out: trio.MemoryReceiveChannel[bytes | PreStreamError]

@@ -25,10 +25,9 @@ from ..consumers.responses_sse import EventLog, LogFollower, write_response_even
 from ..events import StreamEvent
 from ..wire.responses_out import ResponseBuilder, new_response_id
 from .bodies import StreamedBody
-from .errors import APIError
 from .responses_request import ResponsesRequest
-from .store import ResponseStore, StoredResponse, wall_clock
-from .turns import RunningTurn
+from .store import StoredResponse, wall_clock
+from .turns import RunningTurn, turn_options
 
 if TYPE_CHECKING:
     # app.py imports the routes, which import this module.
@@ -52,10 +51,9 @@ class LiveResponse:
     builder: ResponseBuilder
     conversation: list[dict[str, Any]]
     background: bool
-    stored: bool
     log: EventLog = field(default_factory=EventLog)
     turn: RunningTurn = field(default_factory=RunningTurn)
-    finished: trio.Event = field(default_factory=trio.Event)
+    """Its ``done`` is set once the response's end is recorded."""
     persisted: int = 0
     """Events up to here are in the store."""
     cancelled: bool = False
@@ -91,11 +89,6 @@ class LiveResponses:
         self.state = state
         self.running: dict[str, LiveResponse] = {}
 
-    @property
-    def store(self) -> ResponseStore | None:
-        store: ResponseStore | None = self.state.store
-        return store
-
     def find(self, response_id: str, owner: str) -> LiveResponse | None:
         live = self.running.get(response_id)
         return live if live is not None and live.owner == owner else None
@@ -106,27 +99,19 @@ class LiveResponses:
         """Start a response's turn; returns once the response is stored (when
         it is to be) and running, so a store failure is the request's error."""
         state = self.state
-        agent = state.agent
-        api = agent.config.api_server
+        # Streamed upstream whenever someone may watch the events.
+        model, kwargs = turn_options(
+            state.agent, req, True if req.stream or req.background else None
+        )
         builder = ResponseBuilder(
             new_response_id(),
             created_at=int(wall_clock()),
-            model=req.model or api.model_name,
+            model=model,
             echo=req.echo,
             clock=wall_clock,
         )
-        live = LiveResponse(
-            builder.id, owner, builder, conversation, background=req.background, stored=req.store
-        )
+        live = LiveResponse(builder.id, owner, builder, conversation, background=req.background)
         live.log.extend(builder.start())
-        kwargs: dict[str, Any] = {
-            # Streamed upstream whenever someone may watch the events.
-            "stream": agent.streams("api_server", True if req.stream or req.background else None),
-            "client_tools": req.tools,
-            "params": req.params,
-            "model": req.model if (api.allow_model_override and req.model) else None,
-            "system": req.system,
-        }
         record = None
         if req.store:
             record = StoredResponse(
@@ -162,9 +147,7 @@ class LiveResponses:
 
     async def stop(self, live: LiveResponse, reason: str) -> None:
         """Cancel the response's turn and give it a moment to record its end."""
-        live.turn.cancel(reason)
-        with trio.move_on_after(STOP_WAIT):
-            await live.finished.wait()
+        await live.turn.stop(reason, grace=STOP_WAIT)
 
     async def cancel(self, live: LiveResponse) -> None:
         """Stop a response at the client's request: it ends as ``cancelled``."""
@@ -187,19 +170,16 @@ class LiveResponses:
         """One response from its first store write to its last."""
         agent = self.state.agent
         turn = live.turn
+        stored = record is not None
         failure: str | None = None
         try:
             if record is not None:
-                store = self.store
-                if store is None:
-                    raise APIError(500, "the response store is not open", code="store_unavailable")
                 # Before started(): a failure here is the request's own error.
-                await store.create(record)
+                await self.state.store.create(record)
                 self.running[live.id] = live
         except BaseException:
             self._release_slot(live)
             turn.done.set()
-            live.finished.set()
             raise
         try:
             with turn.scope:
@@ -208,7 +188,7 @@ class LiveResponses:
                 )
                 task_status.started()
                 async with trio.open_nursery() as outer:
-                    if live.stored:
+                    if stored:
                         outer.start_soon(self._persist, live)
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(
@@ -225,14 +205,12 @@ class LiveResponses:
         finally:
             self._release_slot(live)
             with trio.move_on_after(FINALIZE_GRACE, shield=True):
-                await self._finalize(live, failure)
-            turn.done.set()
+                await self._finalize(live, failure, stored=stored)
             self.running.pop(live.id, None)
-            live.finished.set()
+            turn.done.set()
 
     async def _persist(self, live: LiveResponse) -> None:
-        store = self.store
-        assert store is not None
+        store = self.state.store
         while True:
             await live.log.wait_beyond(live.persisted)
             batch = live.log.events[live.persisted :]
@@ -246,7 +224,7 @@ class LiveResponses:
                 return
             live.persisted += len(batch)
 
-    async def _finalize(self, live: LiveResponse, failure: str | None) -> None:
+    async def _finalize(self, live: LiveResponse, failure: str | None, *, stored: bool) -> None:
         builder = live.builder
         if not builder.ended:
             if failure is not None:
@@ -256,11 +234,10 @@ class LiveResponses:
             else:
                 live.log.extend(builder.interrupt())
         live.log.close()
-        store = self.store
-        if not live.stored or store is None:
+        if not stored:
             return
         try:
-            await store.finish(
+            await self.state.store.finish(
                 live.id,
                 status=builder.status,
                 response=builder.snapshot(),

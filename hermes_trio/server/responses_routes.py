@@ -58,6 +58,7 @@ def _not_background() -> APIError:
 class _Responses:
     def __init__(self, state: ServerState) -> None:
         self.live = LiveResponses(state)
+        self.store = state.store
 
     async def create(self, body: Any) -> Response:
         req = parse_responses_request(body)
@@ -70,7 +71,7 @@ class _Responses:
         if req.background:
             return json_response(builder.snapshot())
         try:
-            await live.finished.wait()
+            await live.turn.done.wait()
         finally:
             live.turn.cancel("client went away")
         if builder.status == "failed":
@@ -85,14 +86,9 @@ class _Responses:
     async def _conversation(self, req: ResponsesRequest, owner: str) -> list[dict[str, Any]]:
         """What the new response's turn continues from: the previous
         response's conversation, then this request's input."""
-        store = self.live.store
-        if req.store and store is None:
-            raise APIError(500, "the response store is not open", code="store_unavailable")
         conversation: list[dict[str, Any]] = []
         if req.previous_response_id is not None:
-            previous = (
-                await store.get(req.previous_response_id, owner) if store is not None else None
-            )
+            previous = await self.store.get(req.previous_response_id, owner)
             if previous is None:
                 raise bad(
                     f"Previous response with id '{req.previous_response_id}' not found.",
@@ -119,13 +115,12 @@ class _Responses:
             if not query.stream:
                 return json_response(live.builder.snapshot())
             return sse_response(self.live.follow(live, after=query.after))
-        store = self.live.store
-        row = await store.get(response_id, owner) if store is not None else None
-        if row is None or store is None:
+        row = await self.store.get(response_id, owner)
+        if row is None:
             raise _not_found(response_id)
         if not query.stream:
             return json_response(row.response)
-        events = await store.events_after(response_id, query.after)
+        events = await self.store.events_after(response_id, query.after)
         return sse_response(b"".join(event.frame for event in events))
 
     async def delete(self, response_id: str) -> Response:
@@ -133,8 +128,7 @@ class _Responses:
         live = self.live.find(response_id, owner)
         if live is not None:
             await self.live.stop(live, "the response was deleted")
-        store = self.live.store
-        if store is None or not await store.delete(response_id, owner):
+        if not await self.store.delete(response_id, owner):
             raise _not_found(response_id)
         return json_response({"id": response_id, "object": "response.deleted", "deleted": True})
 
@@ -146,8 +140,7 @@ class _Responses:
                 raise _not_background()
             await self.live.cancel(live)
             return json_response(live.builder.snapshot())
-        store = self.live.store
-        row = await store.get(response_id, owner) if store is not None else None
+        row = await self.store.get(response_id, owner)
         if row is None:
             raise _not_found(response_id)
         if not row.background:
@@ -158,8 +151,7 @@ class _Responses:
     async def input_items(self, response_id: str) -> Response:
         owner = request_owner()
         query = parse_items_query(request.args)
-        store = self.live.store
-        row = await store.get(response_id, owner) if store is not None else None
+        row = await self.store.get(response_id, owner)
         if row is None:
             raise _not_found(response_id)
         items = list(row.input_items)

@@ -139,6 +139,17 @@ CREATE TABLE IF NOT EXISTS response_events (
 ) WITHOUT ROWID;
 """
 
+_INSERT_EVENTS = "INSERT OR IGNORE INTO response_events VALUES (?, ?, ?, ?)"
+_FINISH_RESPONSE = (
+    "UPDATE responses SET status = ?, updated_at = ?, response = ?, messages = ? WHERE id = ?"
+)
+
+
+def _event_rows(
+    response_id: str, events: Sequence[ResponseEvent]
+) -> list[tuple[str, int, str, str]]:
+    return [(response_id, e.sequence_number, e.type, e.data) for e in events]
+
 
 class SQLiteResponseStore:
     """:class:`ResponseStore` over one SQLite file (see the module doc).
@@ -242,15 +253,10 @@ class SQLiteResponseStore:
     async def append_events(self, response_id: str, events: Sequence[ResponseEvent]) -> None:
         if not events:
             return
-        rows = [(response_id, e.sequence_number, e.type, e.data) for e in events]
+        rows = _event_rows(response_id, events)
 
         def insert(conn: sqlite3.Connection) -> None:
-            self._transaction(
-                conn,
-                lambda: conn.executemany(
-                    "INSERT OR IGNORE INTO response_events VALUES (?, ?, ?, ?)", rows
-                ),
-            )
+            self._transaction(conn, lambda: conn.executemany(_INSERT_EVENTS, rows))
 
         await self._run(insert)
 
@@ -263,17 +269,13 @@ class SQLiteResponseStore:
         messages: list[dict[str, Any]],
         events: Sequence[ResponseEvent] = (),
     ) -> None:
-        rows = [(response_id, e.sequence_number, e.type, e.data) for e in events]
+        rows = _event_rows(response_id, events)
         update = (status, self.clock(), _dumps(response), _dumps(messages), response_id)
 
         def write(conn: sqlite3.Connection) -> None:
             def body() -> None:
-                conn.executemany("INSERT OR IGNORE INTO response_events VALUES (?, ?, ?, ?)", rows)
-                conn.execute(
-                    "UPDATE responses SET status = ?, updated_at = ?, response = ?, "
-                    "messages = ? WHERE id = ?",
-                    update,
-                )
+                conn.executemany(_INSERT_EVENTS, rows)
+                conn.execute(_FINISH_RESPONSE, update)
 
             self._transaction(conn, body)
 
@@ -390,15 +392,19 @@ def _recover_one(
     stored events had finished, and a ``response.incomplete`` event closes
     its stream for anyone who resumes it."""
     response = json.loads(response_json)
-    rows = conn.execute(
-        "SELECT seq, type, data FROM response_events WHERE response_id = ? ORDER BY seq",
-        (response_id,),
-    ).fetchall()
+    # Only finished items and the last sequence number matter: the deltas,
+    # most of a long response, stay unread.
+    (last,) = conn.execute(
+        "SELECT MAX(seq) FROM response_events WHERE response_id = ?", (response_id,)
+    ).fetchone()
     done: dict[int, dict[str, Any]] = {}
-    for _, type_, data in rows:
-        if type_ == "response.output_item.done":
-            event = json.loads(data)
-            done[int(event["output_index"])] = event["item"]
+    for (data,) in conn.execute(
+        "SELECT data FROM response_events "
+        "WHERE response_id = ? AND type = 'response.output_item.done' ORDER BY seq",
+        (response_id,),
+    ):
+        event = json.loads(data)
+        done[int(event["output_index"])] = event["item"]
     output = [done[index] for index in sorted(done)]
     text = "".join(
         part.get("text", "")
@@ -418,16 +424,11 @@ def _recover_one(
     messages.append(
         {"role": "assistant", "content": f"{text} {INTERRUPTED_MARK}" if text else INTERRUPTED_MARK}
     )
-    seq = rows[-1][0] + 1 if rows else 0
+    seq = last + 1 if last is not None else 0
     event = {"type": "response.incomplete", "response": response, "sequence_number": seq}
+    conn.execute(_INSERT_EVENTS, (response_id, seq, "response.incomplete", _dumps(event)))
     conn.execute(
-        "INSERT OR IGNORE INTO response_events VALUES (?, ?, ?, ?)",
-        (response_id, seq, "response.incomplete", _dumps(event)),
-    )
-    conn.execute(
-        "UPDATE responses SET status = 'incomplete', updated_at = ?, response = ?, "
-        "messages = ? WHERE id = ?",
-        (now, _dumps(response), _dumps(messages), response_id),
+        _FINISH_RESPONSE, ("incomplete", now, _dumps(response), _dumps(messages), response_id)
     )
 
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -21,7 +21,7 @@ from ..agent import Agent, TurnResult
 from ..events import StreamEvent
 from .errors import APIError
 
-__all__ = ["RunningTurn", "TurnSlots", "start_turn"]
+__all__ = ["RunningTurn", "TurnRequest", "TurnSlots", "start_turn", "turn_options"]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -82,6 +82,41 @@ class TurnSlots:
         """Return once no turn is running."""
         while not self._idle.is_set():
             await self._idle.wait()
+
+
+class TurnRequest(Protocol):
+    """What a chat or Responses request says about how to run its turn."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def system(self) -> str | None: ...
+
+    @property
+    def tools(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+
+def turn_options(
+    agent: Agent, req: TurnRequest, request_stream: bool | None
+) -> tuple[str, dict[str, Any]]:
+    """The model name the response reports, and the keyword arguments of
+    ``Agent.run_turn`` for ``req``'s turn (``request_stream`` as
+    ``Agent.streams`` takes it)."""
+    api = agent.config.api_server
+    kwargs: dict[str, Any] = {
+        "stream": agent.streams("api_server", request_stream),
+        "client_tools": req.tools,
+        "params": req.params,
+        # Unless overrides are allowed, the configured model answers whatever
+        # name the client sent; the response still reports that name.
+        "model": req.model if (api.allow_model_override and req.model) else None,
+        "system": req.system,
+    }
+    return req.model or api.model_name, kwargs
 
 
 async def _run(

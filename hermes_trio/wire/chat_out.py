@@ -28,6 +28,14 @@ __all__ = [
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
+# The finish reasons Chat Completions clients know; a turn's other endings
+# (an interruption) would break their parsers, and still ended the answer.
+_FINISH_REASONS = frozenset({"stop", "length", "tool_calls"})
+
+
+def _finish_reason(reason: str) -> str:
+    return reason if reason in _FINISH_REASONS else "stop"
+
 
 def new_completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
@@ -127,11 +135,12 @@ class ChatStreamFrames:
         return b"".join(out)
 
     def finish(self, reason: str, usage: Usage | None = None) -> bytes:
-        """The finish chunk, the usage chunk when asked for, and ``[DONE]``."""
+        """The finish chunk, the usage chunk when asked for, and ``[DONE]``;
+        a ``reason`` Chat Completions does not know is sent as ``stop``."""
         if self._finished:
             return b""
         self._finished = True
-        out = [self.start(), self._chunk({}, finish_reason=reason)]
+        out = [self.start(), self._chunk({}, finish_reason=_finish_reason(reason))]
         if self.include_usage:
             body = {
                 "id": self.id,
@@ -177,7 +186,8 @@ def completion_body(
     tool_calls: Iterable[dict[str, Any]] = (),
     reasoning: str | None = None,
 ) -> dict[str, Any]:
-    """A non-streaming ``chat.completion`` object."""
+    """A non-streaming ``chat.completion`` object; a ``finish_reason`` Chat
+    Completions does not know is sent as ``stop``."""
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     calls = list(tool_calls)
     if calls:
@@ -190,7 +200,12 @@ def completion_body(
         "created": created,
         "model": model,
         "choices": [
-            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": _finish_reason(finish_reason),
+            }
         ],
         "usage": usage_dict(usage),
     }

@@ -15,10 +15,7 @@ from typing import Literal, TypeVar
 
 import trio
 
-from .platforms import homeassistant as _homeassistant
-from .platforms import telegram as _telegram
-from .platforms import whatsapp as _whatsapp
-from .platforms.base import InboundMessage, PlatformAdapter, PlatformError
+from .platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter, PlatformError
 
 __all__ = [
     "AUTH_ERRORS",
@@ -40,12 +37,9 @@ RESTART_BACKOFF_INITIAL = 1.0
 HEALTHY_RUN = 60.0
 
 # Errors after which restarting an adapter cannot help: the credentials have
-# to change first.
-AUTH_ERRORS: tuple[type[BaseException], ...] = (
-    _telegram.TokenRejected,
-    _whatsapp.TokenRejected,
-    _homeassistant.TokenRejected,
-)
+# to change first. Adapters subclass ``CredentialsRejected``, so a new
+# platform needs no entry here.
+AUTH_ERRORS: tuple[type[BaseException], ...] = (CredentialsRejected,)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import trio
 
 __all__ = [
     "Capabilities",
+    "CredentialsRejected",
     "InboundMessage",
     "Messenger",
     "PlatformAdapter",
@@ -44,6 +45,11 @@ def measure(text: str, unit: LengthUnit) -> int:
 
 class PlatformError(Exception):
     """The platform refused a call; ``str()`` says what and why."""
+
+
+class CredentialsRejected(PlatformError):
+    """The platform refused our credentials (token, key). Retrying cannot
+    help; the configuration has to change."""
 
 
 class RateLimited(PlatformError):

@@ -51,8 +51,9 @@ from quart import request
 from quart_trio import QuartTrio
 
 from ..config import HomeAssistantConfig
-from .base import Capabilities, InboundMessage, PlatformError, RateLimited
-from .send_only import SendOnlyMessenger
+from ..llm.backoff import parse_retry_after
+from .base import CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import serve_webhook, webhook_app
 
 __all__ = [
@@ -64,14 +65,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-HOMEASSISTANT_CAPABILITIES = Capabilities(
-    can_edit=False, max_length=4096, length_unit="chars", can_delete=False, can_type=False
-)
+HOMEASSISTANT_CAPABILITIES = SEND_ONLY_CAPABILITIES
 WEBHOOK_PATH = "/hermes"
 MAX_BODY = 256 * 1024
 
 
-class TokenRejected(PlatformError):
+class TokenRejected(CredentialsRejected):
     """HA answered 401: the access token is wrong or revoked."""
 
 
@@ -140,9 +139,8 @@ class HomeAssistantAdapter:
                 "check platforms.homeassistant.token (a long-lived access token)"
             )
         if response.status_code == 429:
-            try:
-                retry_after = float(response.headers.get("retry-after", "1"))
-            except ValueError:
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            if retry_after is None:
                 retry_after = 1.0
             raise RateLimited(retry_after, f"{what}: too many requests")
         if response.status_code >= 400:
@@ -254,4 +252,3 @@ class HomeAssistantMessenger(SendOnlyMessenger):
     """Replies to one HA conversation. No edits, deletes or typing."""
 
     platform = "homeassistant"
-    capabilities = HOMEASSISTANT_CAPABILITIES

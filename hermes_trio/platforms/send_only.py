@@ -11,7 +11,11 @@ from typing import ClassVar, Protocol
 
 from .base import Capabilities, PlatformError
 
-__all__ = ["SendOnlyMessenger"]
+__all__ = ["SEND_ONLY_CAPABILITIES", "SendOnlyMessenger"]
+
+SEND_ONLY_CAPABILITIES = Capabilities(
+    can_edit=False, max_length=4096, length_unit="chars", can_delete=False, can_type=False
+)
 
 
 class _TextSender(Protocol):
@@ -20,10 +24,10 @@ class _TextSender(Protocol):
 
 class SendOnlyMessenger:
     """Sending to one chat through ``adapter.send_text``. Subclasses name
-    their ``platform`` and ``capabilities``."""
+    their ``platform``, and ``capabilities`` when their limits differ."""
 
     platform: ClassVar[str]
-    capabilities: ClassVar[Capabilities]
+    capabilities: ClassVar[Capabilities] = SEND_ONLY_CAPABILITIES
 
     def __init__(self, adapter: _TextSender, chat_id: str) -> None:
         self._adapter = adapter

@@ -31,7 +31,8 @@ import httpx
 import trio
 
 from ..config import TelegramConfig
-from .base import Capabilities, InboundMessage, PlatformError, RateLimited
+from ..llm.backoff import parse_retry_after
+from .base import Capabilities, CredentialsRejected, InboundMessage, PlatformError, RateLimited
 from .telegram_format import to_markdown_v2
 
 __all__ = [
@@ -51,9 +52,8 @@ TELEGRAM_CAPABILITIES = Capabilities(can_edit=True, max_length=4096, length_unit
 CONFIRM_TIMEOUT = 3.0
 
 
-class TokenRejected(PlatformError):
-    """Telegram answered 401: the bot token is wrong or revoked. Retrying
-    cannot help; the configuration has to change."""
+class TokenRejected(CredentialsRejected):
+    """Telegram answered 401: the bot token is wrong or revoked."""
 
 
 class TelegramApiError(PlatformError):
@@ -238,7 +238,8 @@ class TelegramAdapter:
         if code == 429 or response.status_code == 429:
             retry_after = parameters.get("retry_after")
             if not isinstance(retry_after, int | float):
-                retry_after = _retry_after_header(response) or 1.0
+                # ``or``: a header asking for no wait at all gets the default too.
+                retry_after = parse_retry_after(response.headers.get("retry-after")) or 1.0
             raise RateLimited(float(retry_after), f"telegram {method}: {description}")
         if code == 401 or response.status_code == 401:
             raise TokenRejected(_TOKEN_REJECTED)
@@ -376,14 +377,6 @@ _TOKEN_REJECTED = (
     "telegram: the bot token was rejected (401 Unauthorized); "
     "check platforms.telegram.token / TELEGRAM_BOT_TOKEN"
 )
-
-
-def _retry_after_header(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _to_inbound(message: Any) -> InboundMessage | None:

@@ -35,8 +35,9 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ..config import WhatsAppConfig
-from .base import Capabilities, InboundMessage, PlatformError, RateLimited
-from .send_only import SendOnlyMessenger
+from ..llm.backoff import parse_retry_after
+from .base import CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import serve_webhook, webhook_app
 
 __all__ = [
@@ -49,9 +50,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-WHATSAPP_CAPABILITIES = Capabilities(
-    can_edit=False, max_length=4096, length_unit="chars", can_delete=False, can_type=False
-)
+WHATSAPP_CAPABILITIES = SEND_ONLY_CAPABILITIES
 WEBHOOK_PATH = "/webhook"
 MAX_BODY = 1024 * 1024
 # Graph error codes that mean "slow down" even when the status is not 429.
@@ -60,7 +59,7 @@ _DEFAULT_RETRY_AFTER = 5.0
 _SEEN_IDS = 1024
 
 
-class TokenRejected(PlatformError):
+class TokenRejected(CredentialsRejected):
     """The Graph API refused the access token (401 / OAuth code 190)."""
 
 
@@ -309,7 +308,10 @@ class WhatsAppAdapter:
         code = error.get("code")
         message = self._redact(str(error.get("message") or f"HTTP {response.status_code}"))
         if response.status_code == 429 or code in _RATE_CODES:
-            raise RateLimited(_retry_after(response), f"whatsapp {what}: {message}")
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            if retry_after is None:
+                retry_after = _DEFAULT_RETRY_AFTER
+            raise RateLimited(retry_after, f"whatsapp {what}: {message}")
         if response.status_code == 401 or code == 190:
             raise TokenRejected(
                 "whatsapp: the access token was rejected; check platforms.whatsapp.access_token"
@@ -328,17 +330,9 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def _retry_after(response: httpx.Response) -> float:
-    try:
-        return float(response.headers["retry-after"])
-    except (KeyError, ValueError):
-        return _DEFAULT_RETRY_AFTER
-
-
 class WhatsAppMessenger(SendOnlyMessenger):
     """Sending to one WhatsApp user. Messages cannot be edited or deleted,
     and there is no typing indicator: the Cloud API only shows one tied to
     an inbound message id."""
 
     platform = "whatsapp"
-    capabilities = WHATSAPP_CAPABILITIES

@@ -28,7 +28,6 @@ import trio
 
 from .agent import Agent, open_agent
 from .config import Config
-from .consumers.editor import EditorSettings
 from .gateway_access import AllowList, allow_hint, configured_allow_list
 from .gateway_sessions import ChatSessions, Session
 from .gateway_supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, first_leaf, supervise
@@ -125,9 +124,6 @@ class Gateway:
         self._changed.set()
         self._changed = trio.Event()
 
-    def editor_settings(self, platform: str, messenger: Messenger) -> EditorSettings:
-        return self._chats.editor_settings(platform, messenger)
-
     def _messenger(self, platform: str, chat_id: str) -> Messenger:
         return self.adapters[platform].messenger(chat_id)
 
@@ -179,9 +175,6 @@ class Gateway:
                     log.exception("%s: could not handle a message", adapter.name)
 
     # -- inbound -------------------------------------------------------------
-
-    def is_allowed(self, platform: str, user_id: str) -> bool:
-        return self._access.is_allowed(platform, user_id)
 
     def handle(self, platform: str, message: InboundMessage) -> None:
         """Route one inbound message. Never waits: platform calls and turns

@@ -174,7 +174,10 @@ class ChatSessions:
             session.working = False
             self._notify()
 
-    def editor_settings(self, platform: str, messenger: Messenger) -> EditorSettings:
+    def editor_settings(self, platform: str, *, stream: bool) -> EditorSettings:
+        """``stream`` is the turn's own choice, so the agent and the editor
+        agree on it; ``EditorPlan`` falls back to whole messages by itself
+        when the messenger cannot edit."""
         streaming = self.config.streaming
         interval = streaming.edit_interval
         override = getattr(getattr(self.config.platforms, platform, None), "edit_interval", None)
@@ -184,14 +187,15 @@ class ChatSessions:
             edit_interval=interval,
             min_tokens=streaming.min_tokens,
             cursor=streaming.cursor,
-            streaming=streaming.enabled_for(platform) and messenger.capabilities.can_edit,
+            streaming=stream,
             show_tool_progress=self.config.display.show_tools,
         )
 
     async def _turn(self, session: Session, batch: list[InboundMessage]) -> None:
         platform, chat_id = session.platform, session.chat_id
         messenger = self._messenger(platform, chat_id)
-        settings = self.editor_settings(platform, messenger)
+        stream = self.agent.streams(platform)
+        settings = self.editor_settings(platform, stream=stream)
         messages = session.messages
         for message in batch:
             messages.append({"role": "user", "content": message.text})
@@ -213,7 +217,7 @@ class ChatSessions:
                             self.agent.run_turn,
                             messages,
                             send,
-                            stream=self.config.streaming.enabled_for(platform),
+                            stream=stream,
                             tool_context=session.tool_context,
                         )
                     )

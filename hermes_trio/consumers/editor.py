@@ -46,7 +46,8 @@ class _Driver:
                     self._notify()
                     if isinstance(event, TurnFinished):
                         return
-            self._plan.close(trio.current_time())
+            # The stream ended without ``TurnFinished``: the turn was cut off.
+            self._plan.interrupt(trio.current_time())
         finally:
             self._notify()
 

@@ -46,6 +46,7 @@ from hermes_trio.events import (
     TurnFinished,
 )
 from hermes_trio.platforms.base import Capabilities, measure
+from hermes_trio.tools.base import one_line
 
 __all__ = ["Action", "EditorPlan", "EditorReport", "EditorSettings"]
 
@@ -135,6 +136,18 @@ class _Segment:
     pages: Paginator
     chunks: int = 0
     slots: list[int] = field(default_factory=list)
+    # Frozen pages never change once assigned, so each is assigned only once.
+    frozen_assigned: int = 0
+
+
+@dataclass
+class _Tool:
+    """One tool call of the current step, as the progress message shows it."""
+
+    name: str
+    line: str
+    running: bool = True
+    elapsed: float | None = None
 
 
 class EditorPlan:
@@ -148,10 +161,7 @@ class EditorPlan:
         self._seg: _Segment | None = None
         self._last_closed_text: str | None = None
         self._progress: int | None = None
-        self._tool_lines: dict[int, str] = {}
-        self._tool_names: dict[int, str] = {}
-        self._tool_elapsed: dict[int, float] = {}
-        self._tool_running: set[int] = set()
+        self._tools: dict[int, _Tool] = {}
         self._blocked_until = -_INF
         self._last_typing = -_INF
         self._in_flight: Action | None = None
@@ -163,15 +173,6 @@ class EditorPlan:
         self._undelivered = False
 
     # ------------------------------------------------------------------ state
-
-    @property
-    def finished(self) -> bool:
-        """The turn is over (finished, failed or interrupted)."""
-        return self._finished
-
-    @property
-    def interrupted(self) -> bool:
-        return self._interrupted
 
     @property
     def done(self) -> bool:
@@ -205,7 +206,8 @@ class EditorPlan:
             case ToolCallChunk():
                 self._tool_started(event, now)
             case ToolCallFinished(index=index):
-                self._tool_running.discard(index)
+                if (tool := self._tools.get(index)) is not None:
+                    tool.running = False
             case LongToolHint():
                 self._long_tool(event, now)
             case GatewayNotice(text=text):
@@ -216,10 +218,6 @@ class EditorPlan:
                 # ReasoningChunk is not shown on chat platforms; MessageStop(final=True)
                 # is followed by TurnFinished, which carries the text to show.
                 pass
-
-    def close(self, now: float) -> None:
-        """The event stream ended without ``TurnFinished``: the turn was cut off."""
-        self.interrupt(now)
 
     def interrupt(self, now: float) -> None:
         """Stop the turn: keep what is shown, drop the cursor, add the note, and
@@ -327,12 +325,13 @@ class EditorPlan:
         seg.chunks += 1
         seg.pages.append(text, paginate=self._streaming)
         if self._streaming and seg.chunks >= self._s.min_tokens:
+            frozen = seg.pages.frozen
+            for i in range(seg.frozen_assigned, len(frozen)):
+                self._assign(seg, i, frozen[i], final=True, now=now)
+            seg.frozen_assigned = len(frozen)
             live = seg.pages.live()
-            pages = [*seg.pages.frozen]
             if live:
-                pages.append(live + self._s.cursor)
-            for i, page in enumerate(pages):
-                self._assign(seg, i, page, final=i < len(seg.pages.frozen), now=now)
+                self._assign(seg, len(frozen), live + self._s.cursor, final=False, now=now)
 
     def _close_segment(self, now: float, text: str | None = None, note: str | None = None) -> None:
         seg = self._seg
@@ -363,18 +362,12 @@ class EditorPlan:
         self._close_segment(now)
         if not self._s.show_tool_progress:
             return
-        if event.index in self._tool_lines or not self._tool_running:
+        if event.index in self._tools or not any(t.running for t in self._tools.values()):
             # A new step of tool calls replaces the previous step's lines.
-            self._tool_lines.clear()
-            self._tool_names.clear()
-            self._tool_elapsed.clear()
-        preview = " ".join(event.preview.split())
-        if len(preview) > _PREVIEW_CHARS:
-            preview = preview[: _PREVIEW_CHARS - 1] + "…"
+            self._tools.clear()
+        preview = one_line(event.preview, _PREVIEW_CHARS)
         line = f"🔧 {event.tool_name}: {preview}" if preview else f"🔧 {event.tool_name}"
-        self._tool_lines[event.index] = line
-        self._tool_names[event.index] = event.tool_name
-        self._tool_running.add(event.index)
+        self._tools[event.index] = _Tool(event.tool_name, line)
         last = len(self._slots) - 1
         reusable = self._progress is not None and self._progress == last
         if self._caps.can_edit:
@@ -394,9 +387,9 @@ class EditorPlan:
         if self._progress is None or not self._caps.can_edit:
             return
         changed = False
-        for index in self._tool_running:
-            if self._tool_names.get(index) == event.tool_name:
-                self._tool_elapsed[index] = event.duration
+        for tool in self._tools.values():
+            if tool.running and tool.name == event.tool_name:
+                tool.elapsed = event.duration
                 changed = True
         if changed:
             self._set_want(self._progress, self._progress_text(), final=False, now=now)
@@ -488,10 +481,10 @@ class EditorPlan:
 
     def _progress_text(self) -> str:
         lines = []
-        for index in sorted(self._tool_lines):
-            line = self._tool_lines[index]
-            if index in self._tool_elapsed:
-                line += f" ({self._tool_elapsed[index]:.0f}s)"
+        for _, tool in sorted(self._tools.items()):
+            line = tool.line
+            if tool.elapsed is not None:
+                line += f" ({tool.elapsed:.0f}s)"
             lines.append(line)
         return self._fit("\n".join(lines))
 

@@ -206,8 +206,9 @@ class Paginator:
         self.raw += text
         if not paginate:
             return
-        while self.live() and measure(self.live() + self.reserve, self.unit) > self.limit:
-            before = measure(self.live(), self.unit)
+        live = self.live()
+        while live and measure(live + self.reserve, self.unit) > self.limit:
+            before = measure(live, self.unit)
             body = self.carry + self.raw[self.consumed :]
             c = cut(body, self.limit, self.unit)
             if c.resume >= len(self.carry):
@@ -216,8 +217,10 @@ class Paginator:
             else:
                 self.carry = c.reopen + self.carry[c.resume :]
             self.frozen.append(c.page)
-            if measure(self.live(), self.unit) >= before:
+            live = self.live()
+            if measure(live, self.unit) >= before:
                 self.carry = ""  # pathological fence line; progress beats pretty output
+                live = self.live()
 
     def finalize(self, text: str) -> list[str]:
         """Pages for the complete ``text``, reusing frozen pages when it

@@ -72,8 +72,8 @@ class ChatStreamFrames:
         head = {"id": id, "object": "chat.completion.chunk", "created": created, "model": model}
         # '{"id":…,"model":"m"' without the closing brace, reused for every chunk.
         self._head = _dumps(head)[:-1]
-        tail = ',"logprobs":null,"finish_reason":null}]'
-        tail += ',"usage":null}' if include_usage else "}"
+        self._usage_null = ',"usage":null' if include_usage else ""
+        tail = ',"logprobs":null,"finish_reason":null}]' + self._usage_null + "}"
         choices = ',"choices":[{"index":0,"delta":{"content":'
         self._content_prefix = ("\ndata: " + self._head + choices).encode()
         self._content_suffix = ("}" + tail + "\n\n").encode()
@@ -83,19 +83,13 @@ class ChatStreamFrames:
         return self._started
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        body: dict[str, Any] = {
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [
-                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-            ],
-        }
-        if self.include_usage:
-            body["usage"] = None
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return self._frame(f',"choices":[{_dumps(choice)}]' + self._usage_null)
+
+    def _frame(self, rest: str) -> bytes:
+        """One chunk: the shared head (encoded once), then ``rest``."""
         self._seq += 1
-        return encode_event(_dumps(body), id=str(self._seq))
+        return encode_event(self._head + rest + "}", id=str(self._seq))
 
     def start(self) -> bytes:
         """The first chunk: the role, with empty content as OpenAI sends it."""
@@ -142,16 +136,9 @@ class ChatStreamFrames:
         self._finished = True
         out = [self.start(), self._chunk({}, finish_reason=_finish_reason(reason))]
         if self.include_usage:
-            body = {
-                "id": self.id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [],
-                "usage": usage_dict(usage or Usage()),
-            }
-            self._seq += 1
-            out.append(encode_event(_dumps(body), id=str(self._seq)))
+            out.append(
+                self._frame(f',"choices":[],"usage":{_dumps(usage_dict(usage or Usage()))}')
+            )
         self._seq += 1
         out.append(f"id: {self._seq}\ndata: [DONE]\n\n".encode())
         return b"".join(out)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import trio
 
-from hermes_trio.testing import ScriptedModelServer, TextReply
+from hermes_trio.testing import ScriptedModelServer, TextReply, open_scripted_server
 
 HERE = Path(__file__).resolve().parent
 TOKENS = [f" w{i}" for i in range(200)]
@@ -38,17 +38,6 @@ REQUEST = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"go"
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))]
-
-
-@asynccontextmanager
-async def model_server(
-    reply: TextReply, *, record: bool = False
-) -> AsyncIterator[ScriptedModelServer]:
-    server = ScriptedModelServer(default=reply, record=record)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.serve)
-        yield server
-        nursery.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -130,7 +119,8 @@ async def throughput(levels: list[int]) -> None:
             f"{'conc':>5} | {'TTFT p50 ms direct/hermes (+added, ratio)':<44} | "
             f"{'TTFT p95 ms direct/hermes':<26} | {'tokens/s direct/hermes (ratio)':<32} | failed"
         )
-        async with model_server(TextReply(tokens=TOKENS, delay=delay)) as model:
+        reply = TextReply(tokens=TOKENS, delay=delay)
+        async with open_scripted_server(default=reply, record=False) as model:
             async with hermes_serve(model.base_url) as (url, pid):
                 for level in levels:
                     direct = summarize(await loadgen(model.base_url, level))
@@ -176,9 +166,8 @@ async def close_mid_stream(
     while seen < tokens_first:
         data = await stream.receive_some(65536)
         seen += data.count(b'"content":"w') + data.count(b'"content":" w')
-    # hermes-trio serve may also have asked GET /models (its start-up check).
-    chats = [r for r in model.requests if r.path.endswith("/chat/completions")]
-    connection = chats[-1].connection_id
+    # Not requests[-1]: serve's start-up check (GET /models) may come later.
+    connection = model.model_requests[-1].connection_id
     closed_at = trio.current_time()
     await stream.aclose()
     with trio.fail_after(10):
@@ -193,7 +182,7 @@ async def cancellation(rounds: int) -> None:
         ("fast stream (2 ms/token)", TextReply(tokens=TOKENS * 20, delay=0.002)),
         ("slow stream (250 ms/token)", TextReply(tokens=TOKENS[:40], delay=0.25)),
     ):
-        async with model_server(reply, record=True) as model:
+        async with open_scripted_server(default=reply) as model:
             async with hermes_serve(model.base_url) as (url, _):
                 direct, through = [], []
                 for _ in range(rounds):

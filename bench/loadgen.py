@@ -89,7 +89,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--concurrency", type=int, default=1)
-    parser.add_argument("--requests", type=int, default=0, help="default: 4 × concurrency, at least 60 (a steadier p50 at low concurrency)")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=0,
+        help="default: 4 × concurrency, at least 60 (a steadier p50 at low concurrency)",
+    )
     parser.add_argument(
         "--token-pattern", default=r" w\d+", help="regex matching one token of the scripted reply"
     )

@@ -56,6 +56,9 @@ _SERVER_NAME = b"hermes-trio-scripted"
 
 _dumps_str = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
 
+# The endpoints that consume script steps.
+_API_BY_PATH = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
+
 
 def _dumps(obj: Any) -> bytes:
     return _dumps_str(obj).encode()
@@ -745,7 +748,8 @@ class ScriptedModelServer:
     Each ``POST /v1/chat/completions`` or ``POST /v1/responses`` consumes the
     next step (FIFO); an empty script falls back to ``default``, or a 500
     "script exhausted" error so a test notices it asked more than it scripted.
-    Every HTTP request (also ``GET /v1/models``) is appended to ``requests``.
+    Every HTTP request (also ``GET /v1/models``) is appended to ``requests``;
+    ``model_requests`` leaves out all but those two endpoints.
 
     ``record=False`` keeps nothing per request or connection (long benchmark
     runs); the ``wait_*`` helpers are then unavailable.
@@ -795,6 +799,12 @@ class ScriptedModelServer:
     def remaining(self) -> list[Step]:
         """Steps not consumed yet."""
         return list(self._script)
+
+    @property
+    def model_requests(self) -> list[RecordedRequest]:
+        """The recorded requests to the chat completions and responses
+        endpoints: ``requests`` without ``GET /v1/models`` and the like."""
+        return [r for r in self.requests if r.path in _API_BY_PATH]
 
     def _take_step(self, streaming: bool) -> Step | None:
         if not self._script:
@@ -970,7 +980,7 @@ class ScriptedModelServer:
         except ValueError:
             payload = _INVALID_JSON
 
-        api = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}.get(path)
+        api = _API_BY_PATH.get(path)
         step: Step | None = None
         if api is not None and method == "POST" and isinstance(payload, dict):
             step = self._take_step(payload.get("stream") is True)

@@ -4,18 +4,35 @@ way to run one agent turn and keep every event."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from hermes_trio.agent import Agent, TurnResult, open_agent
 from hermes_trio.config import AgentConfig, Config, ModelConfig, StoreConfig, TimeoutsConfig
 from hermes_trio.events import StreamEvent
+
+if TYPE_CHECKING:
+    import httpx
+    import openai
+
+    from hermes_trio.server.run import ApiServer
+    from hermes_trio.testing import ScriptedModelServer
+
+# Every store make_config creates lives under here, removed when the test run
+# exits; the object must stay referenced until then.
+_STORES = tempfile.TemporaryDirectory(prefix="hermes-test-")
+
+# hermes-trio takes settings from variables with these prefixes; a child
+# process under test must see only the ones its test sets.
+_SETTING_PREFIXES = ("HERMES_", "OPENAI_", "API_SERVER_", "TELEGRAM_")
 
 
 def make_config(
@@ -42,7 +59,9 @@ def make_config(
     agent_fields: dict[str, Any] = {"long_tool_hint": 0}
     agent_fields.update(agent or {})
     # Never the user's ~/.hermes-trio: each config gets its own store.
-    sections.setdefault("store", StoreConfig(data_dir=tempfile.mkdtemp(prefix="hermes-test-")))
+    sections.setdefault(
+        "store", StoreConfig(data_dir=tempfile.mkdtemp(prefix="store-", dir=_STORES.name))
+    )
     return Config(
         model=ModelConfig(**model_fields),
         agent=dataclasses.replace(AgentConfig(), **agent_fields),
@@ -70,7 +89,17 @@ async def run_turn(
     return events, results[0]
 
 
-__all__ = ["ServeProcess", "api_stack", "make_config", "open_agent", "run_turn", "start_serve"]
+__all__ = [
+    "ServeProcess",
+    "api_stack",
+    "clean_env",
+    "client_for",
+    "http_for",
+    "make_config",
+    "open_agent",
+    "run_turn",
+    "start_serve",
+]
 
 
 @asynccontextmanager
@@ -80,7 +109,7 @@ async def api_stack(
     model: dict[str, Any] | None = None,
     agent: dict[str, Any] | None = None,
     api: dict[str, Any] | None = None,
-) -> AsyncIterator[tuple[Any, Any]]:
+) -> AsyncIterator[tuple[ApiServer, ScriptedModelServer]]:
     """The real API server on a loopback port in front of a scripted model server."""
     from hermes_trio.config import ApiServerConfig
     from hermes_trio.server.run import open_api_server
@@ -95,6 +124,34 @@ async def api_stack(
         )
         async with open_api_server(config, port=0) as api_server:
             yield api_server, model_server
+
+
+@asynccontextmanager
+async def client_for(api: ApiServer, **kwargs: Any) -> AsyncIterator[openai.AsyncOpenAI]:
+    """An openai SDK client for ``api``, closed when the block exits: left
+    open, its idle keep-alive connection holds up the server's shutdown."""
+    import openai
+
+    kwargs.setdefault("api_key", "test-client-key")
+    async with openai.AsyncOpenAI(base_url=api.base_url, max_retries=0, **kwargs) as client:
+        yield client
+
+
+def http_for(api: ApiServer, key: str = "test-client-key") -> httpx.AsyncClient:
+    import httpx
+
+    return httpx.AsyncClient(
+        base_url=api.base_url,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=httpx.Timeout(10.0),
+    )
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any setting hermes-trio reads, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
+    env.update(extra)
+    return env
 
 
 class ServeProcess:
@@ -119,15 +176,25 @@ class ServeProcess:
             await self._changed.wait()
 
 
+async def _kill(process: trio.Process) -> None:
+    process.kill()
+
+
 async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd: Any) -> ServeProcess:
     """Start ``hermes-trio serve --port 0``; returns once it printed where it
-    listens and which model server it uses."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    listens and which model server it uses. The process is killed when
+    ``nursery`` is cancelled, so it never outlives the test."""
+    process: trio.Process = await nursery.start(
+        partial(
+            trio.run_process,
+            [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
+            deliver_cancel=_kill,
+        )
     )
     served = ServeProcess(process)
 
@@ -141,12 +208,8 @@ async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd: Any) -> S
                 served.add(line.decode())
 
     nursery.start_soon(read)
-    try:
-        with trio.fail_after(15):
-            listening = await served.wait_for("listening on")
-            await served.wait_for("serve: model server")
-    except BaseException:
-        process.kill()
-        raise
+    with trio.fail_after(15):
+        listening = await served.wait_for("listening on")
+        await served.wait_for("serve: model server")
     served.base_url = listening.split("listening on ")[1].split()[0]
     return served

@@ -7,7 +7,6 @@ server keeps serving meanwhile. Every wait is bounded by ``TIMEOUT``.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pexpect
 import trio
+from support import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 10
@@ -25,12 +25,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 
 def chat_env(base_url: str | None, home: Path, extra: Mapping[str, str] = ()) -> dict[str, str]:
     """The environment of a user with nothing configured but the model server."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HERMES_", "OPENAI_", "API_SERVER_", "TELEGRAM_"))
-    }
-    env.update(
+    env = clean_env(
         HOME=str(home),
         HERMES_DATA_DIR=str(home / "data"),
         PYTHONPATH=str(REPO),

@@ -27,7 +27,7 @@ async def test_sequential_turns_share_one_connection() -> None:
             _, first = await run_turn(agent, "first")
             _, second = await run_turn(agent, "second")
     assert (first.text, second.text) == ("one", "two")
-    chats = [r for r in server.requests if r.path.endswith("/chat/completions")]
+    chats = server.model_requests
     assert len(chats) == 2
     assert chats[0].connection_id == chats[1].connection_id
     assert len(server.connections) == 1
@@ -42,7 +42,7 @@ async def test_a_stream_cut_short_closes_its_connection() -> None:
             assert record.closed_by == "client"
             _, result = await run_turn(agent, "again")
     assert result.text == "fresh"
-    chats = [r for r in server.requests if r.path.endswith("/chat/completions")]
+    chats = server.model_requests
     assert chats[0].connection_id != chats[1].connection_id
 
 

@@ -3,7 +3,6 @@ subprocess against the fake Telegram and the scripted model server."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from support import make_config
+from support import clean_env, make_config
 
 from hermes_trio.config import Config, PlatformsConfig, TelegramConfig, load_config
 from hermes_trio.gateway import _main, build_adapters, run_gateway, telegram_enabled
@@ -49,17 +48,6 @@ def test_enabled_telegram_without_token_names_the_setting(
     )
     assert run_gateway(config) == 2
     assert "TELEGRAM_BOT_TOKEN" in capsys.readouterr().err
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without any setting hermes-trio reads."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HERMES_", "OPENAI_", "TELEGRAM_", "API_SERVER_"))
-    }
-    env.update(extra)
-    return env
 
 
 def test_cli_exit_code_and_message(tmp_path: Path) -> None:

@@ -79,12 +79,14 @@ class ScriptedAdapter:
 
 
 @asynccontextmanager
-async def memory_stack(
-    script: Sequence[Step], adapters: Sequence[Any], **config: Any
+async def gateway_stack(
+    script: Sequence[Step], adapters: Sequence[Any] | None = None, **config: Any
 ) -> AsyncIterator[tuple[Gateway, ScriptedModelServer]]:
+    """The gateway with ``adapters`` (each letting user "u1" in), or else with
+    the platforms ``config`` enables, in front of a scripted model server."""
     async with open_scripted_server(script) as model:
         cfg = make_config(model.base_url, streaming=STREAMING, **config)
-        allowed = {adapter.name: ["u1"] for adapter in adapters}
+        allowed = None if adapters is None else {adapter.name: ["u1"] for adapter in adapters}
         async with open_gateway(
             cfg, adapters=adapters, allowed_users=allowed, restart_backoff_initial=0.01
         ) as gateway:
@@ -97,7 +99,7 @@ async def test_crashing_adapter_is_restarted_without_stopping_the_others(
     flaky = ScriptedAdapter("flaky", [RuntimeError("boom"), PlatformError("network down")])
     steady = ScriptedAdapter("steady")
     script = [TextReply("steady answer"), TextReply("flaky answer")]
-    async with memory_stack(script, [flaky, steady]) as (gateway, _):
+    async with gateway_stack(script, [flaky, steady]) as (gateway, _):
         await steady.push("c", "u1", "hi")
         with trio.fail_after(5):
             await gateway.wait_until(lambda: gateway.adapter_status["flaky"].state == "running")
@@ -123,7 +125,7 @@ async def test_rejected_token_stops_that_adapter_only(caplog: pytest.LogCaptureF
         httpx.AsyncClient() as client,
     ):
         bad = TelegramAdapter(TelegramConfig(token=token, api_base_url=telegram.base_url), client)
-        async with memory_stack([TextReply("still here")], [bad, steady]) as (gateway, _):
+        async with gateway_stack([TextReply("still here")], [bad, steady]) as (gateway, _):
             status = gateway.adapter_status["telegram"]
             assert status.state == "failed"
             assert status.last_error is not None and "rejected" in status.last_error
@@ -169,24 +171,20 @@ async def test_shutdown_during_a_turn_leaves_an_interrupted_message() -> None:
 async def test_whatsapp_gets_exactly_one_final_message_per_answer() -> None:
     user = "15551234567"
     script = [TextReply("first answer", delay=0.02), TextReply("second answer", delay=0.02)]
-    async with open_scripted_server(script) as model, open_fake_whatsapp() as whatsapp:
-        config = make_config(
-            model.base_url,
-            streaming=STREAMING,
-            platforms=PlatformsConfig(
-                whatsapp=WhatsAppConfig(
-                    enabled=True,
-                    access_token=whatsapp.access_token,
-                    phone_number_id=whatsapp.phone_number_id,
-                    app_secret=whatsapp.app_secret,
-                    verify_token=whatsapp.verify_token,
-                    api_base_url=whatsapp.base_url,
-                    webhook_port=0,
-                    allowed_users=[user],
-                )
-            ),
+    async with open_fake_whatsapp() as whatsapp:
+        platforms = PlatformsConfig(
+            whatsapp=WhatsAppConfig(
+                enabled=True,
+                access_token=whatsapp.access_token,
+                phone_number_id=whatsapp.phone_number_id,
+                app_secret=whatsapp.app_secret,
+                verify_token=whatsapp.verify_token,
+                api_base_url=whatsapp.base_url,
+                webhook_port=0,
+                allowed_users=[user],
+            )
         )
-        async with open_gateway(config) as gateway:
+        async with gateway_stack(script, platforms=platforms) as (gateway, model):
             url = gateway.adapters["whatsapp"].webhook_url  # type: ignore[attr-defined]
             for n, text in enumerate(["one", "two"], start=1):
                 response = await whatsapp.deliver_text(url, user, text)
@@ -205,21 +203,17 @@ async def test_whatsapp_gets_exactly_one_final_message_per_answer() -> None:
 
 async def test_homeassistant_gets_exactly_one_final_reply_per_answer() -> None:
     script = [TextReply("lights are on", delay=0.02), TextReply("lights are off", delay=0.02)]
-    async with open_scripted_server(script) as model, open_fake_homeassistant() as ha:
-        config = make_config(
-            model.base_url,
-            streaming=STREAMING,
-            platforms=PlatformsConfig(
-                homeassistant=HomeAssistantConfig(
-                    enabled=True,
-                    url=ha.base_url,
-                    token=ha.token,
-                    webhook_port=0,
-                    allowed_users=["ana"],
-                )
-            ),
+    async with open_fake_homeassistant() as ha:
+        platforms = PlatformsConfig(
+            homeassistant=HomeAssistantConfig(
+                enabled=True,
+                url=ha.base_url,
+                token=ha.token,
+                webhook_port=0,
+                allowed_users=["ana"],
+            )
         )
-        async with open_gateway(config) as gateway:
+        async with gateway_stack(script, platforms=platforms) as (gateway, model):
             url = gateway.adapters["homeassistant"].webhook_url  # type: ignore[attr-defined]
             for n, text in enumerate(["lights on", "lights off"], start=1):
                 response = await ha.post_message(
@@ -240,7 +234,7 @@ async def test_homeassistant_gets_exactly_one_final_reply_per_answer() -> None:
 
 async def test_api_server_runs_in_the_same_nursery() -> None:
     adapter = ScriptedAdapter()
-    async with memory_stack(
+    async with gateway_stack(
         [TextReply("from the api"), TextReply("from the chat")],
         [adapter],
         api_server=ApiServerConfig(enabled=True, port=0),
@@ -265,7 +259,7 @@ async def test_failing_turn_is_reported_and_the_session_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     adapter = ScriptedAdapter()
-    async with memory_stack([TextReply("recovered")], [adapter]) as (gateway, _):
+    async with gateway_stack([TextReply("recovered")], [adapter]) as (gateway, _):
         original = gateway.agent.run_turn
         calls = 0
 
@@ -291,7 +285,7 @@ async def test_failing_turn_is_reported_and_the_session_goes_on(
 
 async def test_commands_from_strangers_are_refused_too() -> None:
     adapter = ScriptedAdapter()
-    async with memory_stack([], [adapter]) as (gateway, _):
+    async with gateway_stack([], [adapter]) as (gateway, _):
         await adapter.push("c", "intruder", "/new")
         with trio.fail_after(5):
             await gateway.wait_until(lambda: bool(adapter.messenger("c").visible()))
@@ -302,20 +296,13 @@ async def test_commands_from_strangers_are_refused_too() -> None:
 async def test_logging_at_debug_never_shows_the_token(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     token = "333:DEBUG-token-secret"
-    async with (
-        open_scripted_server([TextReply("hello")]) as model,
-        open_fake_telegram(token) as telegram,
-    ):
-        config = make_config(
-            model.base_url,
-            streaming=STREAMING,
-            platforms=PlatformsConfig(
-                telegram=TelegramConfig(
-                    token=token, api_base_url=telegram.base_url, allowed_users=[5], poll_timeout=5
-                )
-            ),
+    async with open_fake_telegram(token) as telegram:
+        platforms = PlatformsConfig(
+            telegram=TelegramConfig(
+                token=token, api_base_url=telegram.base_url, allowed_users=[5], poll_timeout=5
+            )
         )
-        async with open_gateway(config) as gateway:
+        async with gateway_stack([TextReply("hello")], platforms=platforms) as (gateway, _):
             telegram.push_message(9, 5, "hi")
             with trio.fail_after(5):
                 await gateway.wait_until(lambda: gateway.turns_done("telegram", 9) == 1)

@@ -15,7 +15,14 @@ from support import make_config
 
 from hermes_trio.config import GatewayConfig, PlatformsConfig, StreamingConfig, TelegramConfig
 from hermes_trio.gateway import Gateway, open_gateway
-from hermes_trio.testing import ScriptedModelServer, Stall, Step, TextReply, open_scripted_server
+from hermes_trio.testing import (
+    RecordedRequest,
+    ScriptedModelServer,
+    Stall,
+    Step,
+    TextReply,
+    open_scripted_server,
+)
 from hermes_trio.testing.fake_telegram import FakeTelegram, open_fake_telegram
 
 TOKEN = "987654:GATEWAY-secret_token_value"
@@ -66,8 +73,8 @@ async def turns(gateway: Gateway, n: int, chat: int = CHAT, within: float = 5) -
         )
 
 
-def model_requests(model: ScriptedModelServer) -> list[Any]:
-    return [r for r in model.requests if r.path.endswith("/chat/completions")]
+def model_requests(model: ScriptedModelServer) -> list[RecordedRequest]:
+    return model.model_requests
 
 
 def conversation(model: ScriptedModelServer, n: int) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 import trio
-from support import api_stack
+from support import api_stack, client_for
 
 from hermes_trio.testing import ErrorReply, Stall, TextReply, ToolCallReply
 
@@ -25,20 +25,18 @@ WEATHER_TOOL = {
 }
 
 
-def client_for(api, **kwargs) -> openai.AsyncOpenAI:
-    kwargs.setdefault("api_key", "unused")
-    return openai.AsyncOpenAI(base_url=api.base_url, max_retries=0, **kwargs)
-
-
 async def test_models_lists_the_configured_name() -> None:
-    async with api_stack(api={"model_name": "my-agent"}) as (api, _):
-        page = await client_for(api).models.list()
+    async with api_stack(api={"model_name": "my-agent"}) as (api, _), client_for(api) as client:
+        page = await client.models.list()
     assert [m.id for m in page.data] == ["my-agent"]
 
 
 async def test_non_streaming_completion() -> None:
-    async with api_stack([TextReply("Hello there, friend.")]) as (api, model):
-        completion = await client_for(api).chat.completions.create(
+    async with (
+        api_stack([TextReply("Hello there, friend.")]) as (api, model),
+        client_for(api) as client,
+    ):
+        completion = await client.chat.completions.create(
             model="hermes-agent",
             messages=[{"role": "system", "content": "Be brief."},
                       {"role": "user", "content": "hi"}],
@@ -60,8 +58,11 @@ async def test_non_streaming_completion() -> None:
 
 
 async def test_model_override_when_allowed() -> None:
-    async with api_stack([TextReply("x")], api={"allow_model_override": True}) as (api, model):
-        await client_for(api).chat.completions.create(
+    async with (
+        api_stack([TextReply("x")], api={"allow_model_override": True}) as (api, model),
+        client_for(api) as client,
+    ):
+        await client.chat.completions.create(
             model="other-model", messages=[{"role": "user", "content": "hi"}]
         )
     assert model.requests[0].json["model"] == "other-model"
@@ -69,8 +70,11 @@ async def test_model_override_when_allowed() -> None:
 
 async def test_streaming_with_usage() -> None:
     tokens = ["One", " two", " three", " four."]
-    async with api_stack([TextReply(tokens=tokens, delay=0.01)]) as (api, _):
-        stream = await client_for(api).chat.completions.create(
+    async with (
+        api_stack([TextReply(tokens=tokens, delay=0.01)]) as (api, _),
+        client_for(api) as client,
+    ):
+        stream = await client.chat.completions.create(
             model="hermes-agent",
             messages=[{"role": "user", "content": "count"}],
             stream=True,
@@ -91,14 +95,14 @@ async def test_sync_client_in_a_worker_thread() -> None:
     async with api_stack([TextReply("sync hello"), TextReply(tokens=["a", "b"])]) as (api, _):
 
         def talk() -> tuple[str, str]:
-            client = openai.OpenAI(base_url=api.base_url, api_key="x", max_retries=0)
-            plain = client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "hi"}]
-            )
-            streamed = client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "hi"}], stream=True
-            )
-            text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+            with openai.OpenAI(base_url=api.base_url, api_key="x", max_retries=0) as client:
+                plain = client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}]
+                )
+                streamed = client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+                text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
             return plain.choices[0].message.content or "", text
 
         plain, streamed = await trio.to_thread.run_sync(talk)
@@ -111,8 +115,7 @@ async def test_client_side_tool_calls_round_trip() -> None:
         TextReply("It is sunny in Paris."),
         ToolCallReply(calls=[("get_weather", {"city": "Oslo"})]),
     ]
-    async with api_stack(script) as (api, model):
-        client = client_for(api)
+    async with api_stack(script) as (api, model), client_for(api) as client:
         messages = [{"role": "user", "content": "Weather in Paris?"}]
         first = await client.chat.completions.create(
             model="hermes-agent", messages=messages, tools=[WEATHER_TOOL]
@@ -147,14 +150,17 @@ async def test_client_side_tool_calls_round_trip() -> None:
 
 
 async def test_errors_map_to_sdk_exceptions() -> None:
-    async with api_stack(
-        [ErrorReply(status=500, message="model on fire")],
-        model={"max_retries": 0},
-        api={"key": "sekrit", "max_concurrent": 1},
-    ) as (api, _):
+    async with (
+        api_stack(
+            [ErrorReply(status=500, message="model on fire")],
+            model={"max_retries": 0},
+            api={"key": "sekrit", "max_concurrent": 1},
+        ) as (api, _),
+        client_for(api, api_key="wrong") as stranger,
+        client_for(api, api_key="sekrit") as client,
+    ):
         with pytest.raises(openai.AuthenticationError):
-            await client_for(api, api_key="wrong").models.list()
-        client = client_for(api, api_key="sekrit")
+            await stranger.models.list()
         with pytest.raises(openai.BadRequestError) as bad:
             await client.chat.completions.create(
                 model="m", messages=[{"role": "user", "content": "hi"}], n=2
@@ -171,20 +177,25 @@ async def test_errors_map_to_sdk_exceptions() -> None:
 
 
 async def test_timeout_maps_to_504() -> None:
-    async with api_stack(
-        [Stall(seconds=30)], model={"timeouts": {"connect": 2, "first_token": 0.2,
-                                                  "idle": 5, "request": 5}}
-    ) as (api, _):
+    async with (
+        api_stack(
+            [Stall(seconds=30)], model={"timeouts": {"connect": 2, "first_token": 0.2,
+                                                      "idle": 5, "request": 5}}
+        ) as (api, _),
+        client_for(api) as client,
+    ):
         with pytest.raises(openai.InternalServerError) as info:
-            await client_for(api).chat.completions.create(
+            await client.chat.completions.create(
                 model="m", messages=[{"role": "user", "content": "hi"}], stream=True
             )
     assert info.value.status_code == 504
 
 
 async def test_rate_limit_maps_to_sdk_error() -> None:
-    async with api_stack([Stall(seconds=30)], api={"max_concurrent": 1}) as (api, model):
-        client = client_for(api)
+    async with (
+        api_stack([Stall(seconds=30)], api={"max_concurrent": 1}) as (api, model),
+        client_for(api) as client,
+    ):
         async with trio.open_nursery() as nursery:
 
             async def hold() -> None:

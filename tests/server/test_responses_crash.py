@@ -5,15 +5,15 @@ next start marks the interrupted one incomplete."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 
 import httpx
 import trio
-from support import start_serve
-from test_responses_helpers import client_for, parse_sse, payloads, responses_config
+from support import clean_env, client_for, http_for, make_config, start_serve
+from test_responses_helpers import parse_sse, payloads
 
+from hermes_trio.config import StoreConfig
 from hermes_trio.server.run import open_api_server
 from hermes_trio.server.store import DB_FILENAME, SQLiteResponseStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server
@@ -21,14 +21,6 @@ from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
 TOKENS = [f"w{i} " for i in range(200)]
 KEY = "test-client-key"
-
-
-async def kill_on_cancel(process: trio.Process) -> None:
-    try:
-        await trio.sleep_forever()
-    finally:
-        if process.returncode is None:
-            process.kill()
 
 
 async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
@@ -39,18 +31,10 @@ async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
         TextReply("Continued after the crash."),
     ]
     async with open_scripted_server(script) as model:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("HERMES_", "OPENAI_", "API_SERVER_"))
-        }
-        env["HERMES_MODEL_BASE_URL"] = model.base_url
-        env["HERMES_DATA_DIR"] = str(data_dir)
+        env = clean_env(HERMES_MODEL_BASE_URL=model.base_url, HERMES_DATA_DIR=str(data_dir))
         async with trio.open_nursery() as nursery:
             served = await start_serve(nursery, env, tmp_path)
             base_url = served.base_url
-            # Whatever happens in the test, the process does not outlive it.
-            nursery.start_soon(kill_on_cancel, served.process)
             headers = {"Authorization": f"Bearer {KEY}"}
             async with httpx.AsyncClient(base_url=base_url, headers=headers) as http:
                 with trio.fail_after(15):
@@ -99,14 +83,14 @@ async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
         assert numbers == list(range(len(numbers))) and len(numbers) >= 2
 
         # A restarted server finishes the record and still continues the chain.
-        config = responses_config(model.base_url, data_dir)
+        config = make_config(model.base_url, store=StoreConfig(data_dir=str(data_dir)))
         with trio.fail_after(15):
-            async with open_api_server(config, port=0) as api:
-                client = client_for(api, api_key=KEY)
+            async with (
+                open_api_server(config, port=0) as api,
+                client_for(api, api_key=KEY) as client,
+            ):
                 recovered = await client.responses.retrieve(crashed_id)
-                async with httpx.AsyncClient(
-                    base_url=api.base_url, headers={"Authorization": f"Bearer {KEY}"}
-                ) as http:
+                async with http_for(api, KEY) as http:
                     replay = payloads(
                         parse_sse((await http.get(f"/responses/{crashed_id}?stream=true")).content)
                     )

@@ -10,16 +10,10 @@ import httpx
 import openai
 import pytest
 import trio
-from test_responses_helpers import (
-    client_for,
-    http_for,
-    parse_sse,
-    payloads,
-    responses_config,
-    responses_stack,
-    text_of,
-)
+from support import api_stack, client_for, http_for, make_config
+from test_responses_helpers import parse_sse, payloads, text_of
 
+from hermes_trio.config import StoreConfig
 from hermes_trio.server.run import open_api_server
 from hermes_trio.server.store import open_response_store, owner_scope
 from hermes_trio.testing import Stall, TextReply, open_scripted_server
@@ -56,10 +50,9 @@ async def wait_status(client: openai.AsyncOpenAI, rid: str, statuses: set[str]) 
         await trio.sleep(0.02)
 
 
-async def test_dropped_background_stream_resumes_without_gaps(tmp_path) -> None:
+async def test_dropped_background_stream_resumes_without_gaps() -> None:
     script = [TextReply(tokens=TOKENS, delay=0.005), TextReply(tokens=TOKENS, delay=0.01)]
-    async with responses_stack(tmp_path, script) as (api, model):
-        client = client_for(api)
+    async with api_stack(script) as (api, model), client_for(api) as client:
         async with http_for(api) as http:
             with trio.fail_after(15):
                 whole = await client.responses.create(model="m", input="go", stream=True)
@@ -95,10 +88,9 @@ async def test_dropped_background_stream_resumes_without_gaps(tmp_path) -> None:
     assert final.output_text == FULL_TEXT
 
 
-async def test_follower_joins_a_live_stream(tmp_path) -> None:
+async def test_follower_joins_a_live_stream() -> None:
     script = [TextReply(tokens=TOKENS, delay=0.01)]
-    async with responses_stack(tmp_path, script) as (api, _):
-        client = client_for(api)
+    async with api_stack(script) as (api, _), client_for(api) as client:
         with trio.fail_after(15):
             stream = await client.responses.create(model="m", input="go", stream=True)
             events = []
@@ -122,8 +114,8 @@ async def test_follower_joins_a_live_stream(tmp_path) -> None:
     assert joined[-1].type == "response.completed"
 
 
-async def test_replay_from_the_store_after_the_end(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply(tokens=TOKENS[:6])]) as (api, _):
+async def test_replay_from_the_store_after_the_end() -> None:
+    async with api_stack([TextReply(tokens=TOKENS[:6])]) as (api, _):
         async with http_for(api) as http:
             with trio.fail_after(10):
                 original = (
@@ -139,10 +131,9 @@ async def test_replay_from_the_store_after_the_end(tmp_path) -> None:
     assert past_end.status_code == 200 and parse_sse(past_end.content) == []
 
 
-async def test_disconnect_without_background_cancels_the_turn(tmp_path) -> None:
+async def test_disconnect_without_background_cancels_the_turn() -> None:
     script = [Stall(text="partial answer here", seconds=30)]
-    async with responses_stack(tmp_path, script) as (api, model):
-        client = client_for(api)
+    async with api_stack(script) as (api, model), client_for(api) as client:
         async with http_for(api) as http:
             with trio.fail_after(10):
                 seen = await read_some(
@@ -165,10 +156,9 @@ async def test_disconnect_without_background_cancels_the_turn(tmp_path) -> None:
     assert [e["sequence_number"] for e in replay] == list(range(len(replay)))
 
 
-async def test_background_turn_can_be_cancelled(tmp_path) -> None:
+async def test_background_turn_can_be_cancelled() -> None:
     script = [Stall(text="thinking about it", seconds=30), TextReply("done")]
-    async with responses_stack(tmp_path, script) as (api, model):
-        client = client_for(api)
+    async with api_stack(script) as (api, model), client_for(api) as client:
         with trio.fail_after(10):
             started = await client.responses.create(model="m", input="go", background=True)
             assert started.status == "in_progress" and started.background is True
@@ -191,10 +181,9 @@ async def test_background_turn_can_be_cancelled(tmp_path) -> None:
     assert replay[-1]["response"]["status"] == "cancelled"
 
 
-async def test_background_turn_finishes_without_a_client(tmp_path) -> None:
+async def test_background_turn_finishes_without_a_client() -> None:
     script = [TextReply(tokens=TOKENS[:10], delay=0.01)]
-    async with responses_stack(tmp_path, script) as (api, _):
-        client = client_for(api)
+    async with api_stack(script) as (api, _), client_for(api) as client:
         with trio.fail_after(10):
             started = await client.responses.create(model="m", input="go", background=True)
             done = await wait_status(client, started.id, {"completed"})
@@ -203,12 +192,11 @@ async def test_background_turn_finishes_without_a_client(tmp_path) -> None:
 
 async def test_chain_survives_a_server_restart(tmp_path) -> None:
     async with open_scripted_server([TextReply("Hi Ada."), TextReply("You are Ada.")]) as model:
-        config = responses_config(model.base_url, tmp_path / "data")
+        config = make_config(model.base_url, store=StoreConfig(data_dir=str(tmp_path / "data")))
         with trio.fail_after(15):
-            async with open_api_server(config, port=0) as api:
-                first = await client_for(api).responses.create(model="m", input="I am Ada.")
-            async with open_api_server(config, port=0) as api:
-                client = client_for(api)
+            async with open_api_server(config, port=0) as api, client_for(api) as client:
+                first = await client.responses.create(model="m", input="I am Ada.")
+            async with open_api_server(config, port=0) as api, client_for(api) as client:
                 fetched = await client.responses.retrieve(first.id)
                 second = await client.responses.create(
                     model="m", input="Who am I?", previous_response_id=first.id
@@ -224,17 +212,16 @@ async def test_chain_survives_a_server_restart(tmp_path) -> None:
 
 async def test_shutdown_marks_a_running_response_incomplete(tmp_path) -> None:
     async with open_scripted_server([Stall(text="half", seconds=30)]) as model:
-        config = responses_config(model.base_url, tmp_path / "data")
+        config = make_config(model.base_url, store=StoreConfig(data_dir=str(tmp_path / "data")))
         with trio.fail_after(15):
-            async with open_api_server(config, port=0) as api:
-                client = client_for(api)
+            async with open_api_server(config, port=0) as api, client_for(api) as client:
                 started = await client.responses.create(model="m", input="go", background=True)
                 await model.wait_request(1)
             # Recorded by the shutdown itself, before any restart.
             async with open_response_store(config) as store:
                 row = await store.get(started.id, owner_scope("test-client-key"))
-            async with open_api_server(config, port=0) as api:
-                after = await client_for(api).responses.retrieve(started.id)
+            async with open_api_server(config, port=0) as api, client_for(api) as client:
+                after = await client.responses.retrieve(started.id)
     assert row is not None and row.status == "incomplete"
     assert row.response["output_text"] == "half"
     assert after.status == "incomplete"

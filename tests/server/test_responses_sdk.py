@@ -9,14 +9,8 @@ import openai
 import pytest
 import trio
 from openai.types.responses import Response
-from test_responses_helpers import (
-    client_for,
-    http_for,
-    parse_sse,
-    payloads,
-    responses_stack,
-    text_of,
-)
+from support import api_stack, client_for, http_for
+from test_responses_helpers import parse_sse, payloads, text_of
 
 from hermes_trio.testing import ErrorReply, TextReply, ToolCallReply
 
@@ -52,9 +46,11 @@ def _collapse(types: list[str]) -> list[str]:
     return out
 
 
-async def test_non_streaming_response_object(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply("Hello there, friend.")]) as (api, model):
-        client = client_for(api)
+async def test_non_streaming_response_object() -> None:
+    async with (
+        api_stack([TextReply("Hello there, friend.")]) as (api, model),
+        client_for(api) as client,
+    ):
         with trio.fail_after(10):
             response = await client.responses.create(
                 model="hermes-agent",
@@ -92,9 +88,9 @@ async def test_non_streaming_response_object(tmp_path) -> None:
     assert sent["temperature"] == 0.3 and sent["max_tokens"] == 50
 
 
-async def test_streaming_events_in_order_with_ids(tmp_path) -> None:
+async def test_streaming_events_in_order_with_ids() -> None:
     tokens = ["One", " two", " three", " four."]
-    async with responses_stack(tmp_path, [TextReply(tokens=tokens, delay=0.01)]) as (api, _):
+    async with api_stack([TextReply(tokens=tokens, delay=0.01)]) as (api, _):
         async with http_for(api) as http:
             with trio.fail_after(10):
                 reply = await http.post(
@@ -112,10 +108,9 @@ async def test_streaming_events_in_order_with_ids(tmp_path) -> None:
     assert final.status == "completed" and final.output_text == "One two three four."
 
 
-async def test_sdk_streaming_and_stream_helper(tmp_path) -> None:
+async def test_sdk_streaming_and_stream_helper() -> None:
     script = [TextReply(tokens=["a", "b", "c"], delay=0.005), TextReply("Helper says hi.")]
-    async with responses_stack(tmp_path, script) as (api, _):
-        client = client_for(api)
+    async with api_stack(script) as (api, _), client_for(api) as client:
         with trio.fail_after(10):
             stream = await client.responses.create(model="m", input="abc", stream=True)
             events = [event async for event in stream]
@@ -128,15 +123,14 @@ async def test_sdk_streaming_and_stream_helper(tmp_path) -> None:
     assert final.output_text == "Helper says hi." and final.status == "completed"
 
 
-async def test_three_chained_turns_with_a_server_side_tool(tmp_path) -> None:
+async def test_three_chained_turns_with_a_server_side_tool() -> None:
     script = [
         TextReply("Nice to meet you, Ada."),
         ToolCallReply(calls=[("terminal", {"command": "echo hermes-tool-ran"})], text="Checking."),
         TextReply("The command printed hermes-tool-ran."),
         TextReply("Your name is Ada."),
     ]
-    async with responses_stack(tmp_path, script, agent={"yolo": True}) as (api, model):
-        client = client_for(api)
+    async with api_stack(script, agent={"yolo": True}) as (api, model), client_for(api) as client:
         with trio.fail_after(15):
             first = await client.responses.create(model="m", input="I am Ada.")
             async with client.responses.stream(
@@ -175,13 +169,12 @@ async def test_three_chained_turns_with_a_server_side_tool(tmp_path) -> None:
     assert history[-1] == {"role": "user", "content": "What is my name?"}
 
 
-async def test_client_side_function_tools_round_trip(tmp_path) -> None:
+async def test_client_side_function_tools_round_trip() -> None:
     script = [
         ToolCallReply(calls=[("get_weather", {"city": "Paris"})]),
         TextReply("It is sunny in Paris."),
     ]
-    async with responses_stack(tmp_path, script) as (api, model):
-        client = client_for(api)
+    async with api_stack(script) as (api, model), client_for(api) as client:
         with trio.fail_after(10):
             first = await client.responses.create(
                 model="m", input="Weather in Paris?", tools=[WEATHER_TOOL]
@@ -213,10 +206,9 @@ async def test_client_side_function_tools_round_trip(tmp_path) -> None:
     assert "nope" in str(unknown_call.value)
 
 
-async def test_reasoning_item(tmp_path) -> None:
+async def test_reasoning_item() -> None:
     script = [TextReply("42.", reasoning="Let me think about this.")]
-    async with responses_stack(tmp_path, script) as (api, _):
-        client = client_for(api)
+    async with api_stack(script) as (api, _), client_for(api) as client:
         with trio.fail_after(10):
             stream = await client.responses.create(model="m", input="?", stream=True)
             events = [e async for e in stream]
@@ -227,9 +219,8 @@ async def test_reasoning_item(tmp_path) -> None:
     assert final.output_text == "42."
 
 
-async def test_retrieve_delete_and_input_items(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply("Stored.")]) as (api, _):
-        client = client_for(api)
+async def test_retrieve_delete_and_input_items() -> None:
+    async with api_stack([TextReply("Stored.")]) as (api, _), client_for(api) as client:
         with trio.fail_after(10):
             created = await client.responses.create(
                 model="m",
@@ -259,9 +250,8 @@ async def test_retrieve_delete_and_input_items(tmp_path) -> None:
     assert ascending.first_id == ascending.data[0].id
 
 
-async def test_unknown_ids(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply("x")]) as (api, model):
-        client = client_for(api)
+async def test_unknown_ids() -> None:
+    async with api_stack([TextReply("x")]) as (api, model), client_for(api) as client:
         with trio.fail_after(10):
             for call in (
                 client.responses.retrieve("resp_missing"),
@@ -280,9 +270,11 @@ async def test_unknown_ids(tmp_path) -> None:
     assert model.requests == []
 
 
-async def test_store_false_keeps_nothing(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply("Ephemeral."), TextReply("y")]) as (api, _):
-        client = client_for(api)
+async def test_store_false_keeps_nothing() -> None:
+    async with (
+        api_stack([TextReply("Ephemeral."), TextReply("y")]) as (api, _),
+        client_for(api) as client,
+    ):
         with trio.fail_after(10):
             response = await client.responses.create(model="m", input="hi", store=False)
             streamed = await client.responses.create(
@@ -303,10 +295,12 @@ async def test_store_false_keeps_nothing(tmp_path) -> None:
     assert bad.value.code == "previous_response_not_found"
 
 
-async def test_responses_are_scoped_to_the_api_key(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply("mine")]) as (api, _):
-        mine = client_for(api, api_key="key-one")
-        theirs = client_for(api, api_key="key-two")
+async def test_responses_are_scoped_to_the_api_key() -> None:
+    async with (
+        api_stack([TextReply("mine")]) as (api, _),
+        client_for(api, api_key="key-one") as mine,
+        client_for(api, api_key="key-two") as theirs,
+    ):
         with trio.fail_after(10):
             response = await mine.responses.create(model="m", input="hi")
             with pytest.raises(openai.NotFoundError):
@@ -320,13 +314,12 @@ async def test_responses_are_scoped_to_the_api_key(tmp_path) -> None:
             assert (await mine.responses.retrieve(response.id)).output_text == "mine"
 
 
-async def test_model_failure_streams_error_then_failed(tmp_path) -> None:
+async def test_model_failure_streams_error_then_failed() -> None:
     script = [
         ErrorReply(status=500, message="model on fire"),
         ErrorReply(status=500, message="model on fire"),
     ]
-    async with responses_stack(tmp_path, script, model={"max_retries": 0}) as (api, _):
-        client = client_for(api)
+    async with api_stack(script, model={"max_retries": 0}) as (api, _), client_for(api) as client:
         with trio.fail_after(10):
             stream = await client.responses.create(model="m", input="hi", stream=True)
             events = [e async for e in stream]
@@ -341,12 +334,11 @@ async def test_model_failure_streams_error_then_failed(tmp_path) -> None:
     assert info.value.status_code == 502 and "model on fire" in str(info.value)
 
 
-async def test_length_limit_is_incomplete(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply("cut sho", finish_reason="length")]) as (
-        api,
-        _,
+async def test_length_limit_is_incomplete() -> None:
+    async with (
+        api_stack([TextReply("cut sho", finish_reason="length")]) as (api, _),
+        client_for(api) as client,
     ):
-        client = client_for(api)
         with trio.fail_after(10):
             response = await client.responses.create(model="m", input="hi", max_output_tokens=2)
     assert response.status == "incomplete"
@@ -380,8 +372,8 @@ async def test_length_limit_is_incomplete(tmp_path) -> None:
         ({"model": "m", "input": "x", "text": {"format": {"type": "xml"}}}, "text.format.type"),
     ],
 )
-async def test_request_validation_names_the_field(tmp_path, body, param) -> None:
-    async with responses_stack(tmp_path) as (api, model):
+async def test_request_validation_names_the_field(body, param) -> None:
+    async with api_stack() as (api, model):
         async with http_for(api) as http:
             with trio.fail_after(10):
                 reply = await http.post("/responses", json=body)
@@ -392,8 +384,8 @@ async def test_request_validation_names_the_field(tmp_path, body, param) -> None
     assert model.requests == []
 
 
-async def test_invalid_json_and_query_parameters(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply("x")]) as (api, _):
+async def test_invalid_json_and_query_parameters() -> None:
+    async with api_stack([TextReply("x")]) as (api, _):
         async with http_for(api) as http:
             with trio.fail_after(10):
                 bad_json = await http.post(
@@ -418,7 +410,7 @@ async def test_invalid_json_and_query_parameters(tmp_path) -> None:
         assert reply.json()["error"]["param"] == param
 
 
-async def test_echoed_settings_pass_strict_validation(tmp_path) -> None:
+async def test_echoed_settings_pass_strict_validation() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
     body = {
         "model": "m",
@@ -439,7 +431,7 @@ async def test_echoed_settings_pass_strict_validation(tmp_path) -> None:
         "include": [],
         "top_logprobs": 0,
     }
-    async with responses_stack(tmp_path, [TextReply('{"a": "b"}')]) as (api, model):
+    async with api_stack([TextReply('{"a": "b"}')]) as (api, model):
         async with http_for(api) as http:
             with trio.fail_after(10):
                 reply = await http.post("/responses", json=body)
@@ -459,10 +451,9 @@ async def test_echoed_settings_pass_strict_validation(tmp_path) -> None:
     assert sent["parallel_tool_calls"] is False and sent["top_p"] == 0.5
 
 
-async def test_image_and_file_parts_reach_the_model(tmp_path) -> None:
+async def test_image_and_file_parts_reach_the_model() -> None:
     image = "data:image/png;base64,iVBORw0KGgo="
-    async with responses_stack(tmp_path, [TextReply("A picture.")]) as (api, model):
-        client = client_for(api)
+    async with api_stack([TextReply("A picture.")]) as (api, model), client_for(api) as client:
         with trio.fail_after(10):
             response = await client.responses.create(
                 model="m",
@@ -487,9 +478,11 @@ async def test_image_and_file_parts_reach_the_model(tmp_path) -> None:
     assert [p.type for p in parts] == ["input_text", "input_image", "input_file"]
 
 
-async def test_manual_history_with_function_call_items(tmp_path) -> None:
-    async with responses_stack(tmp_path, [TextReply("Sunny, as the tool said.")]) as (api, model):
-        client = client_for(api)
+async def test_manual_history_with_function_call_items() -> None:
+    async with (
+        api_stack([TextReply("Sunny, as the tool said.")]) as (api, model),
+        client_for(api) as client,
+    ):
         with trio.fail_after(10):
             response = await client.responses.create(
                 model="m",

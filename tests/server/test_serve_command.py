@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
 import sys
 
 import trio
-from support import start_serve
+from support import clean_env, start_serve
 
 from hermes_trio.testing import TextReply, open_scripted_server
 
 
 def env_without_model(tmp_path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("HERMES_", "OPENAI_", "API_SERVER_"))}
-    env["HERMES_DATA_DIR"] = str(tmp_path / "data")
-    return env
+    return clean_env(HERMES_DATA_DIR=str(tmp_path / "data"))
 
 
 async def run_cli(args: list[str], env: dict[str, str], cwd) -> subprocess.CompletedProcess:

@@ -45,6 +45,7 @@ __all__ = [
     "Gateway",
     "Session",
     "build_adapters",
+    "enabled_platforms",
     "open_gateway",
     "run_gateway",
     "run_gateway_async",
@@ -199,32 +200,46 @@ def telegram_enabled(config: Config) -> bool:
     return bool(telegram.token) if telegram.enabled is None else telegram.enabled
 
 
+def enabled_platforms(config: Config) -> list[str]:
+    """The names of the chat platforms ``config`` enables, in start order."""
+    platforms = config.platforms
+    enabled = {
+        "telegram": telegram_enabled(config),
+        "whatsapp": platforms.whatsapp.enabled,
+        "homeassistant": platforms.homeassistant.enabled,
+    }
+    return [name for name, on in enabled.items() if on]
+
+
 def build_adapters(config: Config, client: httpx.AsyncClient) -> list[PlatformAdapter]:
     """The adapters ``config`` enables, sharing ``client`` (owned by the caller).
 
     Raises ``PlatformError`` (one line) when an enabled adapter lacks a setting.
     """
+    return [_build_adapter(name, config, client) for name in enabled_platforms(config)]
+
+
+def _build_adapter(name: str, config: Config, client: httpx.AsyncClient) -> PlatformAdapter:
+    # filter_users=False everywhere: the gateway enforces the allow-lists
+    # itself, because only it can answer a refused user.
     platforms = config.platforms
-    adapters: list[PlatformAdapter] = []
-    if telegram_enabled(config):
-        adapters.append(_telegram.TelegramAdapter(platforms.telegram, client, filter_users=False))
-    if platforms.whatsapp.enabled:
-        adapters.append(_whatsapp.WhatsAppAdapter(platforms.whatsapp, client, filter_users=False))
-    ha = platforms.homeassistant
-    if ha.enabled:
-        adapters.append(
-            _homeassistant.HomeAssistantAdapter(
-                ha,
-                client,
-                webhook_host=ha.webhook_host,
-                webhook_port=ha.webhook_port,
-                webhook_secret=ha.webhook_secret,
-                reply_event=ha.reply_event,
-                notify_service=ha.notify_service,
-                filter_users=False,
-            )
+    if name == "telegram":
+        return _telegram.TelegramAdapter(platforms.telegram, client, filter_users=False)
+    if name == "whatsapp":
+        return _whatsapp.WhatsAppAdapter(platforms.whatsapp, client, filter_users=False)
+    if name == "homeassistant":
+        ha = platforms.homeassistant
+        return _homeassistant.HomeAssistantAdapter(
+            ha,
+            client,
+            webhook_host=ha.webhook_host,
+            webhook_port=ha.webhook_port,
+            webhook_secret=ha.webhook_secret,
+            reply_event=ha.reply_event,
+            notify_service=ha.notify_service,
+            filter_users=False,
         )
-    return adapters
+    raise ValueError(f"no chat platform named {name!r}")
 
 
 @asynccontextmanager
@@ -290,13 +305,7 @@ def startup_problem(config: Config) -> str | None:
     """The one line that stops ``hermes-trio gateway`` from starting, if any."""
     if not config.model.base_url:
         return NO_MODEL_SERVER
-    platforms = config.platforms
-    if not (
-        telegram_enabled(config)
-        or platforms.whatsapp.enabled
-        or platforms.homeassistant.enabled
-        or config.api_server.enabled
-    ):
+    if not (enabled_platforms(config) or config.api_server.enabled):
         return (
             "nothing to run: set TELEGRAM_BOT_TOKEN (or platforms.telegram.token), enable "
             "platforms.whatsapp or platforms.homeassistant, or enable the API server "

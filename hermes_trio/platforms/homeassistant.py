@@ -43,6 +43,7 @@ from __future__ import annotations
 import hmac
 import itertools
 import logging
+from functools import partial
 from typing import Any
 
 import httpx
@@ -53,8 +54,9 @@ from quart_trio import QuartTrio
 from ..config import HomeAssistantConfig
 from ..llm.backoff import parse_retry_after
 from .base import CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from .http import allow_list, redact, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
-from .webhook import serve_webhook, webhook_app
+from .webhook import check_then_serve, webhook_app
 
 __all__ = [
     "HOMEASSISTANT_CAPABILITIES",
@@ -111,7 +113,7 @@ class HomeAssistantAdapter:
         self.reply_event = reply_event
         self.notify_service = notify_service
         self.request_timeout = request_timeout
-        self._allowed = frozenset(config.allowed_users) if filter_users else frozenset()
+        self._allowed = allow_list(config.allowed_users, filter_users)
         self._ids = itertools.count(1)
         self.webhook_url: str | None = None
 
@@ -122,17 +124,16 @@ class HomeAssistantAdapter:
 
     async def _request(self, method: str, path: str, json: Any = None) -> Any:
         what = f"homeassistant {method} {path}"
-        try:
-            response = await self._client.request(
-                method,
-                f"{self._base}{path}",
-                json=json,
-                headers={"Authorization": f"Bearer {self._token}"},
-                timeout=httpx.Timeout(self.request_timeout, connect=10.0),
-            )
-        except httpx.HTTPError as exc:
-            detail = str(exc).replace(self._token, "<redacted>")
-            raise PlatformError(f"{what}: network error: {type(exc).__name__}: {detail}") from None
+        response = await send_request(
+            self._client,
+            method,
+            f"{self._base}{path}",
+            what=what,
+            request_timeout=self.request_timeout,
+            secrets=(self._token,),
+            json=json,
+            headers={"Authorization": f"Bearer {self._token}"},
+        )
         if response.status_code == 401:
             raise TokenRejected(
                 "homeassistant: the access token was rejected (401); "
@@ -144,7 +145,7 @@ class HomeAssistantAdapter:
                 retry_after = 1.0
             raise RateLimited(retry_after, f"{what}: too many requests")
         if response.status_code >= 400:
-            detail = response.text.strip()[:200].replace(self._token, "<redacted>")
+            detail = redact(response.text.strip()[:200], (self._token,))
             raise PlatformError(f"{what}: HTTP {response.status_code}: {detail}")
         try:
             return response.json()
@@ -181,19 +182,16 @@ class HomeAssistantAdapter:
     ) -> None:
         """Serve the inbound webhook until cancelled. A rejected token raises
         at once; HA being unreachable is only logged (it may start later)."""
-        try:
-            await self.check()
-        except TokenRejected:
-            raise
-        except PlatformError as exc:
-            log.warning("homeassistant: cannot reach %s yet (%s)", self._base, exc)
-        await serve_webhook(
+        await check_then_serve(
             self,
-            self._build_app(inbound),
+            partial(self._build_app, inbound),
             host=self.webhook_host,
             port=self.webhook_port,
             path=WEBHOOK_PATH,
             log=log,
+            on_unreachable=lambda exc: log.warning(
+                "homeassistant: cannot reach %s yet (%s)", self._base, exc
+            ),
             task_status=task_status,
         )
 
@@ -211,7 +209,7 @@ class HomeAssistantAdapter:
             message = self._to_inbound(body)
             if message is None:
                 return {"ok": False, "error": "expected a JSON object with a text"}, 400
-            if self._allowed and message.user_id not in self._allowed:
+            if not user_allowed(self._allowed, message.user_id):
                 log.info("homeassistant: ignoring a message from %s (not allowed)", message.user_id)
                 return {"ok": True, "ignored": True}, 200
             try:

@@ -24,7 +24,6 @@ the ``httpx`` logger, which logs each request URL at INFO.
 from __future__ import annotations
 
 import logging
-import urllib.parse
 from typing import Any
 
 import httpx
@@ -33,6 +32,7 @@ import trio
 from ..config import TelegramConfig
 from ..llm.backoff import parse_retry_after
 from .base import Capabilities, CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from .http import allow_list, redact, register_secret, send_request, user_allowed
 from .telegram_format import to_markdown_v2
 
 __all__ = [
@@ -69,59 +69,6 @@ class TelegramApiError(PlatformError):
 
 class _EntitiesRejected(TelegramApiError):
     """400 "can't parse entities": the MarkdownV2 markup was refused."""
-
-
-# ---------------------------------------------------------------------------
-# Secret redaction
-
-_SECRETS: set[str] = set()
-
-
-def _register_secret(secret: str) -> None:
-    _SECRETS.add(secret)
-    quoted = urllib.parse.quote(secret, safe="")
-    if quoted != secret:
-        _SECRETS.add(quoted)
-    _install_log_filter()
-
-
-def redact(text: str) -> str:
-    """``text`` with every registered secret (bot tokens) replaced."""
-    for secret in _SECRETS:
-        if secret in text:
-            text = text.replace(secret, "<redacted>")
-    return text
-
-
-class _RedactFilter(logging.Filter):
-    """Rewrites log records that would print a registered secret."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if _SECRETS:
-            try:
-                message = record.getMessage()
-            except Exception:
-                return True
-            cleaned = redact(message)
-            if cleaned != message:
-                record.msg = cleaned
-                record.args = None
-        return True
-
-
-_FILTER = _RedactFilter()
-
-
-def _install_log_filter() -> None:
-    # Logger-level filters run for records created on that logger, before any
-    # handler sees them; httpx and httpcore are where request URLs are logged.
-    for name in ("httpx", "httpcore"):
-        logger = logging.getLogger(name)
-        if _FILTER not in logger.filters:
-            logger.addFilter(_FILTER)
-
-
-# ---------------------------------------------------------------------------
 
 
 def _chat_ref(chat_id: str) -> int | str:
@@ -173,13 +120,14 @@ class TelegramAdapter:
         self.config = config
         self._client = client
         self._token = config.token
-        _register_secret(config.token)
+        # The token is in every URL: httpx's log lines and errors carry it.
+        register_secret(config.token)
         self._base = config.api_base_url.rstrip("/")
         self.markdown = markdown
         self.request_timeout = request_timeout
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
-        self._allowed = frozenset(config.allowed_users) if filter_users else frozenset()
+        self._allowed = allow_list(config.allowed_users, filter_users)
         self._offset: int | None = None
         # The offset of the last getUpdates Telegram answered: updates below
         # it are confirmed on its side.
@@ -207,15 +155,15 @@ class TelegramAdapter:
         (``RateLimited`` for 429, ``TokenRejected`` for 401). ``http_timeout``
         is httpx's per-request timeout (a long poll needs more than a send)."""
         url = f"{self._base}/bot{self._token}/{method}"
-        req_timeout = httpx.Timeout(http_timeout or self.request_timeout, connect=10.0)
-        try:
-            response = await self._client.post(url, json=params or {}, timeout=req_timeout)
-        except httpx.HTTPError as exc:
-            # httpx messages can include the request URL, hence the token.
-            detail = redact(str(exc)) or type(exc).__name__
-            raise PlatformError(
-                f"telegram {method}: network error: {type(exc).__name__}: {detail}"
-            ) from None
+        response = await send_request(
+            self._client,
+            "POST",
+            url,
+            what=f"telegram {method}",
+            request_timeout=http_timeout or self.request_timeout,
+            name_if_empty=True,
+            json=params or {},
+        )
         try:
             body = response.json()
         except ValueError:
@@ -356,7 +304,8 @@ class TelegramAdapter:
             return
         update_id = update.get("update_id")
         message = _to_inbound(update.get("message"))
-        if message is not None and self._allowed and int(message.user_id) not in self._allowed:
+        # allowed_users are ints in the config, so compare as ints.
+        if message is not None and not user_allowed(self._allowed, message.user_id, int):
             log.info("telegram: ignoring a message from user %s (not allowed)", message.user_id)
             message = None
         if message is not None:

@@ -2,13 +2,15 @@
 for its platform to push messages to.
 
 The adapter adds its routes to ``webhook_app`` and serves it with
-``serve_webhook``; hypercorn stays quiet (no access log: query strings can
+``serve_webhook`` (or ``check_then_serve``, which first checks its
+credentials); hypercorn stays quiet (no access log: query strings can
 hold verify tokens) and reports its errors to the adapter's own logger.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from typing import Protocol
 
@@ -17,12 +19,20 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from quart_trio import QuartTrio
 
-__all__ = ["serve_webhook", "webhook_app"]
+from .base import CredentialsRejected, PlatformError
+
+__all__ = ["check_then_serve", "serve_webhook", "webhook_app"]
 
 
 class _WebhookAdapter(Protocol):
     name: str
     webhook_url: str | None
+
+
+class _CheckedWebhookAdapter(_WebhookAdapter, Protocol):
+    async def check(self) -> object:
+        """One platform call that proves the credentials work."""
+        ...
 
 
 def webhook_app(import_name: str, max_body: int) -> QuartTrio:
@@ -51,6 +61,32 @@ async def serve_webhook(
         adapter.webhook_url = binds[0] + path
         log.info("%s: webhook listening on %s", adapter.name, adapter.webhook_url)
         task_status.started()
+
+
+async def check_then_serve(
+    adapter: _CheckedWebhookAdapter,
+    build_app: Callable[[], QuartTrio],
+    *,
+    host: str,
+    port: int,
+    path: str,
+    log: logging.Logger,
+    on_unreachable: Callable[[PlatformError], object],
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """``adapter.check()``, then ``serve_webhook`` with the app ``build_app``
+    makes. Rejected credentials raise at once (restarting cannot help); any
+    other ``PlatformError`` goes to ``on_unreachable`` and the webhook is
+    served anyway: the platform may come up later, and pushes to us."""
+    try:
+        await adapter.check()
+    except CredentialsRejected:
+        raise
+    except PlatformError as exc:
+        on_unreachable(exc)
+    await serve_webhook(
+        adapter, build_app(), host=host, port=port, path=path, log=log, task_status=task_status
+    )
 
 
 def _hypercorn_config(host: str, port: int, errorlog: logging.Logger) -> HypercornConfig:

@@ -27,6 +27,7 @@ import hmac
 import json
 import logging
 from collections import OrderedDict
+from functools import partial
 from typing import Any
 
 import httpx
@@ -37,8 +38,9 @@ from quart_trio import QuartTrio
 from ..config import WhatsAppConfig
 from ..llm.backoff import parse_retry_after
 from .base import CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from .http import allow_list, redact, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
-from .webhook import serve_webhook, webhook_app
+from .webhook import check_then_serve, webhook_app
 
 __all__ = [
     "WHATSAPP_CAPABILITIES",
@@ -107,7 +109,7 @@ class WhatsAppAdapter:
         self.config = config
         self._client = client
         self.request_timeout = request_timeout
-        self._allowed = frozenset(config.allowed_users) if filter_users else frozenset()
+        self._allowed = allow_list(config.allowed_users, filter_users)
         self._seen: OrderedDict[str, None] = OrderedDict()
         self.webhook_url: str | None = None
 
@@ -125,19 +127,16 @@ class WhatsAppAdapter:
         """Serve the webhook until cancelled."""
         if not self.config.verify_token:
             log.warning("whatsapp: no verify_token configured; webhook verification will fail")
-        try:
-            await self.check()
-        except TokenRejected:
-            raise
-        except PlatformError as exc:
-            log.warning("whatsapp: could not check the phone number yet (%s)", exc)
-        await serve_webhook(
+        await check_then_serve(
             self,
-            self._build_app(inbound),
+            partial(self._build_app, inbound),
             host=self.config.webhook_host,
             port=self.config.webhook_port,
             path=WEBHOOK_PATH,
             log=log,
+            on_unreachable=lambda exc: log.warning(
+                "whatsapp: could not check the phone number yet (%s)", exc
+            ),
             task_status=task_status,
         )
 
@@ -231,7 +230,7 @@ class WhatsAppAdapter:
         message_id = msg.get("id")
         if not isinstance(body, str) or not sender:
             return None
-        if self._allowed and str(sender) not in self._allowed:
+        if not user_allowed(self._allowed, sender):
             log.info("whatsapp: ignoring a message from %s (not allowed)", sender)
             return None
         name = names.get(sender)
@@ -283,19 +282,17 @@ class WhatsAppAdapter:
         path = f"{self.config.phone_number_id}/{edge}" if edge else str(self.config.phone_number_id)
         url = f"{self.config.api_base_url.rstrip('/')}/{path}"
         headers = {"Authorization": f"Bearer {self.config.access_token}"}
-        try:
-            response = await self._client.request(
-                method,
-                url,
-                json=json,
-                params=params,
-                headers=headers,
-                timeout=httpx.Timeout(self.request_timeout, connect=10.0),
-            )
-        except httpx.HTTPError as exc:
-            raise PlatformError(
-                f"whatsapp {what}: network error: {type(exc).__name__}: {self._redact(str(exc))}"
-            ) from None
+        response = await send_request(
+            self._client,
+            method,
+            url,
+            what=f"whatsapp {what}",
+            request_timeout=self.request_timeout,
+            secrets=(self.config.access_token,),
+            json=json,
+            params=params,
+            headers=headers,
+        )
         try:
             body = response.json()
         except ValueError:
@@ -306,7 +303,9 @@ class WhatsAppAdapter:
             return body
         error = body.get("error") if isinstance(body.get("error"), dict) else {}
         code = error.get("code")
-        message = self._redact(str(error.get("message") or f"HTTP {response.status_code}"))
+        message = redact(
+            str(error.get("message") or f"HTTP {response.status_code}"), (self.config.access_token,)
+        )
         if response.status_code == 429 or code in _RATE_CODES:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             if retry_after is None:
@@ -318,10 +317,6 @@ class WhatsAppAdapter:
             )
         suffix = f" (code {code})" if code is not None else ""
         raise PlatformError(f"whatsapp {what}: {message}{suffix}")
-
-    def _redact(self, text: str) -> str:
-        token = self.config.access_token
-        return text.replace(token, "<redacted>") if token else text
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:

@@ -14,49 +14,30 @@ so each message renders as a complete code block.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from hermes_trio.markdown_fence import Fence, open_fence
 from hermes_trio.platforms.base import LengthUnit, measure
 
 __all__ = ["Cut", "Paginator", "cut", "split_all"]
 
-# CommonMark allows up to three spaces of indentation before a fence.
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+def _closes(fence: Fence, line: str) -> bool:
+    """Whether ``line`` closes ``fence``.
+
+    Looser than :meth:`Fence.closes`, and kept so because the paginator has
+    always cut this way: only leading spaces count as indentation, so a tab or
+    other whitespace after at most three spaces may precede the closing run.
+    """
+    return len(line) - len(line.lstrip(" ")) <= 3 and fence.closes(line.strip())
 
 
-@dataclass(frozen=True, slots=True)
-class _Fence:
-    char: str
-    length: int
-    line: str  # the opening line, reused verbatim to reopen the block
-
-    @property
-    def closing(self) -> str:
-        return self.char * self.length
-
-    def closes(self, line: str) -> bool:
-        stripped = line.strip()
-        return (
-            len(stripped) >= self.length
-            and set(stripped) == {self.char}
-            and len(line) - len(line.lstrip(" ")) <= 3
-        )
-
-
-def _next_fence(fence: _Fence | None, line: str) -> _Fence | None:
+def _next_fence(fence: Fence | None, line: str) -> Fence | None:
     """Fence state after ``line``."""
     if fence is None:
-        m = _FENCE_OPEN.match(line)
-        if m is None:
-            return None
-        marker = m.group(1)
-        # A backtick fence's info string may not contain backticks (CommonMark).
-        if marker[0] == "`" and "`" in line[m.end() :]:
-            return None
-        return _Fence(marker[0], len(marker), line.strip())
-    return None if fence.closes(line) else fence
+        return open_fence(line)
+    return None if _closes(fence, line) else fence
 
 
 def _prefix_widths(text: str, unit: LengthUnit) -> list[int]:
@@ -102,9 +83,9 @@ def cut(text: str, limit: int, unit: LengthUnit) -> Cut:
     hard = max(1, bisect_right(widths, limit) - 1)
     floor = widths[hard] / 2
 
-    best: tuple[int, int, int, _Fence | None] | None = None  # rank, end, resume, fence
+    best: tuple[int, int, int, Fence | None] | None = None  # rank, end, resume, fence
 
-    def consider(rank: int, end: int, resume: int, fence: _Fence | None) -> None:
+    def consider(rank: int, end: int, resume: int, fence: Fence | None) -> None:
         nonlocal best
         if not body[:end].strip():
             return
@@ -112,13 +93,13 @@ def cut(text: str, limit: int, unit: LengthUnit) -> Cut:
             if rank < _LINE:
                 return
             rank = _SHORT
-        if fence is not None and widths[end] + measure("\n" + fence.closing, unit) > limit:
+        if fence is not None and widths[end] + measure("\n" + fence.marker, unit) > limit:
             return
         if best is None or (rank, end) >= (best[0], best[1]):
             best = (rank, end, resume, fence)
 
-    fence: _Fence | None = None
-    hard_fence: _Fence | None = None
+    fence: Fence | None = None
+    hard_fence: Fence | None = None
     pos = 0
     while pos <= hard:
         nl = body.find("\n", pos)
@@ -144,7 +125,7 @@ def cut(text: str, limit: int, unit: LengthUnit) -> Cut:
     if best is None:
         end = hard
         if hard_fence is not None:
-            budget = limit - measure("\n" + hard_fence.closing, unit)
+            budget = limit - measure("\n" + hard_fence.marker, unit)
             end = max(1, bisect_right(widths, budget) - 1)
         best = (_HARD, end, end, hard_fence)
 
@@ -152,8 +133,8 @@ def cut(text: str, limit: int, unit: LengthUnit) -> Cut:
     page = body[:end].rstrip()
     reopen = ""
     if at_fence is not None:
-        page = f"{page}\n{at_fence.closing}"
-        reopen = at_fence.line + "\n"
+        page = f"{page}\n{at_fence.marker}"
+        reopen = at_fence.line.strip() + "\n"  # the opening line, to reopen the block
     return Cut(page, offset + resume, reopen)
 
 

@@ -19,7 +19,6 @@ Two kinds of output come out of a :class:`TerminalPlan`:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -37,6 +36,7 @@ from ..events import (
     TurnFinished,
     coalesce,
 )
+from ..markdown_fence import Fence, open_fence
 
 __all__ = [
     "SPINNER_FRAMES",
@@ -62,37 +62,8 @@ __all__ = [
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_INTERVAL = 0.08
 
-# CommonMark: up to three spaces of indentation, then 3+ backticks or tildes.
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-
-
 # ---------------------------------------------------------------------------
 # Markdown blocks
-
-
-@dataclass(frozen=True, slots=True)
-class _Fence:
-    char: str
-    length: int
-
-    def closed_by(self, line: str) -> bool:
-        match = _FENCE_RE.match(line)
-        if match is None:
-            return False
-        marker, rest = match.groups()
-        return marker[0] == self.char and len(marker) >= self.length and not rest.strip()
-
-
-def _opens_fence(line: str) -> _Fence | None:
-    match = _FENCE_RE.match(line)
-    if match is None:
-        return None
-    marker, info = match.groups()
-    # A backtick fence's info string may not contain backticks (CommonMark),
-    # which keeps inline ```code``` on one line from opening a block.
-    if marker[0] == "`" and "`" in info:
-        return None
-    return _Fence(marker[0], len(marker))
 
 
 class BlockSplitter:
@@ -108,7 +79,7 @@ class BlockSplitter:
         self._buf = ""  # text of the block being written, from its start
         self._scan = 0  # everything before this index in _buf is complete lines already seen
         self._content = False  # the block has a non-blank line already
-        self._fence: _Fence | None = None
+        self._fence: Fence | None = None
 
     @property
     def pending(self) -> str:
@@ -130,11 +101,11 @@ class BlockSplitter:
             start, self._scan = self._scan, end + 1
             line = self._buf[start:end]
             if self._fence is not None:
-                if self._fence.closed_by(line):
+                if self._fence.closes(line):
                     self._fence = None
                     self._emit(blocks, self._scan)
                 continue
-            fence = _opens_fence(line)
+            fence = open_fence(line)
             if fence is not None:
                 if self._content:
                     self._emit(blocks, start)

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..markdown_fence import Fence, open_fence
+
 __all__ = [
     "MarkdownV2Error",
     "ParsedText",
@@ -369,7 +371,6 @@ def _inline_tokens(s: str, stack: list[str]) -> list[_Tok]:
 # markup does not span lines, which also keeps a half-streamed message
 # stable: an unclosed ``**`` shows literally until its closer arrives.
 
-_FENCE_RE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`]*?)\s*$")
 _LANG_RE = re.compile(r"[\w+#.-]+\Z")
 _HEADING_RE = re.compile(r"^ {0,3}#{1,6}[ \t]+(?P<text>.*?)(?:[ \t]+#+)?[ \t]*$")
 _QUOTE_RE = re.compile(r"^ {0,3}>[ ]?(?P<text>.*)$")
@@ -386,17 +387,18 @@ def to_markdown_v2(text: str) -> str:
         if i:
             out.append(_Text("\n"))
         line = lines[i]
-        fence = _FENCE_RE.match(line)
-        if fence:
-            mark = fence.group("fence")
+        fence = open_fence(line)
+        # Stricter than CommonMark here: no backtick in the info string of a
+        # tilde fence either, so such a line stays text as it always has.
+        if fence is not None and "`" not in fence.info:
             body: list[str] = []
             i += 1
-            while i < len(lines) and not _closes_fence(lines[i], mark):
+            while i < len(lines) and not _closes_fence(fence, lines[i]):
                 body.append(lines[i])
                 i += 1
             # An unterminated fence runs to the end and is closed for it:
             # mid-stream, a half-written code block still renders as code.
-            info = fence.group("info").split()
+            info = fence.info.split()
             lang = info[0] if info and _LANG_RE.match(info[0]) else ""
             code = "\n".join(body)
             block = f"```{lang}\n" + (escape_code(code) + "\n" if body else "") + "```"
@@ -408,13 +410,14 @@ def to_markdown_v2(text: str) -> str:
     return _join(out)
 
 
-def _closes_fence(line: str, mark: str) -> bool:
-    stripped = line.strip()
-    return (
-        len(line) - len(line.lstrip(" ")) <= 3
-        and len(stripped) >= len(mark)
-        and set(stripped) == {mark[0]}
-    )
+def _closes_fence(fence: Fence, line: str) -> bool:
+    """Whether ``line`` closes ``fence``.
+
+    Looser than :meth:`Fence.closes`, and kept so: only leading spaces count
+    as indentation, so a tab or other whitespace after at most three spaces
+    may precede the closing run.
+    """
+    return len(line) - len(line.lstrip(" ")) <= 3 and fence.closes(line.strip())
 
 
 def _line_tokens(line: str) -> list[_Tok]:

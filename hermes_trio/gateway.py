@@ -389,6 +389,12 @@ def run_gateway(config: Config, args: argparse.Namespace | None = None) -> int:
     try:
         return trio.run(_main, config)
     except (OSError, BaseExceptionGroup) as exc:
+        from .server.store import StoreOpenError
+
+        store_error = first_leaf(exc, (StoreOpenError,))
+        if store_error is not None:
+            _say_cli(str(store_error), err=True)
+            return 1
         os_error = first_leaf(exc, (OSError,))
         if os_error is None:
             raise

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -180,10 +180,17 @@ async def _kill(process: trio.Process) -> None:
     process.kill()
 
 
-async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd: Any) -> ServeProcess:
+async def start_serve(
+    nursery: trio.Nursery,
+    env: dict[str, str],
+    cwd: Any,
+    *,
+    preexec_fn: Callable[[], None] | None = None,
+) -> ServeProcess:
     """Start ``hermes-trio serve --port 0``; returns once it printed where it
     listens and which model server it uses. The process is killed when
-    ``nursery`` is cancelled, so it never outlives the test."""
+    ``nursery`` is cancelled, so it never outlives the test. ``preexec_fn``
+    runs in the child before it starts (resource limits)."""
     process: trio.Process = await nursery.start(
         partial(
             trio.run_process,
@@ -194,6 +201,7 @@ async def start_serve(nursery: trio.Nursery, env: dict[str, str], cwd: Any) -> S
             stderr=subprocess.STDOUT,
             check=False,
             deliver_cancel=_kill,
+            preexec_fn=preexec_fn,
         )
     )
     served = ServeProcess(process)

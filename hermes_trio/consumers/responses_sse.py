@@ -23,7 +23,7 @@ model read as on every other stream (DESIGN §1).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
@@ -111,17 +111,23 @@ async def write_response_events(
     log: EventLog,
     *,
     window: int = DEFAULT_WINDOW,
+    admit: Callable[[list[ResponseEvent]], Awaitable[list[ResponseEvent]]] | None = None,
 ) -> None:
     """Consume one turn's events into ``log`` until the turn's channel ends.
 
     The log stays open: whoever runs the turn adds the ending it decides
     (an interruption, a cancel) and then closes it. Whoever runs the turn
     also starts ``builder``, so ``response.created`` needs no first token
-    (``feed`` starts a builder that was not).
+    (``feed`` starts a builder that was not). ``admit``, if given, sees each
+    batch of new events before any reader does and returns the ones to
+    publish now (it may wait, and keep the rest for whoever runs the turn).
     """
     with receive:
         while (batch := await receive_batch(receive)) is not None:
-            log.extend(builder.feed_all(coalesce(batch)))
+            events = builder.feed_all(coalesce(batch))
+            if admit is not None:
+                events = await admit(events)
+            log.extend(events)
             await log.wait_for_primary(window)
 
 

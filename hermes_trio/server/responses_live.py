@@ -9,6 +9,17 @@ without a client; otherwise the stream that started the turn owns it and its
 disconnect cancels the turn. Either way the response ends in the store as
 ``completed``, ``failed``, ``incomplete`` or ``cancelled`` — the last write
 runs shielded, so a shutdown records the interruption too.
+
+The client and the store agree on how a stored response ended:
+
+- no event reaches a reader beyond the store's reservation for the response
+  (one small write every ``RESERVE_AHEAD`` events), so recovery after a
+  crash can number its ending above anything a client saw;
+- the ending (``response.completed`` and the like) reaches readers only
+  after the store accepted it. If the store refuses (disk full, read-only),
+  readers get ``response.failed`` with the store's error code instead; this
+  process keeps that response in memory, so ``GET`` says ``failed`` too, and
+  the next start's recovery ends the row the store still has as running.
 """
 
 from __future__ import annotations
@@ -23,10 +34,10 @@ import trio
 
 from ..consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ..events import StreamEvent
-from ..wire.responses_out import ResponseBuilder, new_response_id
+from ..wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from .bodies import StreamedBody
 from .responses_request import ResponsesRequest
-from .store import StoredResponse, wall_clock
+from .store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
 from .turns import RunningTurn, turn_options
 
 if TYPE_CHECKING:
@@ -42,6 +53,8 @@ log = logging.getLogger("hermes_trio.server.responses")
 FINALIZE_GRACE = 5.0
 # How long /cancel and DELETE wait for a cancelled turn to record its end.
 STOP_WAIT = 5.0
+# Responses the store refused to finish, answered from memory until restart.
+UNSTORED_KEPT = 64
 
 
 @dataclass(eq=False)
@@ -56,6 +69,13 @@ class LiveResponse:
     """Its ``done`` is set once the response's end is recorded."""
     persisted: int = 0
     """Events up to here are in the store."""
+    reserved: int = -1
+    """Events up to this sequence number may reach readers unstored."""
+    held: list[ResponseEvent] = field(default_factory=list)
+    """Built but not yet in the log: the ending until the store has it, or
+    events a cancel caught while their reservation was being written."""
+    store_error: StoreError | None = None
+    """Set when the store refused this response: it ends ``failed``."""
     cancelled: bool = False
     """Cancelled through ``/cancel``: ends as ``cancelled``, not ``incomplete``."""
     slot_held: bool = False
@@ -88,9 +108,11 @@ class LiveResponses:
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.running: dict[str, LiveResponse] = {}
+        self.unstored: dict[str, LiveResponse] = {}
+        """Ended responses whose end the store refused (see the module doc)."""
 
     def find(self, response_id: str, owner: str) -> LiveResponse | None:
-        live = self.running.get(response_id)
+        live = self.running.get(response_id) or self.unstored.get(response_id)
         return live if live is not None and live.owner == owner else None
 
     async def start(
@@ -146,13 +168,15 @@ class LiveResponses:
         return FollowBody(follower, on_close)
 
     async def stop(self, live: LiveResponse, reason: str) -> None:
-        """Cancel the response's turn and give it a moment to record its end."""
+        """Cancel the response's turn and give it a moment to record its end
+        (for a response to be deleted: the memory of it goes too)."""
+        self.unstored.pop(live.id, None)
         await live.turn.stop(reason, grace=STOP_WAIT)
 
     async def cancel(self, live: LiveResponse) -> None:
         """Stop a response at the client's request: it ends as ``cancelled``."""
         live.cancelled = True
-        await self.stop(live, "cancelled by the client")
+        await live.turn.stop("cancelled by the client", grace=STOP_WAIT)
 
     def _release_slot(self, live: LiveResponse) -> None:
         if live.slot_held:
@@ -175,7 +199,8 @@ class LiveResponses:
         try:
             if record is not None:
                 # Before started(): a failure here is the request's own error.
-                await self.state.store.create(record)
+                live.reserved = len(live.log) + RESERVE_AHEAD
+                await self.state.store.create(record, reserved=live.reserved)
                 self.running[live.id] = live
         except BaseException:
             self._release_slot(live)
@@ -192,7 +217,13 @@ class LiveResponses:
                         outer.start_soon(self._persist, live)
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(
-                            partial(write_response_events, receive, live.builder, live.log)
+                            partial(
+                                write_response_events,
+                                receive,
+                                live.builder,
+                                live.log,
+                                admit=partial(self._admit, live) if stored else None,
+                            )
                         )
                         turn.result = await agent.run_turn(live.conversation, send, **kwargs)
                     # What the persister has not written yet goes with the
@@ -209,6 +240,28 @@ class LiveResponses:
             self.running.pop(live.id, None)
             turn.done.set()
 
+    async def _admit(self, live: LiveResponse, events: list[ResponseEvent]) -> list[ResponseEvent]:
+        """What readers of a stored response may see of ``events`` now: not
+        its ending (:meth:`_finalize` publishes that once stored), and
+        nothing beyond the store's reservation, which grows ahead of need."""
+        held = live.held
+        held += events
+        if live.store_error is not None:
+            return []
+        cut = _ending_start(held)
+        if cut and held[cut - 1].sequence_number > live.reserved:
+            reserve = held[cut - 1].sequence_number + RESERVE_AHEAD
+            try:
+                await self.state.store.reserve(live.id, reserve)
+            except StoreError as exc:
+                live.store_error = exc
+                live.turn.cancel("the response store failed")
+                return []
+            live.reserved = reserve
+        ready = held[:cut]
+        del held[:cut]
+        return ready
+
     async def _persist(self, live: LiveResponse) -> None:
         store = self.state.store
         while True:
@@ -218,8 +271,11 @@ class LiveResponses:
                 return
             try:
                 await store.append_events(live.id, batch)
+            except StoreError:
+                # Logged by the store. The turn goes on; the final write
+                # tries these events again.
+                return
             except Exception:
-                # The turn goes on; the final write tries these events again.
                 log.exception("could not store events of response %s", live.id)
                 return
             live.persisted += len(batch)
@@ -227,22 +283,76 @@ class LiveResponses:
     async def _finalize(self, live: LiveResponse, failure: str | None, *, stored: bool) -> None:
         builder = live.builder
         if not builder.ended:
-            if failure is not None:
-                live.log.extend(builder.fail(failure, "server_error"))
+            if live.store_error is not None:
+                live.held += _store_failure(builder, live.store_error)
+            elif failure is not None:
+                live.held += builder.fail(failure, "server_error")
             elif live.cancelled:
-                live.log.extend(builder.cancel())
+                live.held += builder.cancel()
             else:
-                live.log.extend(builder.interrupt())
-        live.log.close()
-        if not stored:
-            return
+                live.held += builder.interrupt()
+        # Until the store says otherwise (a cancel may cut the wait short).
+        refusal = (
+            StoreError("store_busy", "the response store did not answer in time")
+            if stored
+            else None
+        )
         try:
-            await self.state.store.finish(
-                live.id,
-                status=builder.status,
-                response=builder.snapshot(),
-                messages=live.conversation,
-                events=live.log.events[live.persisted :],
-            )
-        except Exception:
-            log.exception("could not record the end of response %s", live.id)
+            if stored:
+                try:
+                    await self.state.store.finish(
+                        live.id,
+                        status=builder.status,
+                        response=builder.snapshot(),
+                        messages=live.conversation,
+                        events=live.log.events[live.persisted :] + live.held,
+                    )
+                    refusal = None
+                except StoreError as exc:
+                    refusal = exc
+                except Exception:
+                    log.exception("could not record the end of response %s", live.id)
+                    refusal = StoreError("store_error", "the response store failed")
+        finally:
+            if refusal is not None:
+                self._refused(live, refusal)
+            live.log.extend(live.held)
+            live.held = []
+            live.log.close()
+
+    def _refused(self, live: LiveResponse, exc: StoreError) -> None:
+        """The store would not take the response's end: its readers get
+        ``response.failed`` with the store's code, and this process keeps
+        the response to answer later requests the same way."""
+        live.store_error = exc
+        cut = _ending_start(live.held)
+        if cut < len(live.held):
+            _rewind(live.builder, live.held[cut].sequence_number)
+        live.held[cut:] = _store_failure(live.builder, exc)
+        self.unstored[live.id] = live
+        while len(self.unstored) > UNSTORED_KEPT:
+            del self.unstored[next(iter(self.unstored))]
+
+
+def _ending_start(events: list[ResponseEvent]) -> int:
+    """Where the ending of a response starts in ``events`` (its terminal
+    event, and the ``error`` event before it), or ``len(events)``."""
+    for n, event in enumerate(events):
+        if event.type in TERMINAL_TYPES:
+            return n - 1 if n and events[n - 1].type == "error" else n
+    return len(events)
+
+
+def _rewind(builder: ResponseBuilder, seq: int) -> None:
+    """Take back an ending that never reached anyone, from sequence number
+    ``seq`` on, so the builder can end the response another way."""
+    builder.seq = seq
+    builder.status = "in_progress"
+    builder.completed_at = None
+    builder.incomplete_reason = None
+    builder.error = None
+    builder.error_code = None
+
+
+def _store_failure(builder: ResponseBuilder, exc: StoreError) -> list[ResponseEvent]:
+    return builder.fail(f"the response could not be stored: {exc.message}", exc.code)

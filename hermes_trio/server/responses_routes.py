@@ -77,7 +77,7 @@ class _Responses:
         if builder.status == "failed":
             error = builder.error or {}
             raise APIError(
-                error_status(builder.error_code),
+                live.store_error.status if live.store_error else error_status(builder.error_code),
                 str(error.get("message") or "the model server failed"),
                 code=builder.error_code,
             )

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 import httpx
 import trio
@@ -28,12 +29,14 @@ from ..llm import NO_MODEL_SERVER
 from .app import ServerState, create_app
 from .listener import serve_hypercorn
 from .sessions import SessionStore
-from .store import open_response_store, wall_clock
+from .store import StoreOpenError, open_response_store, wall_clock
 from .turns import TurnSlots
 
 __all__ = ["ApiServer", "open_api_server", "run_serve", "startup_problem"]
 
 log = logging.getLogger("hermes_trio.server")
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 @dataclass
@@ -120,13 +123,14 @@ async def open_api_server(
     # Bind first: a busy port must fail before anything touches the store.
     sock = _listening_socket(api.host, api.port if port is None else port, api.write_timeout)
     # The store outlives the turns nursery: turns record their end in it.
+    # Opening it locks the data directory and ends whatever a previous
+    # process left running (crash recovery).
     async with (
+        _closed_at_exit(sock),
         _agent_or(config, agent) as the_agent,
-        open_response_store(config) as store,
+        open_response_store(config, recover=True) as store,
         trio.open_nursery() as turns,
     ):
-        # Whatever a previous process left running is over (crash recovery).
-        await store.recover_interrupted()
         state = ServerState(
             agent=the_agent,
             nursery=turns,
@@ -158,6 +162,13 @@ async def open_api_server(
                 # open turns end with them.
                 stop.set()
         turns.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _closed_at_exit(sock: socket.socket) -> AsyncIterator[None]:
+    # Also when the store fails to open, before the listener owns the socket.
+    with sock:
+        yield
 
 
 @asynccontextmanager
@@ -220,9 +231,9 @@ async def _serve_until_signal(config: Config) -> None:
             nursery.cancel_scope.cancel()
 
 
-def _leaves(group: BaseExceptionGroup[OSError]) -> list[OSError]:
+def _leaves(group: BaseExceptionGroup[_E]) -> list[_E]:
     """The errors inside nested exception groups."""
-    found: list[OSError] = []
+    found: list[_E] = []
     for exc in group.exceptions:
         if isinstance(exc, BaseExceptionGroup):
             found.extend(_leaves(exc))
@@ -242,10 +253,17 @@ def run_serve(config: Config, args: argparse.Namespace) -> int:
         print(f"hermes-trio serve: {problem}", file=sys.stderr)
         return 2
     failures: list[OSError] = []
+    store_failures: list[StoreOpenError] = []
     try:
         trio.run(_serve_until_signal, config)
+    except* StoreOpenError as group:
+        store_failures.extend(_leaves(group))
     except* OSError as group:
         failures.extend(_leaves(group))
+    if store_failures:
+        # Like a busy port: the environment, not the configuration's form.
+        print(f"hermes-trio serve: {store_failures[0]}", file=sys.stderr)
+        return 1
     if failures:
         api = config.api_server
         reason = failures[0].strerror or str(failures[0])

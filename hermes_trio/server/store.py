@@ -15,11 +15,26 @@ owner: a hash of the API key that created it. Reads and deletes of another
 owner's row behave as if it did not exist. Stream events live in their own
 table, keyed by (response id, sequence number), so a dropped client can
 resume after the last event it saw.
+
+Events reach clients before they are stored (they are written in batches),
+so a running response also has a *reservation*: the highest sequence number
+its clients may see before it is stored, written ahead of the stream every
+:data:`RESERVE_AHEAD` events. After a crash, recovery rebuilds the response
+from the events that were stored and numbers its ``response.incomplete``
+above the reservation, so a client resuming from the last event it saw gets
+that ending, never an empty stream or a number it already had.
+
+A refused operation (disk full, read-only, locked, damaged) raises
+:class:`StoreError`, a 503 with a code saying which; the first failure of an
+outage is logged once with SQLite's own words. A store that cannot be opened
+at all raises :class:`StoreOpenError`: one line naming ``store.data_dir``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import errno
 import hashlib
 import json
 import logging
@@ -27,6 +42,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,20 +51,30 @@ import trio
 from ..agent import INTERRUPTED_MARK
 from ..config import Config, StoreConfig
 from ..wire.responses_out import ResponseEvent
+from ..wire.responses_replay import output_text, replay_output
+from .data_lock import DataDirInUse, DataDirLock, lock_data_dir
+from .errors import APIError
 
 __all__ = [
+    "RESERVE_AHEAD",
     "ResponseStore",
     "SQLiteResponseStore",
+    "StoreError",
+    "StoreOpenError",
     "StoredResponse",
     "open_response_store",
     "owner_scope",
+    "store_failure",
     "wall_clock",
 ]
 
 log = logging.getLogger("hermes_trio.server.store")
 
 DB_FILENAME = "responses.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Sequence numbers reserved per reservation write: one small write per this
+# many events, never one per token.
+RESERVE_AHEAD = 1024
 # Retention runs at open and then once per this many new responses: counting
 # rows on every insert would cost more than the rows it saves.
 PRUNE_EVERY = 64
@@ -65,6 +91,42 @@ def wall_clock() -> float:
 def owner_scope(api_key: str | None) -> str:
     """The owner recorded with a response: a hash, never the key itself."""
     return hashlib.sha256((api_key or "").encode()).hexdigest()[:32]
+
+
+class StoreError(APIError):
+    """The store refused an operation: a 503 whose ``code`` says why
+    (``store_full``, ``store_read_only``, ``store_busy``, ``store_corrupt``,
+    ``store_io_error``, ``store_error``)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(503, message, code=code)
+
+
+class StoreOpenError(Exception):
+    """The store cannot be opened: the one line a user sees at startup,
+    naming ``store.data_dir`` and what is wrong with it."""
+
+
+# SQLite primary result codes -> (code, what it means for a client).
+_FAILURES: dict[int, tuple[str, str]] = {
+    13: ("store_full", "the response store is full: its disk has no room left"),
+    8: ("store_read_only", "the response store is read-only"),
+    5: ("store_busy", "the response store is locked by another program"),
+    6: ("store_busy", "the response store is locked by another program"),
+    11: ("store_corrupt", "the response store is damaged"),
+    26: ("store_corrupt", "the response store is damaged"),
+    10: ("store_io_error", "the response store could not use its disk (full or failing?)"),
+    14: ("store_io_error", "the response store could not open its file"),
+    3: ("store_io_error", "the response store may not use its file"),
+}
+
+
+def store_failure(exc: sqlite3.Error) -> tuple[str, str]:
+    """``(code, message)`` for an SQLite error: what a client is told."""
+    primary = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(primary, int) and (primary & 0xFF) in _FAILURES:
+        return _FAILURES[primary & 0xFF]
+    return "store_error", "the response store failed"
 
 
 @dataclass
@@ -84,8 +146,13 @@ class ResponseStore(Protocol):
     """What the routes need from a response store. Every method is safe to
     call from any trio task; implementations must not block the event loop."""
 
-    async def create(self, record: StoredResponse) -> None:
-        """Record a new response (normally ``in_progress``)."""
+    async def create(self, record: StoredResponse, *, reserved: int = -1) -> None:
+        """Record a new response (normally ``in_progress``) with its first
+        reservation (see :meth:`reserve`)."""
+
+    async def reserve(self, response_id: str, seq: int) -> None:
+        """Events up to sequence number ``seq`` may reach clients before
+        they are stored: recovery numbers its ending above it."""
 
     async def append_events(self, response_id: str, events: Sequence[ResponseEvent]) -> None:
         """Add stream events; an event already stored is left as it is."""
@@ -137,9 +204,17 @@ CREATE TABLE IF NOT EXISTS response_events (
     data TEXT NOT NULL,
     PRIMARY KEY (response_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS response_reservations (
+    response_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+) WITHOUT ROWID;
 """
 
 _INSERT_EVENTS = "INSERT OR IGNORE INTO response_events VALUES (?, ?, ?, ?)"
+# Its own small table: updating a column of the response row would rewrite
+# the whole row, conversation included.
+_RESERVE = "INSERT OR REPLACE INTO response_reservations VALUES (?, ?)"
+_FORGET_RESERVATION = "DELETE FROM response_reservations WHERE response_id = ?"
 _FINISH_RESPONSE = (
     "UPDATE responses SET status = ?, updated_at = ?, response = ?, messages = ? WHERE id = ?"
 )
@@ -156,7 +231,7 @@ class SQLiteResponseStore:
 
     One file belongs to one server process at a time:
     :meth:`recover_interrupted` treats every ``in_progress`` row as left
-    behind by a crash.
+    behind by a crash (:func:`open_response_store` locks the directory).
     """
 
     def __init__(
@@ -176,17 +251,42 @@ class SQLiteResponseStore:
         # by two at once; the lock is held across each thread call.
         self._lock = trio.Lock()
         self._since_prune = 0
+        # The code of the failure being logged, until a write succeeds again:
+        # an outage is one log line, not one per request.
+        self._failing: str | None = None
+        # While opening, a failure is the caller's one startup line instead.
+        self._quiet = False
 
     # -- plumbing -----------------------------------------------------------
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    async def _run(self, fn: Callable[[sqlite3.Connection], Any], *, write: bool = True) -> Any:
         async with self._lock:
             conn = self._conn
             if conn is None:
                 raise RuntimeError("the response store is closed")
-            # Never abandoned on cancel: the transaction runs to its end and
-            # the lock stays held until it has.
-            return await trio.to_thread.run_sync(fn, conn)
+            try:
+                # Never abandoned on cancel: the transaction runs to its end
+                # and the lock stays held until it has.
+                result = await trio.to_thread.run_sync(fn, conn)
+            except sqlite3.Error as exc:
+                raise self._refused(exc) from exc
+        if write and self._failing is not None:
+            self._failing = None
+            log.warning("the response store works again (%s)", self.path)
+        return result
+
+    def _refused(self, exc: sqlite3.Error) -> StoreError:
+        code, message = store_failure(exc)
+        if not self._quiet and self._failing != code:
+            self._failing = code
+            log.error(
+                "%s (%s; %s: %s); requests that need it get 503 until it works",
+                message,
+                self.path,
+                getattr(exc, "sqlite_errorname", type(exc).__name__),
+                exc,
+            )
+        return StoreError(code, f"{message}; try again later")
 
     @staticmethod
     def _transaction(conn: sqlite3.Connection, body: Callable[[], Any]) -> Any:
@@ -194,12 +294,19 @@ class SQLiteResponseStore:
         try:
             result = body()
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite ends the transaction itself after some errors (a full
+            # disk, an I/O error); a second ROLLBACK would hide the first error.
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
         return result
 
-    async def open(self) -> None:
+    async def open(self, *, recover: bool = False) -> None:
+        """Open the file (creating it), apply retention and, with
+        ``recover``, end what a previous process left running."""
+
         def connect() -> sqlite3.Connection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
@@ -217,8 +324,17 @@ class SQLiteResponseStore:
                 raise
             return conn
 
-        self._conn = await trio.to_thread.run_sync(connect)
-        await self.prune()
+        self._quiet = True
+        try:
+            try:
+                self._conn = await trio.to_thread.run_sync(connect)
+            except sqlite3.Error as exc:
+                raise self._refused(exc) from exc
+            await self.prune()
+            if recover:
+                await self.recover_interrupted()
+        finally:
+            self._quiet = False
 
     async def aclose(self) -> None:
         async with self._lock:
@@ -228,7 +344,7 @@ class SQLiteResponseStore:
 
     # -- the interface ------------------------------------------------------
 
-    async def create(self, record: StoredResponse) -> None:
+    async def create(self, record: StoredResponse, *, reserved: int = -1) -> None:
         now = self.clock()
         row = (
             record.id,
@@ -243,12 +359,23 @@ class SQLiteResponseStore:
         )
 
         def insert(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            def body() -> None:
+                conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                if reserved >= 0:
+                    conn.execute(_RESERVE, (record.id, reserved))
+
+            self._transaction(conn, body)
 
         await self._run(insert)
         self._since_prune += 1
         if self._since_prune >= PRUNE_EVERY:
             await self.prune()
+
+    async def reserve(self, response_id: str, seq: int) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            self._transaction(conn, lambda: conn.execute(_RESERVE, (response_id, seq)))
+
+        await self._run(write)
 
     async def append_events(self, response_id: str, events: Sequence[ResponseEvent]) -> None:
         if not events:
@@ -276,6 +403,7 @@ class SQLiteResponseStore:
             def body() -> None:
                 conn.executemany(_INSERT_EVENTS, rows)
                 conn.execute(_FINISH_RESPONSE, update)
+                conn.execute(_FORGET_RESERVATION, (response_id,))
 
             self._transaction(conn, body)
 
@@ -290,7 +418,7 @@ class SQLiteResponseStore:
             ).fetchone()
             return row
 
-        row = await self._run(read)
+        row = await self._run(read, write=False)
         if row is None:
             return None
         return StoredResponse(
@@ -313,7 +441,7 @@ class SQLiteResponseStore:
             ).fetchall()
             return rows
 
-        rows = await self._run(read)
+        rows = await self._run(read, write=False)
         return [ResponseEvent.make(seq, type_, data) for seq, type_, data in rows]
 
     async def delete(self, response_id: str, owner: str) -> bool:
@@ -325,6 +453,7 @@ class SQLiteResponseStore:
                 if cursor.rowcount == 0:
                     return False
                 conn.execute("DELETE FROM response_events WHERE response_id = ?", (response_id,))
+                conn.execute(_FORGET_RESERVATION, (response_id,))
                 return True
 
             deleted: bool = self._transaction(conn, body)
@@ -374,6 +503,7 @@ class SQLiteResponseStore:
                 ).fetchall()
                 conn.executemany("DELETE FROM responses WHERE id = ?", old)
                 conn.executemany("DELETE FROM response_events WHERE response_id = ?", old)
+                conn.executemany(_FORGET_RESERVATION, old)
                 return len(old)
 
             count: int = self._transaction(conn, body)
@@ -385,33 +515,52 @@ class SQLiteResponseStore:
         return count
 
 
+_ITEM_MARKS = ("response.output_item.added", "response.output_item.done")
+
+
+def _stored_output(conn: sqlite3.Connection, response_id: str) -> list[dict[str, Any]]:
+    """The output items the stored events had built. Deltas are read only
+    from the first item still open on: most of a long response stays unread."""
+    marks = conn.execute(
+        "SELECT seq, type, data FROM response_events "
+        "WHERE response_id = ? AND type IN (?, ?) ORDER BY seq",
+        (response_id, *_ITEM_MARKS),
+    ).fetchall()
+    open_since: dict[int, int] = {}
+    for seq, type_, data in marks:
+        index = json.loads(data).get("output_index")
+        if type_ == _ITEM_MARKS[0]:
+            open_since[index] = seq
+        else:
+            open_since.pop(index, None)
+    first_open = min(open_since.values(), default=None)
+    events = [json.loads(data) for seq, _, data in marks if first_open is None or seq < first_open]
+    if first_open is not None:
+        events += [
+            json.loads(data)
+            for (data,) in conn.execute(
+                "SELECT data FROM response_events WHERE response_id = ? AND seq >= ? ORDER BY seq",
+                (response_id, first_open),
+            )
+        ]
+    return replay_output(events)
+
+
 def _recover_one(
     conn: sqlite3.Connection, response_id: str, response_json: str, messages_json: str, now: float
 ) -> None:
     """End one orphaned response as ``incomplete``: its output is what the
-    stored events had finished, and a ``response.incomplete`` event closes
-    its stream for anyone who resumes it."""
+    stored events had built, and a ``response.incomplete`` event numbered
+    above anything its clients may have seen closes its stream."""
     response = json.loads(response_json)
-    # Only finished items and the last sequence number matter: the deltas,
-    # most of a long response, stay unread.
     (last,) = conn.execute(
         "SELECT MAX(seq) FROM response_events WHERE response_id = ?", (response_id,)
     ).fetchone()
-    done: dict[int, dict[str, Any]] = {}
-    for (data,) in conn.execute(
-        "SELECT data FROM response_events "
-        "WHERE response_id = ? AND type = 'response.output_item.done' ORDER BY seq",
-        (response_id,),
-    ):
-        event = json.loads(data)
-        done[int(event["output_index"])] = event["item"]
-    output = [done[index] for index in sorted(done)]
-    text = "".join(
-        part.get("text", "")
-        for item in output
-        if item.get("type") == "message"
-        for part in item.get("content") or []
-    )
+    reservation = conn.execute(
+        "SELECT seq FROM response_reservations WHERE response_id = ?", (response_id,)
+    ).fetchone()
+    output = _stored_output(conn, response_id)
+    text = output_text(output)
     response.update(
         status="incomplete",
         incomplete_details={"reason": None},
@@ -424,35 +573,93 @@ def _recover_one(
     messages.append(
         {"role": "assistant", "content": f"{text} {INTERRUPTED_MARK}" if text else INTERRUPTED_MARK}
     )
-    seq = last + 1 if last is not None else 0
+    seen = max(-1 if last is None else last, -1 if reservation is None else reservation[0])
+    seq = seen + 1
     event = {"type": "response.incomplete", "response": response, "sequence_number": seq}
     conn.execute(_INSERT_EVENTS, (response_id, seq, "response.incomplete", _dumps(event)))
     conn.execute(
         _FINISH_RESPONSE, ("incomplete", now, _dumps(response), _dumps(messages), response_id)
     )
+    conn.execute(_FORGET_RESERVATION, (response_id,))
 
 
 def store_path(config: StoreConfig) -> Path:
     return Path(config.data_dir).expanduser() / DB_FILENAME
 
 
+_FIX = "(set store.data_dir or HERMES_DATA_DIR to a writable directory)"
+
+
+def _take_data_dir(directory: Path) -> DataDirLock:
+    """Create and lock the data directory, or say in one line why not."""
+    where = f"store.data_dir {directory}"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise StoreOpenError(f"{where} is not a directory {_FIX}") from None
+    except OSError as exc:
+        raise StoreOpenError(f"{where} cannot be created ({exc.strerror or exc}) {_FIX}") from None
+    try:
+        return lock_data_dir(directory)
+    except DataDirInUse as exc:
+        raise StoreOpenError(
+            f"{where} is {exc}: one server per data directory; stop that one or set "
+            "store.data_dir (HERMES_DATA_DIR) to another directory"
+        ) from None
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR:
+            raise StoreOpenError(f"{where} is not a directory {_FIX}") from None
+        raise StoreOpenError(f"{where} cannot be written ({exc.strerror or exc}) {_FIX}") from None
+
+
+_OPEN_PROBLEMS = {
+    "store_corrupt": (
+        f"{DB_FILENAME} is not a SQLite database or is damaged; move it away to start "
+        "with an empty store"
+    ),
+    "store_read_only": f"{DB_FILENAME} is read-only",
+    "store_full": "the disk is full",
+    "store_busy": f"{DB_FILENAME} is locked by another program",
+    "store_io_error": (
+        f"cannot open or write {DB_FILENAME} and its -wal and -shm files beside it "
+        "(is the directory writable?)"
+    ),
+}
+
+
 @asynccontextmanager
 async def open_response_store(
-    config: Config, *, clock: Callable[[], float] = wall_clock
+    config: Config, *, recover: bool = False, clock: Callable[[], float] = wall_clock
 ) -> AsyncIterator[SQLiteResponseStore]:
-    """The configured store for the life of this block."""
+    """The configured store for the life of this block, its data directory
+    locked for this process (one server per directory). ``recover=True``
+    marks what a previous process left running as ``incomplete``.
+
+    Raises :class:`StoreOpenError` when it cannot be opened.
+    """
     settings = config.store
-    store = SQLiteResponseStore(
-        store_path(settings),
-        max_rows=settings.max_rows,
-        max_age_days=settings.max_age_days,
-        clock=clock,
-    )
-    await store.open()
+    directory = store_path(settings).parent
+    lock = await trio.to_thread.run_sync(partial(_take_data_dir, directory))
     try:
-        yield store
-    finally:
-        # Closing waits for a running statement; shielded so a cancelled
-        # server still releases the file cleanly.
-        with trio.CancelScope(shield=True):
+        store = SQLiteResponseStore(
+            directory / DB_FILENAME,
+            max_rows=settings.max_rows,
+            max_age_days=settings.max_age_days,
+            clock=clock,
+        )
+        try:
+            await store.open(recover=recover)
+        except StoreError as exc:
             await store.aclose()
+            cause = exc.__cause__
+            problem = _OPEN_PROBLEMS.get(exc.code) or f"cannot use {DB_FILENAME}"
+            raise StoreOpenError(f"store.data_dir {directory}: {problem} ({cause})") from None
+        try:
+            yield store
+        finally:
+            # Closing waits for a running statement; shielded so a cancelled
+            # server still releases the file cleanly.
+            with trio.CancelScope(shield=True):
+                await store.aclose()
+    finally:
+        lock.release()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,15 @@ from hermes_trio.events import MessageChunk, MessageStop
 from hermes_trio.server.store import (
     DB_FILENAME,
     PRUNE_EVERY,
+    RESERVE_AHEAD,
     ResponseStore,
     SQLiteResponseStore,
     StoredResponse,
+    StoreError,
+    StoreOpenError,
     open_response_store,
     owner_scope,
+    store_failure,
 )
 from hermes_trio.wire.responses_out import ResponseBuilder, ResponseEvent
 
@@ -177,10 +182,15 @@ async def test_recovery_marks_orphans_incomplete(tmp_path) -> None:
     assert done == record("resp_done")
     assert row is not None and row.status == "incomplete"
     assert row.response["status"] == "incomplete"
-    # Only finished items survive; the open one was never completed.
-    assert [item["content"][0]["text"] for item in row.response["output"]] == ["Half an answer"]
-    assert row.response["output_text"] == "Half an answer"
-    assert row.messages[-1] == {"role": "assistant", "content": "Half an answer [interrupted]"}
+    # The finished item as it was done; the open one from its deltas.
+    output = row.response["output"]
+    assert [item["content"][0]["text"] for item in output] == ["Half an answer", "still open"]
+    assert [item["status"] for item in output] == ["completed", "incomplete"]
+    assert row.response["output_text"] == "Half an answerstill open"
+    assert row.messages[-1] == {
+        "role": "assistant",
+        "content": "Half an answerstill open [interrupted]",
+    }
     assert [e.sequence_number for e in replay] == list(range(len(events) + 1))
     last = replay[-1].payload()
     assert last["type"] == "response.incomplete"
@@ -252,3 +262,153 @@ async def test_a_cancelled_write_still_completes(tmp_path) -> None:
         assert await store.get("resp_after", OWNER) is not None
     finally:
         await store.aclose()
+
+
+async def test_recovery_numbers_its_ending_above_the_reservation(tmp_path) -> None:
+    store = await open_store(tmp_path)
+    try:
+        await store.create(record("resp_r", status="in_progress"), reserved=RESERVE_AHEAD)
+        await store.append_events("resp_r", [event(0), event(1)])
+        # Clients may have seen up to 5000 before the crash.
+        await store.reserve("resp_r", 5000)
+        await store.create(record("resp_done", status="in_progress"), reserved=10)
+        await store.finish(
+            "resp_done", status="completed", response={"id": "resp_done"}, messages=[]
+        )
+        assert await store.recover_interrupted() == 1
+        replay = await store.events_after("resp_r", -1)
+        assert [e.sequence_number for e in replay] == [0, 1, 5001]
+        assert replay[-1].type == "response.incomplete"
+        assert replay[-1].payload()["sequence_number"] == 5001
+        # A resume from anything a client saw ends with the ending.
+        assert [e.type for e in await store.events_after("resp_r", 4999)] == [
+            "response.incomplete"
+        ]
+
+        def reservations(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+            return conn.execute("SELECT * FROM response_reservations").fetchall()
+
+        # Finished responses keep no reservation.
+        assert await store._run(reservations) == []
+    finally:
+        await store.aclose()
+
+
+async def test_refusals_are_store_errors_with_a_code(tmp_path, caplog) -> None:
+    store = await open_store(tmp_path)
+    try:
+        await store.create(record("resp_1", status="in_progress"))
+
+        def pragma(statement: str) -> Any:
+            return store._run(lambda conn: conn.execute(statement).fetchone(), write=False)
+
+        (pages,) = await pragma("PRAGMA page_count")
+        await pragma(f"PRAGMA max_page_count={pages}")
+        big = [event(n, delta="x" * 50_000) for n in range(4)]
+        # SQLite ends the transaction itself here: the error is still "full",
+        # not a failed ROLLBACK.
+        with pytest.raises(StoreError) as full:
+            await store.append_events("resp_1", big)
+        with pytest.raises(StoreError):
+            await store.append_events("resp_1", big)
+        await pragma("PRAGMA max_page_count=1073741823")
+        await store.append_events("resp_1", big)
+        await pragma("PRAGMA query_only=1")
+        with pytest.raises(StoreError) as read_only:
+            await store.reserve("resp_1", 10)
+        # Reads go on.
+        assert len(await store.events_after("resp_1", -1)) == 4
+        await pragma("PRAGMA query_only=0")
+    finally:
+        await store.aclose()
+    assert (full.value.status, full.value.code) == (503, "store_full")
+    assert read_only.value.code == "store_read_only"
+    messages = [r.getMessage() for r in caplog.records if r.name == "hermes_trio.server.store"]
+    # Two refusals while full: one line; then "works again"; then read-only.
+    assert len(messages) == 3
+    assert "SQLITE_FULL" in messages[0] and "database or disk is full" in messages[0]
+    assert "works again" in messages[1]
+    assert "SQLITE_READONLY" in messages[2]
+
+
+def test_failure_codes_of_real_sqlite_errors(tmp_path) -> None:
+    path = tmp_path / "x.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    errors: dict[str, sqlite3.Error] = {}
+    ro = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        ro.execute("INSERT INTO t VALUES (1)")
+    except sqlite3.Error as exc:
+        errors["store_read_only"] = exc
+    ro.close()
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database at all\n" * 100)
+    bad = sqlite3.connect(garbage)
+    try:
+        bad.execute("SELECT * FROM sqlite_master")
+    except sqlite3.Error as exc:
+        errors["store_corrupt"] = exc
+    bad.close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    waiter = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        waiter.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        errors["store_busy"] = exc
+    holder.close()
+    waiter.close()
+    assert set(errors) == {"store_read_only", "store_corrupt", "store_busy"}
+    for code, exc in errors.items():
+        assert store_failure(exc)[0] == code
+    assert store_failure(sqlite3.ProgrammingError("closed")) == (
+        "store_error",
+        "the response store failed",
+    )
+
+
+async def test_open_response_store_refusals_are_one_line(tmp_path) -> None:
+    as_file = tmp_path / "file"
+    as_file.write_text("")
+    under_file = as_file / "sub"
+    for data_dir in (as_file, under_file):
+        with pytest.raises(StoreOpenError) as refused:
+            async with open_response_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
+                pass
+        assert str(refused.value) == (
+            f"store.data_dir {data_dir} is not a directory "
+            "(set store.data_dir or HERMES_DATA_DIR to a writable directory)"
+        )
+    config = Config(store=StoreConfig(data_dir=str(tmp_path / "data")))
+    async with open_response_store(config):
+        # The same directory twice, even in one process: refused.
+        with pytest.raises(StoreOpenError) as in_use:
+            async with open_response_store(config):
+                pass
+    assert str(in_use.value).startswith(
+        f"store.data_dir {tmp_path / 'data'} is in use by another hermes-trio process "
+        f"(pid {os.getpid()}): one server per data directory"
+    )
+    # Released at the end of the block.
+    async with open_response_store(config):
+        pass
+
+
+async def test_a_damaged_store_file_is_one_line(tmp_path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / DB_FILENAME).write_bytes(b"this is not an SQLite database\n" * 200)
+    with pytest.raises(StoreOpenError) as refused:
+        async with open_response_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
+            pass
+    assert str(refused.value) == (
+        f"store.data_dir {data_dir}: {DB_FILENAME} is not a SQLite database or is damaged; "
+        "move it away to start with an empty store (file is not a database)"
+    )
+    # The directory is free again for a fixed store.
+    (data_dir / DB_FILENAME).unlink()
+    async with open_response_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
+        pass

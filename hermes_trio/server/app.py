@@ -328,15 +328,18 @@ class _ChatRun:
     async def _stream_response(
         self, turn: RunningTurn, out: trio.MemoryReceiveChannel[bytes | PreStreamError]
     ) -> Response:
-        assert self.frames is not None
+        frames = self.frames
+        assert frames is not None
         try:
-            first = await out.receive()
+            first: bytes | PreStreamError = await out.receive()
         except trio.EndOfChannel:
-            first = self.frames.error(
-                turn.interrupted or "the turn ended without an answer",
-                type="interrupted",
-                code="interrupted",
-            )
+            # The writer is gone without a word: cancelled, or it crashed.
+            try:
+                await turn.done.wait()
+            except BaseException:
+                turn.cancel("client went away")
+                raise
+            first = _untold_end(turn, frames)
         except BaseException:
             turn.cancel("client went away")
             out.close()
@@ -344,9 +347,24 @@ class _ChatRun:
         if isinstance(first, PreStreamError):
             out.close()
             raise APIError(first.status, first.message, code=first.code)
-        response = sse_response(_StreamBody(first, out, turn, self.frames))
+        response = sse_response(_StreamBody(first, out, turn, frames))
         response.headers.update(self.headers)
         return response
+
+
+def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes | PreStreamError:
+    """How an ended turn whose writer stopped before its terminal frame ends
+    its stream: the crash or interruption, or nothing more."""
+    end = turn.result
+    if end is not None and end.finish_reason == "error":
+        message = end.error or "the turn failed"
+        if not frames.started:
+            return PreStreamError(error_status(end.error_code), message, end.error_code)
+        return frames.error(message, type="server_error", code=end.error_code)
+    if end is None:
+        reason = turn.interrupted or "the turn ended without an answer"
+        return frames.error(reason, type="interrupted", code="interrupted")
+    return b""
 
 
 class _StreamBody(StreamedBody):
@@ -372,16 +390,18 @@ class _StreamBody(StreamedBody):
     async def __anext__(self) -> bytes:
         if self._first is not None:
             piece, self._first = self._first, None
-            return piece
+            if piece:
+                return piece
         try:
             item = await self._out.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
-            if self._turn.interrupted and self._turn.result is None:
-                reason = self._turn.interrupted
-                self._turn.interrupted = None
-                # The writer was cancelled with the turn, so its frame
-                # numbering continues here.
-                return self._frames.error(reason, type="interrupted", code="interrupted")
+            if not self._frames.finished:
+                # The writer stopped before the end (cancelled with its
+                # turn, or crashed), so its frame numbering continues here.
+                await self._turn.done.wait()
+                last = _untold_end(self._turn, self._frames)
+                if isinstance(last, bytes) and last:
+                    return last
             raise StopAsyncIteration from None
         parts = [item] if isinstance(item, bytes) else []
         # Coalesce whatever else is already waiting into the same socket write.

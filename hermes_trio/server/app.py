@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import trio
@@ -177,10 +178,11 @@ def create_app(state: ServerState) -> QuartTrio:
             )
         return json_response(model_card())
 
+    parse_chat = partial(parse_chat_request, extra=api.extra_params)
+
     @app.post("/v1/chat/completions")
     async def chat_completions() -> Response:
-        chat = parse_chat_request(await read_json_body())
-        return await _run_chat(state, chat)
+        return await _run_chat(state, await read_json_body(parse_chat))
 
     register_responses_routes(app, state)
     return app

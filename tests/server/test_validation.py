@@ -268,6 +268,11 @@ CHAT_TYPES: list[tuple[dict[str, Any], str, str]] = [
         "messages[0].tool_calls[0].id",
         "string",
     ),
+    (
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": "u"}]}]},
+        "messages[0].content[0].image_url",
+        "object",
+    ),
 ]
 
 

@@ -215,6 +215,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     )
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
+        state.slots.acquire()
         run.begin(list(chat.messages), kwargs)
         return await run.respond()
     validate_session_id(session_id)
@@ -224,7 +225,14 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     async with session.lock:
         if session.running is not None:
             await session.running.stop("interrupted by a newer request on this session")
-        session.messages.extend(new_messages(session.messages, chat.messages))
+        # Before the history changes: a request refused with 429 leaves it
+        # as it was.
+        state.slots.acquire()
+        try:
+            state.sessions.add(session, new_messages(session.messages, chat.messages))
+        except BaseException:
+            state.slots.release()
+            raise
         kwargs["tool_context"] = session.tool_context
         session.running = run.begin(session.messages, kwargs)
     return await run.respond()
@@ -256,8 +264,9 @@ class _ChatRun:
         self.frames: ChatStreamFrames | None = None
 
     def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
+        """Start the turn in the slot the caller acquired (released when the
+        turn ends, or here when it cannot start)."""
         state = self.state
-        state.slots.acquire()
         try:
             if self.chat.stream:
                 self.frames = frames = ChatStreamFrames(

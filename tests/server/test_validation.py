@@ -308,3 +308,32 @@ async def test_fields_of_the_wrong_type_are_400s_naming_field_and_type() -> None
         assert error["param"] == param, (path, body, error)
         assert expected in error["message"], (path, body, error)
     assert model.model_requests == []
+
+
+async def test_big_bodies_are_parsed_off_the_event_loop(monkeypatch) -> None:
+    """Parsing and checking a big body would hold up every other stream
+    (timing on a shared machine is no reliable test: bench/big_body.py
+    measures the stall)."""
+    import threading
+
+    from hermes_trio.server import bodies
+
+    where: list[bool] = []
+    parse = bodies.parse_request_json
+
+    def recording_parse(raw: bytes) -> Any:
+        where.append(threading.current_thread() is threading.main_thread())
+        return parse(raw)
+
+    monkeypatch.setattr(bodies, "parse_request_json", recording_parse)
+    big = "x" * bodies.THREAD_PARSE_BYTES
+    async with api_stack([TextReply("a"), TextReply("b")]) as (api, _):
+        async with http_for(api) as http:
+            with trio.fail_after(10):
+                small = await http.post("/chat/completions", json=CHAT)
+                large = await http.post(
+                    "/chat/completions",
+                    json={**CHAT, "messages": [{"role": "user", "content": big}]},
+                )
+    assert small.status_code == large.status_code == 200
+    assert where == [True, False]

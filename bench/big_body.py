@@ -15,6 +15,7 @@ one 10 MB message that runs a whole turn (its model request is 10 MB too).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -23,8 +24,8 @@ import httpx
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _model_server import model_server_process  # noqa: E402
-from load import hermes_serve  # noqa: E402
+from _model_server import model_server_process
+from load import hermes_serve
 
 MB = 1024 * 1024
 
@@ -58,7 +59,7 @@ async def watch_stream(url: str, arrivals: list[float], started: trio.Event) -> 
 
 def longest_gap(arrivals: list[float], start: float, end: float) -> float:
     inside = [t for t in arrivals if start <= t <= end]
-    return max((b - a for a, b in zip(inside, inside[1:], strict=False)), default=0.0)
+    return max((b - a for a, b in itertools.pairwise(inside)), default=0.0)
 
 
 async def main(rounds: int) -> None:

@@ -337,3 +337,13 @@ async def test_big_bodies_are_parsed_off_the_event_loop(monkeypatch) -> None:
                 )
     assert small.status_code == large.status_code == 200
     assert where == [True, False]
+
+
+def test_extra_params_setting_from_the_environment() -> None:
+    from hermes_trio.config import ConfigError, load_config
+
+    assert load_config(env={"API_SERVER_EXTRA_PARAMS": "drop"}).api_server.extra_params == "drop"
+    with pytest.raises(ConfigError, match="API_SERVER_EXTRA_PARAMS"):
+        load_config(env={"API_SERVER_EXTRA_PARAMS": "keep"})
+    with pytest.raises(ConfigError, match=r"api_server\.session_max_bytes"):
+        load_config(overrides={"api_server.session_max_bytes": 10}, env={})

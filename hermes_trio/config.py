@@ -148,6 +148,16 @@ class ApiServerConfig:
     keepalive_interval: float = 10.0
     write_timeout: float = 10.0
     session_ttl: float = 3600.0
+    extra_params: Literal["pass", "drop", "reject"] = "pass"
+    """Request fields the server does not use itself (``min_p``, ``top_k``, a
+    newer OpenAI field): passed to the model server as they are, dropped, or
+    refused with a 400 naming them."""
+    session_max_bytes: int = 1024 * 1024
+    """Most conversation one ``X-Session-ID`` session keeps (as JSON); the
+    oldest whole turns are dropped beyond it, the newest is always kept."""
+    max_sessions: int = 1000
+    """Most ``X-Session-ID`` sessions kept at once; beyond it the least
+    recently used one is dropped."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +256,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "API_SERVER_KEY": "api_server.key",
     "API_SERVER_CORS_ORIGINS": "api_server.cors_origins",
     "API_SERVER_MODEL_NAME": "api_server.model_name",
+    "API_SERVER_EXTRA_PARAMS": "api_server.extra_params",
     "TELEGRAM_BOT_TOKEN": "platforms.telegram.token",
     "TELEGRAM_API_BASE_URL": "platforms.telegram.api_base_url",
     "TELEGRAM_ALLOWED_USERS": "platforms.telegram.allowed_users",
@@ -493,6 +504,10 @@ def _check(config: Config) -> None:
         )
     if config.api_server.max_concurrent < 1:
         raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
+    if config.api_server.session_max_bytes < 1024:
+        raise ConfigError("api_server.session_max_bytes: expected an integer of at least 1024")
+    if config.api_server.max_sessions < 1:
+        raise ConfigError("api_server.max_sessions: expected an integer of at least 1")
     if config.agent.approval_timeout <= 0:
         raise ConfigError("agent.approval_timeout: expected a number of seconds above 0")
     if config.agent.channel_size < 1:

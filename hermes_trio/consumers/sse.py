@@ -57,7 +57,10 @@ class PreStreamError:
 
 
 def error_status(code: str | None) -> int:
-    """HTTP status for a model failure (DESIGN §5)."""
+    """HTTP status for a model failure (DESIGN §5), or 500 for a turn that
+    crashed (``internal_error``)."""
+    if code == "internal_error":
+        return 500
     return 504 if code == "model_timeout" else 502
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import trio
@@ -177,10 +178,11 @@ def create_app(state: ServerState) -> QuartTrio:
             )
         return json_response(model_card())
 
+    parse_chat = partial(parse_chat_request, extra=api.extra_params)
+
     @app.post("/v1/chat/completions")
     async def chat_completions() -> Response:
-        chat = parse_chat_request(await read_json_body())
-        return await _run_chat(state, chat)
+        return await _run_chat(state, await read_json_body(parse_chat))
 
     register_responses_routes(app, state)
     return app
@@ -213,6 +215,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     )
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
+        state.slots.acquire()
         run.begin(list(chat.messages), kwargs)
         return await run.respond()
     validate_session_id(session_id)
@@ -222,7 +225,14 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     async with session.lock:
         if session.running is not None:
             await session.running.stop("interrupted by a newer request on this session")
-        session.messages.extend(new_messages(session.messages, chat.messages))
+        # Before the history changes: a request refused with 429 leaves it
+        # as it was.
+        state.slots.acquire()
+        try:
+            state.sessions.add(session, new_messages(session.messages, chat.messages))
+        except BaseException:
+            state.slots.release()
+            raise
         kwargs["tool_context"] = session.tool_context
         session.running = run.begin(session.messages, kwargs)
     return await run.respond()
@@ -254,8 +264,9 @@ class _ChatRun:
         self.frames: ChatStreamFrames | None = None
 
     def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
+        """Start the turn in the slot the caller acquired (released when the
+        turn ends, or here when it cannot start)."""
         state = self.state
-        state.slots.acquire()
         try:
             if self.chat.stream:
                 self.frames = frames = ChatStreamFrames(
@@ -328,15 +339,18 @@ class _ChatRun:
     async def _stream_response(
         self, turn: RunningTurn, out: trio.MemoryReceiveChannel[bytes | PreStreamError]
     ) -> Response:
-        assert self.frames is not None
+        frames = self.frames
+        assert frames is not None
         try:
-            first = await out.receive()
+            first: bytes | PreStreamError = await out.receive()
         except trio.EndOfChannel:
-            first = self.frames.error(
-                turn.interrupted or "the turn ended without an answer",
-                type="interrupted",
-                code="interrupted",
-            )
+            # The writer is gone without a word: cancelled, or it crashed.
+            try:
+                await turn.done.wait()
+            except BaseException:
+                turn.cancel("client went away")
+                raise
+            first = _untold_end(turn, frames)
         except BaseException:
             turn.cancel("client went away")
             out.close()
@@ -344,9 +358,24 @@ class _ChatRun:
         if isinstance(first, PreStreamError):
             out.close()
             raise APIError(first.status, first.message, code=first.code)
-        response = sse_response(_StreamBody(first, out, turn, self.frames))
+        response = sse_response(_StreamBody(first, out, turn, frames))
         response.headers.update(self.headers)
         return response
+
+
+def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes | PreStreamError:
+    """How an ended turn whose writer stopped before its terminal frame ends
+    its stream: the crash or interruption, or nothing more."""
+    end = turn.result
+    if end is not None and end.finish_reason == "error":
+        message = end.error or "the turn failed"
+        if not frames.started:
+            return PreStreamError(error_status(end.error_code), message, end.error_code)
+        return frames.error(message, type="server_error", code=end.error_code)
+    if end is None:
+        reason = turn.interrupted or "the turn ended without an answer"
+        return frames.error(reason, type="interrupted", code="interrupted")
+    return b""
 
 
 class _StreamBody(StreamedBody):
@@ -372,16 +401,18 @@ class _StreamBody(StreamedBody):
     async def __anext__(self) -> bytes:
         if self._first is not None:
             piece, self._first = self._first, None
-            return piece
+            if piece:
+                return piece
         try:
             item = await self._out.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
-            if self._turn.interrupted and self._turn.result is None:
-                reason = self._turn.interrupted
-                self._turn.interrupted = None
-                # The writer was cancelled with the turn, so its frame
-                # numbering continues here.
-                return self._frames.error(reason, type="interrupted", code="interrupted")
+            if not self._frames.finished:
+                # The writer stopped before the end (cancelled with its
+                # turn, or crashed), so its frame numbering continues here.
+                await self._turn.done.wait()
+                last = _untold_end(self._turn, self._frames)
+                if isinstance(last, bytes) and last:
+                    return last
             raise StopAsyncIteration from None
         parts = [item] if isinstance(item, bytes) else []
         # Coalesce whatever else is already waiting into the same socket write.

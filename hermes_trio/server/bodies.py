@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
+import trio
 from quart import Response, request
 from quart.wrappers.response import ResponseBody
 
-from .errors import APIError
+from .request_json import parse_request_json
 from .store import owner_scope
 
 __all__ = [
@@ -22,6 +24,12 @@ __all__ = [
     "request_owner",
     "sse_response",
 ]
+
+T = TypeVar("T")
+
+THREAD_PARSE_BYTES = 256 * 1024
+"""Bodies from this size on are parsed in a worker thread (orjson takes
+about a millisecond per 500 KB; the thread hand-off about 0.1 ms)."""
 
 
 def bearer_token() -> str:
@@ -43,13 +51,27 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
     return response
 
 
-async def read_json_body() -> Any:
-    """The request body parsed as JSON; 400 ``invalid_json`` otherwise."""
+def _as_is(body: Any) -> Any:
+    return body
+
+
+async def read_json_body(validate: Callable[[Any], T] = _as_is) -> T:
+    """The request body parsed as JSON and checked by ``validate`` (pure);
+    a 400 naming the problem otherwise.
+
+    A big body is parsed and checked in a worker thread, so the checks (in
+    Python) no longer hold up the event loop and every other stream with
+    it. orjson's own parse still holds the GIL while it runs, but takes a
+    fraction of the time the standard library took.
+    """
     raw = await request.get_data(cache=False)
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise APIError(400, f"invalid JSON in request body: {exc}", code="invalid_json") from None
+    if len(raw) < THREAD_PARSE_BYTES:
+        return validate(parse_request_json(raw))
+    return await trio.to_thread.run_sync(_parse_and_validate, raw, validate)
+
+
+def _parse_and_validate(raw: bytes, validate: Callable[[Any], T]) -> T:
+    return validate(parse_request_json(raw))
 
 
 class StreamedBody(ResponseBody):

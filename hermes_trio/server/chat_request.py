@@ -1,7 +1,10 @@
 """Validation of ``POST /v1/chat/completions`` bodies (pure).
 
-Every field the server cannot honour is refused with a 400 naming it, never
-silently dropped; fields that only describe the caller are accepted.
+Fields the server uses or forwards as OpenAI documents them are checked
+(type, and range where OpenAI gives one) with a 400 naming the field; what
+the server cannot honour at all is refused the same way; every other field
+(a sampler extension such as ``min_p``, a newer OpenAI field) is the model
+server's business and handled by the ``api_server.extra_params`` policy.
 """
 
 from __future__ import annotations
@@ -10,45 +13,106 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .validation import (
+    ExtraParams,
+    FieldCheck,
+    a_bool,
+    a_string,
+    an_integer,
+    an_object,
     bad,
+    check_fields,
+    extra_params,
     join_system,
     number,
     optional_bool,
     optional_str,
     positive_int,
+    refuse_unsupported,
     request_object,
     role_of,
     stream_options,
 )
 
-__all__ = ["ChatRequest", "parse_chat_request"]
+__all__ = ["FORWARDED", "ChatRequest", "parse_chat_request"]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-# Passed to the model server unchanged.
-PASS_THROUGH = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "max_tokens",
-        "max_completion_tokens",
-        "stop",
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-        "response_format",
-        "tool_choice",
-        "parallel_tool_calls",
-        "reasoning_effort",
-        "logit_bias",
-    }
-)
-# Describe the caller or ask for things that need nothing from us.
-ACCEPTED = frozenset({"user", "metadata", "store", "service_tier", "stream_options"})
-KNOWN = (
-    PASS_THROUGH
-    | ACCEPTED
-    | {"model", "messages", "stream", "n", "tools", "logprobs", "top_logprobs", "modalities"}
-)
+
+
+def _stop(value: Any, param: str) -> None:
+    if not (
+        isinstance(value, str)
+        or (isinstance(value, list) and len(value) <= 4 and all(isinstance(s, str) for s in value))
+    ):
+        raise bad("'stop' must be a string or a list of at most 4 strings", param, "invalid_type")
+
+
+def _response_format(value: Any, param: str) -> None:
+    an_object(value, param)
+    kind = value.get("type")
+    a_string(kind, f"{param}.type")
+    if kind == "json_schema":
+        schema = value.get("json_schema")
+        an_object(schema, f"{param}.json_schema")
+        a_string(schema.get("name"), f"{param}.json_schema.name")
+        check_fields(
+            schema,
+            {"schema": an_object, "strict": a_bool, "description": a_string},
+            f"{param}.json_schema.",
+        )
+
+
+def _tool_choice(value: Any, param: str) -> None:
+    if isinstance(value, str):
+        return
+    an_object(value, param)
+    a_string(value.get("type"), f"{param}.type")
+    if value["type"] == "function":
+        fn = value.get("function")
+        an_object(fn, f"{param}.function")
+        a_string(fn.get("name"), f"{param}.function.name")
+
+
+def _logit_bias(value: Any, param: str) -> None:
+    an_object(value, param)
+    for token, bias in value.items():
+        if isinstance(bias, bool) or not isinstance(bias, int | float) or not -100 <= bias <= 100:
+            raise bad(
+                f"'{param}' values must be numbers from -100 to 100",
+                f"{param}.{token}",
+                "invalid_type",
+            )
+
+
+def _range(low: float, high: float) -> FieldCheck:
+    def check(value: Any, param: str) -> None:
+        number({param: value}, param, low, high)
+
+    return check
+
+
+def _positive(value: Any, param: str) -> None:
+    positive_int({param: value}, param)
+
+
+FORWARDED: dict[str, FieldCheck] = {
+    "temperature": _range(0, 2),
+    "top_p": _range(0, 1),
+    "presence_penalty": _range(-2, 2),
+    "frequency_penalty": _range(-2, 2),
+    "max_tokens": _positive,
+    "max_completion_tokens": _positive,
+    "stop": _stop,
+    "seed": an_integer,
+    "response_format": _response_format,
+    "tool_choice": _tool_choice,
+    "parallel_tool_calls": a_bool,
+    "reasoning_effort": a_string,
+    "logit_bias": _logit_bias,
+}
+"""The generation settings the agent's model requests carry as the client
+sent them, whatever ``extra_params`` says."""
+
+_USED = frozenset({"model", "messages", "stream", "stream_options", "tools"}) | set(FORWARDED)
 
 
 @dataclass
@@ -62,19 +126,13 @@ class ChatRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
 
 
-def parse_chat_request(body: Any) -> ChatRequest:
-    body = request_object(body, KNOWN)
+def parse_chat_request(body: Any, extra: ExtraParams = "pass") -> ChatRequest:
+    """Validate a chat request; ``extra`` is the ``api_server.extra_params``
+    policy for fields the server does not use."""
+    body = request_object(body)
     model = optional_str(body, "model")
     stream = optional_bool(body, "stream", False)
-    n = body.get("n")
-    if n is not None and n != 1:
-        raise bad("'n' must be 1: this server returns one choice per request", "n")
-    if body.get("logprobs") or body.get("top_logprobs"):
-        key = "logprobs" if body.get("logprobs") else "top_logprobs"
-        raise bad(f"'{key}' is not supported by this server", key)
-    modalities = body.get("modalities")
-    if modalities is not None and modalities != ["text"]:
-        raise bad("only the 'text' modality is supported", "modalities")
+    refuse_unsupported(body)
     include_usage = False
     options = stream_options(body, stream)
     if options is not None:
@@ -85,18 +143,9 @@ def parse_chat_request(body: Any) -> ChatRequest:
                 "stream_options.include_usage",
             )
         include_usage = value
-    number(body, "temperature", 0, 2)
-    number(body, "top_p", 0, 1)
-    number(body, "presence_penalty", -2, 2)
-    number(body, "frequency_penalty", -2, 2)
-    positive_int(body, "max_tokens")
-    positive_int(body, "max_completion_tokens")
-    stop = body.get("stop")
-    if stop is not None and not (
-        isinstance(stop, str)
-        or (isinstance(stop, list) and len(stop) <= 4 and all(isinstance(s, str) for s in stop))
-    ):
-        raise bad("'stop' must be a string or a list of at most 4 strings", "stop")
+    check_fields(body, FORWARDED)
+    params = {k: body[k] for k in FORWARDED if body.get(k) is not None}
+    params.update(extra_params(body, _USED, extra))
 
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -133,8 +182,7 @@ def parse_chat_request(body: Any) -> ChatRequest:
                 out["content"] = _text_of(content, where)
             calls = message.get("tool_calls")
             if calls is not None:
-                if not isinstance(calls, list):
-                    raise bad(f"'{where}.tool_calls' must be a list", f"{where}.tool_calls")
+                _check_tool_calls(calls, f"{where}.tool_calls")
                 out["tool_calls"] = calls
             conversation.append(out)
             continue
@@ -148,22 +196,7 @@ def parse_chat_request(body: Any) -> ChatRequest:
     if not conversation:
         raise bad("'messages' must contain at least one user message", "messages")
 
-    tools = body.get("tools") or []
-    if not isinstance(tools, list):
-        raise bad("'tools' must be a list", "tools")
-    for i, tool in enumerate(tools):
-        fn = tool.get("function") if isinstance(tool, dict) else None
-        if (
-            not isinstance(tool, dict)
-            or tool.get("type") != "function"
-            or not isinstance(fn, dict)
-            or not isinstance(fn.get("name"), str)
-        ):
-            raise bad(
-                f'\'tools[{i}]\' must be {{"type": "function", "function": {{"name": ...}}}}',
-                f"tools[{i}]",
-            )
-    params = {k: body[k] for k in PASS_THROUGH if k in body and body[k] is not None}
+    tools = _tools(body.get("tools"))
     if "tool_choice" in params and not tools:
         raise bad("'tool_choice' needs 'tools'", "tool_choice")
     return ChatRequest(
@@ -197,5 +230,57 @@ def _check_parts(parts: list[Any], where: str, *, text_only: bool = False) -> No
                 f"'{where}.content[{j}]' must be a content part of type {kinds}",
                 f"{where}.content[{j}]",
             )
-        if part["type"] == "text" and not isinstance(part.get("text"), str):
-            raise bad(f"'{where}.content[{j}].text' must be a string", f"{where}.content[{j}].text")
+        at = f"{where}.content[{j}]"
+        kind = part["type"]
+        if kind == "text":
+            a_string(part.get("text"), f"{at}.text")
+        elif kind == "image_url":
+            image = part.get("image_url")
+            an_object(image, f"{at}.image_url")
+            a_string(image.get("url"), f"{at}.image_url.url")
+        else:
+            an_object(part.get(kind), f"{at}.{kind}")
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise bad("'tools' must be a list", "tools", "invalid_type")
+    for i, tool in enumerate(tools):
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if (
+            not isinstance(tool, dict)
+            or tool.get("type") != "function"
+            or not isinstance(fn, dict)
+            or not isinstance(fn.get("name"), str)
+        ):
+            raise bad(
+                f'\'tools[{i}]\' must be {{"type": "function", "function": {{"name": ...}}}}',
+                f"tools[{i}]",
+            )
+        check_fields(
+            fn,
+            {"description": a_string, "parameters": _schema, "strict": a_bool},
+            f"tools[{i}].function.",
+        )
+    return tools
+
+
+def _schema(value: Any, param: str) -> None:
+    if not isinstance(value, dict):
+        raise bad(f"'{param}' must be a JSON schema object", param, "invalid_type")
+
+
+def _check_tool_calls(calls: Any, where: str) -> None:
+    """An assistant message's tool calls, as the agent reads them back."""
+    if not isinstance(calls, list):
+        raise bad(f"'{where}' must be a list", where, "invalid_type")
+    for j, call in enumerate(calls):
+        at = f"{where}[{j}]"
+        an_object(call, at)
+        a_string(call.get("id"), f"{at}.id")
+        fn = call.get("function")
+        an_object(fn, f"{at}.function")
+        a_string(fn.get("name"), f"{at}.function.name")
+        a_string(fn.get("arguments"), f"{at}.function.arguments")

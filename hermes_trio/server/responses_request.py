@@ -2,9 +2,10 @@
 body into a :class:`ResponsesRequest`, and the query strings of
 ``GET /v1/responses/{id}`` and ``GET /v1/responses/{id}/input_items``.
 
-Every field the server cannot honour is refused with a 400 naming it, never
-silently dropped; settings that only describe the caller are accepted and
-echoed in the response object.
+What the server reads is checked and what it cannot honour is refused, with
+a 400 naming the field; settings that describe the caller are echoed in the
+response object; fields the server does not use follow the
+``api_server.extra_params`` policy, as on the chat endpoint.
 """
 
 from __future__ import annotations
@@ -13,17 +14,25 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .chat_request import FORWARDED
 from .responses_input import parse_input
 from .validation import (
+    DOCUMENTED_EXTRAS,
+    ExtraParams,
+    a_bool,
+    a_string,
     bad,
+    extra_params,
     join_system,
     number,
     optional_bool,
     optional_str,
     positive_int,
+    refuse_unsupported,
     request_object,
     stream_options,
 )
+from .validation import metadata as check_metadata
 
 if TYPE_CHECKING:
     from werkzeug.datastructures import MultiDict
@@ -37,18 +46,9 @@ __all__ = [
     "parse_retrieve_query",
 ]
 
-# Settings that only describe the caller, or hints with no effect on the
-# answer: accepted and echoed.
-_ACCEPTED = frozenset(
-    {
-        "user",
-        "metadata",
-        "safety_identifier",
-        "prompt_cache_key",
-        "prompt_cache_retention",
-        "service_tier",
-    }
-)
+MAX_SEQUENCE = 2**63 - 1
+"""The largest sequence number a query may name."""
+
 # Features this server does not have: refused when set to anything but null.
 _UNSUPPORTED = {
     "prompt": "reusable prompts are not supported; send 'input' and 'instructions'",
@@ -59,33 +59,35 @@ _UNSUPPORTED = {
     "moderation": "'moderation' is not supported",
     "image": "'image' is not supported",
     "access_programs": "'access_programs' is not supported",
-    "prompt_cache_options": "'prompt_cache_options' is not supported",
 }
-_KNOWN = (
-    _ACCEPTED
-    | set(_UNSUPPORTED)
-    | {
-        "model",
-        "input",
-        "instructions",
-        "previous_response_id",
-        "store",
-        "stream",
-        "background",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "temperature",
-        "top_p",
-        "max_output_tokens",
-        "text",
-        "reasoning",
-        "truncation",
-        "include",
-        "stream_options",
-        "top_logprobs",
-    }
-)
+# Settings the response object repeats, checked like the documented extra
+# parameters they also are.
+_ECHOED_EXTRAS = ("user", "safety_identifier", "prompt_cache_key", "service_tier")
+# Extra parameters reach the model as Chat Completions fields: those OpenAI
+# documents there must have its types.
+_EXTRA_CHECKS = {**DOCUMENTED_EXTRAS, **FORWARDED}
+# What the server reads itself; everything else is an extra parameter.
+_USED = set(_UNSUPPORTED) | {
+    "model",
+    "input",
+    "instructions",
+    "previous_response_id",
+    "store",
+    "stream",
+    "background",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "text",
+    "reasoning",
+    "truncation",
+    "include",
+    "stream_options",
+    "metadata",
+}
 
 
 @dataclass
@@ -105,12 +107,15 @@ class ResponsesRequest:
     echo: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_responses_request(body: Any) -> ResponsesRequest:
-    """Validate a ``POST /v1/responses`` body; 400 naming the field otherwise."""
-    body = request_object(body, _KNOWN)
+def parse_responses_request(body: Any, extra: ExtraParams = "pass") -> ResponsesRequest:
+    """Validate a ``POST /v1/responses`` body; 400 naming the field otherwise.
+    ``extra`` is the ``api_server.extra_params`` policy for fields the server
+    does not use."""
+    body = request_object(body)
     for key, why in _UNSUPPORTED.items():
         if body.get(key) is not None:
             raise bad(why, key)
+    refuse_unsupported(body)
 
     model = optional_str(body, "model")
     stream = optional_bool(body, "stream", False)
@@ -145,14 +150,12 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
             raise bad("'parallel_tool_calls' must be true or false", "parallel_tool_calls")
         params["parallel_tool_calls"] = parallel
         echo["parallel_tool_calls"] = parallel
-    top_logprobs = body.get("top_logprobs")
-    if top_logprobs not in (None, 0):
-        raise bad("'top_logprobs' is not supported by this server", "top_logprobs")
     truncation = body.get("truncation")
-    if truncation not in (None, "disabled"):
-        raise bad(
-            "'truncation' must be 'disabled': this server does not drop context", "truncation"
-        )
+    if truncation not in (None, "disabled", "auto"):
+        raise bad("'truncation' must be 'auto' or 'disabled'", "truncation")
+    # "auto" allows dropping context when it overflows; this server never
+    # has to, so both settings behave the same.
+    echo["truncation"] = truncation
     include = body.get("include")
     if include is not None and (not isinstance(include, list) or include):
         raise bad("'include' is not supported by this server (send null or [])", "include")
@@ -164,7 +167,13 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
                 "stream obfuscation is not supported: set 'include_obfuscation' to false",
                 "stream_options.include_obfuscation",
             )
-    _accepted(body, echo)
+    metadata = body.get("metadata")
+    if metadata is not None:
+        check_metadata(metadata, "metadata")
+        echo["metadata"] = dict(metadata)
+    params.update(extra_params(body, _USED, extra, _EXTRA_CHECKS))
+    for key in _ECHOED_EXTRAS:
+        echo[key] = body.get(key)
     _text_settings(body.get("text"), params, echo)
     _reasoning_settings(body.get("reasoning"), params, echo)
     tools, echoed_tools = _tools(body.get("tools"))
@@ -190,26 +199,6 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         params=params,
         echo=echo,
     )
-
-
-def _accepted(body: dict[str, Any], echo: dict[str, Any]) -> None:
-    for key in ("user", "safety_identifier", "prompt_cache_key", "service_tier"):
-        echo[key] = optional_str(body, key)
-    retention = body.get("prompt_cache_retention")
-    if retention is not None and retention not in ("in_memory", "24h"):
-        raise bad("'prompt_cache_retention' must be 'in_memory' or '24h'", "prompt_cache_retention")
-    metadata = body.get("metadata")
-    if metadata is not None:
-        if not isinstance(metadata, dict) or len(metadata) > 16:
-            raise bad("'metadata' must be an object with at most 16 keys", "metadata")
-        for key, value in metadata.items():
-            if len(key) > 64 or not isinstance(value, str) or len(value) > 512:
-                raise bad(
-                    "'metadata' keys must be at most 64 characters and values strings of at "
-                    "most 512",
-                    f"metadata.{key}",
-                )
-        echo["metadata"] = dict(metadata)
 
 
 def _text_settings(text: Any, params: dict[str, Any], echo: dict[str, Any]) -> None:
@@ -292,12 +281,16 @@ def _tools(tools: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         strict = tool.get("strict")
         if parameters is not None and not isinstance(parameters, dict):
             raise bad(f"'{where}.parameters' must be a JSON schema object", f"{where}.parameters")
+        if description is not None:
+            a_string(description, f"{where}.description")
+        if strict is not None:
+            a_bool(strict, f"{where}.strict")
         fn: dict[str, Any] = {"name": name}
         if description is not None:
             fn["description"] = description
         fn["parameters"] = parameters or {"type": "object", "properties": {}}
         if strict is not None:
-            fn["strict"] = bool(strict)
+            fn["strict"] = strict
         chat.append({"type": "function", "function": fn})
         echoed.append(
             {
@@ -364,9 +357,12 @@ def parse_retrieve_query(args: MultiDict[str, str]) -> RetrieveQuery:
         try:
             after = int(after_text)
         except ValueError:
-            raise bad("'starting_after' must be an integer", "starting_after") from None
-        if after < -1:
-            raise bad("'starting_after' must be -1 or more", "starting_after")
+            after = None
+        # Sequence numbers are stored as SQLite integers (64-bit).
+        if after is None or not -1 <= after <= MAX_SEQUENCE:
+            raise bad(
+                f"'starting_after' must be an integer from -1 to {MAX_SEQUENCE}", "starting_after"
+            )
     return RetrieveQuery(stream=stream, after=after)
 
 

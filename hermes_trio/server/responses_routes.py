@@ -17,6 +17,7 @@ the store.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from quart import Response, request
@@ -60,8 +61,7 @@ class _Responses:
         self.live = LiveResponses(state)
         self.store = state.store
 
-    async def create(self, body: Any) -> Response:
-        req = parse_responses_request(body)
+    async def create(self, req: ResponsesRequest) -> Response:
         owner = request_owner()
         conversation = await self._conversation(req, owner)
         live = await self.live.start(req, owner, conversation)
@@ -177,10 +177,11 @@ class _Responses:
 def register_responses_routes(app: QuartTrio, state: ServerState) -> None:
     """Add the ``/v1/responses`` endpoints to ``app``."""
     responses = _Responses(state)
+    parse = partial(parse_responses_request, extra=state.agent.config.api_server.extra_params)
 
     @app.post("/v1/responses")
     async def create_response() -> Response:
-        return await responses.create(await read_json_body())
+        return await responses.create(await read_json_body(parse))
 
     @app.get("/v1/responses/<response_id>")
     async def retrieve_response(response_id: str) -> Response:

@@ -135,7 +135,11 @@ async def open_api_server(
             agent=the_agent,
             nursery=turns,
             slots=TurnSlots(api.max_concurrent),
-            sessions=SessionStore(ttl=api.session_ttl),
+            sessions=SessionStore(
+                ttl=api.session_ttl,
+                max_sessions=api.max_sessions,
+                max_bytes=api.session_max_bytes,
+            ),
             created=int(wall_clock()),
             store=store,
         )

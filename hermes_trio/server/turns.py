@@ -9,6 +9,7 @@ cancels the turn's scope when its client goes away.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,10 +19,19 @@ from typing import Any, Protocol
 import trio
 
 from ..agent import Agent, TurnResult
-from ..events import StreamEvent
+from ..events import StreamEvent, TurnFinished, Usage
 from .errors import APIError
 
-__all__ = ["RunningTurn", "TurnRequest", "TurnSlots", "start_turn", "turn_options"]
+__all__ = [
+    "INTERNAL_ERROR",
+    "RunningTurn",
+    "TurnRequest",
+    "TurnSlots",
+    "crash_result",
+    "run_with_consumer",
+    "start_turn",
+    "turn_options",
+]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -33,6 +43,7 @@ class RunningTurn:
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     done: trio.Event = field(default_factory=trio.Event)
     result: TurnResult | None = None
+    """How the turn ended (a crash too); None when it was cancelled."""
     interrupted: str | None = None
 
     def cancel(self, reason: str) -> None:
@@ -119,6 +130,97 @@ def turn_options(
     return req.model or api.model_name, kwargs
 
 
+INTERNAL_ERROR = "internal_error"
+"""``error_code`` of a turn that crashed: a bug, not a model failure."""
+
+
+def crash_result(exc: BaseException) -> TurnResult:
+    """How a turn that raised ``exc`` ends. Only the exception's type is
+    named: its text may hold anything (a path, a secret from a tool)."""
+    leaf = exc
+    while isinstance(leaf, BaseExceptionGroup) and leaf.exceptions:
+        leaf = leaf.exceptions[0]
+    message = (
+        f"internal error: the turn failed ({type(leaf).__name__}); the server log has the details"
+    )
+    return TurnResult("", Usage(), "error", error=message, error_code=INTERNAL_ERROR)
+
+
+def _split_crash(exc: BaseException) -> tuple[BaseException | None, BaseException | None]:
+    """``exc`` as (the crash, the cancellation): a turn cancelled at the
+    moment it crashed raises both in one group."""
+    if isinstance(exc, BaseExceptionGroup):
+        cancelled, rest = exc.split(trio.Cancelled)
+        return rest, cancelled
+    if isinstance(exc, Exception):
+        return exc, None
+    return None, exc
+
+
+async def run_with_consumer(
+    turn: RunningTurn,
+    agent: Agent,
+    messages: list[dict[str, Any]],
+    consumer: Consumer,
+    kwargs: dict[str, Any],
+) -> None:
+    """Run ``turn``'s agent and ``consumer`` side by side in the turn's scope.
+
+    One crash policy for every turn: an exception out of the agent or the
+    consumer is logged once with its traceback, ends the turn with
+    :func:`crash_result` (``turn.result``) and never leaves this function.
+    A crashing agent's ending is sent to the consumer as the turn's last
+    event, so the client hears it like any other failure; a crashing
+    consumer is gone, so whoever reads its output must say it.
+    """
+    try:
+        with turn.scope:
+            send, receive = trio.open_memory_channel[StreamEvent](agent.config.agent.channel_size)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(consumer, receive)
+                await _run_agent(turn, agent, messages, send, kwargs)
+    except BaseException as exc:
+        crash, cancelled = _split_crash(exc)
+        if crash is None:
+            raise
+        _record_crash(turn, crash)
+        if cancelled is not None:
+            raise cancelled from None
+
+
+async def _run_agent(
+    turn: RunningTurn,
+    agent: Agent,
+    messages: list[dict[str, Any]],
+    send: trio.MemorySendChannel[StreamEvent],
+    kwargs: dict[str, Any],
+) -> None:
+    # Synchronous close: the crash's ending must reach the consumer before
+    # its channel ends, and `async with` could replace an error with
+    # Cancelled. The agent closes its clone; ours stays open for that ending.
+    with send:
+        try:
+            turn.result = await agent.run_turn(messages, send.clone(), **kwargs)
+            return
+        except BaseException as exc:
+            crash, cancelled = _split_crash(exc)
+            if crash is None:
+                raise
+            end = _record_crash(turn, crash)
+            if cancelled is not None:
+                raise cancelled from None
+        with contextlib.suppress(trio.BrokenResourceError):
+            await send.send(
+                TurnFinished("", end.usage, "error", error=end.error, error_code=end.error_code)
+            )
+
+
+def _record_crash(turn: RunningTurn, exc: BaseException) -> TurnResult:
+    log.error("a turn failed unexpectedly", exc_info=exc)
+    turn.result = crash_result(exc)
+    return turn.result
+
+
 async def _run(
     turn: RunningTurn,
     agent: Agent,
@@ -129,16 +231,7 @@ async def _run(
     kwargs: dict[str, Any],
 ) -> None:
     try:
-        with turn.scope:
-            send, receive = trio.open_memory_channel[StreamEvent](agent.config.agent.channel_size)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(consumer, receive)
-                turn.result = await agent.run_turn(messages, send, **kwargs)
-    except Exception:
-        # One turn's bug must not take the server's nursery (and every other
-        # turn) down with it; its client sees the stream end.
-        log.exception("a turn failed unexpectedly")
-        turn.interrupted = turn.interrupted or "internal error in this turn"
+        await run_with_consumer(turn, agent, messages, consumer, kwargs)
     finally:
         registry.discard(turn)
         on_exit()

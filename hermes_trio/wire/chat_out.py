@@ -82,6 +82,11 @@ class ChatStreamFrames:
     def started(self) -> bool:
         return self._started
 
+    @property
+    def finished(self) -> bool:
+        """A terminal frame (the finish or an error) was made."""
+        return self._finished
+
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         return self._frame(f',"choices":[{_dumps(choice)}]' + self._usage_null)

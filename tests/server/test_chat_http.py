@@ -186,7 +186,7 @@ async def test_auth_and_request_errors() -> None:
             no_messages = await client.post(url, json={"model": "m"}, headers=good)
             bad_role = await client.post(
                 url, json={"messages": [{"role": "robot", "content": "x"}]}, headers=good)
-            unknown = await client.post(url, json={**CHAT, "frobnicate": 1}, headers=good)
+            wrong_type = await client.post(url, json={**CHAT, "seed": "42"}, headers=good)
             temperature = await client.post(url, json={**CHAT, "temperature": 9}, headers=good)
             huge = await client.post(
                 url, json={**CHAT, "messages": [{"role": "user", "content": "x" * 5000}]},
@@ -198,7 +198,7 @@ async def test_auth_and_request_errors() -> None:
     assert not_json.status_code == 400 and "invalid JSON" in not_json.json()["error"]["message"]
     assert no_messages.status_code == 400 and no_messages.json()["error"]["param"] == "messages"
     assert bad_role.json()["error"]["param"] == "messages[0].role"
-    assert unknown.status_code == 400 and "frobnicate" in unknown.json()["error"]["message"]
+    assert wrong_type.status_code == 400 and wrong_type.json()["error"]["param"] == "seed"
     assert temperature.json()["error"]["param"] == "temperature"
     assert huge.status_code == 413 and "too large" in huge.json()["error"]["message"]
     assert nowhere.status_code == 404 and nowhere.json()["error"]["message"]

@@ -351,10 +351,10 @@ async def test_length_limit_is_incomplete() -> None:
     [
         ({"model": "m"}, "input"),
         ({"model": "m", "input": ""}, "input"),
-        ({"model": "m", "input": "x", "frobnicate": 1}, "frobnicate"),
+        ({"model": "m", "input": "x", "user": 7}, "user"),
         ({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]}, "include"),
-        ({"model": "m", "input": "x", "truncation": "auto"}, "truncation"),
+        ({"model": "m", "input": "x", "truncation": "sometimes"}, "truncation"),
         ({"model": "m", "input": "x", "temperature": 5}, "temperature"),
         ({"model": "m", "input": "x", "stream": "yes"}, "stream"),
         ({"model": "m", "input": "x", "conversation": "conv_1"}, "conversation"),

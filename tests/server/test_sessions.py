@@ -1,0 +1,180 @@
+"""X-Session-ID sessions stay bounded: each history in bytes (oldest whole
+turns go first) and their number (least recently used goes first)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+from support import api_stack
+
+from hermes_trio.server.sessions import message_size, turns_to_drop
+from hermes_trio.testing import TextReply, ToolCallReply
+
+# -- the trimming decision (pure) -------------------------------------------
+
+
+def _turn(draw: Any, index: int) -> list[dict[str, Any]]:
+    text = "u" * draw(st.integers(0, 300))
+    turn: list[dict[str, Any]] = [{"role": "user", "content": text}]
+    for step in range(draw(st.integers(0, 2))):
+        call_id = f"c{index}_{step}"
+        turn.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "f", "arguments": "{}"},
+                    }
+                ],
+            }
+        )
+        turn.append(
+            {"role": "tool", "tool_call_id": call_id, "content": "r" * draw(st.integers(0, 300))}
+        )
+    turn.append({"role": "assistant", "content": "a" * draw(st.integers(0, 300))})
+    return turn
+
+
+@st.composite
+def histories(draw: Any) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for index in range(draw(st.integers(1, 6))):
+        messages += _turn(draw, index)
+    return messages
+
+
+@given(histories(), st.integers(1, 3000))
+def test_only_whole_oldest_turns_are_dropped(messages, max_bytes) -> None:
+    drop = turns_to_drop(messages, max_bytes)
+    kept = messages[drop:]
+    assert kept, "the newest turn always stays"
+    assert drop == 0 or kept[0]["role"] == "user"
+    calls = {c["id"] for m in kept for c in m.get("tool_calls") or []}
+    assert {m["tool_call_id"] for m in kept if m["role"] == "tool"} <= calls
+    size = sum(message_size(m) for m in kept)
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    assert size <= max_bytes or drop == last_user
+    # No more than needed: keeping the previous turn as well would not fit.
+    if drop:
+        previous = max(i for i in range(drop) if i == 0 or messages[i]["role"] == "user")
+        assert sum(message_size(m) for m in messages[previous:]) > max_bytes
+
+
+def test_a_history_within_the_limit_is_kept_whole() -> None:
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert turns_to_drop(messages, 1024) == 0
+
+
+def test_text_with_a_lone_surrogate_from_a_model_still_has_a_size() -> None:
+    assert message_size({"role": "assistant", "content": "\ud800"}) > 0
+
+
+# -- on the real server ------------------------------------------------------
+
+URL = "/chat/completions"
+
+
+def _client(api: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=api.base_url, timeout=10)
+
+
+def _history(api: Any) -> list[dict[str, Any]]:
+    sessions = api.state.sessions
+    return [m for s in sessions._sessions.values() for m in s.messages]
+
+
+async def test_a_long_session_keeps_only_its_newest_turns() -> None:
+    turns = 30
+    script = [TextReply(f"answer {i} " + "a" * 400) for i in range(turns)]
+    api_config = {"session_max_bytes": 4096}
+    async with api_stack(script, api=api_config) as (api, model), _client(api) as http:
+        with trio.fail_after(30):
+            for i in range(turns):
+                reply = await http.post(
+                    URL,
+                    json={"messages": [{"role": "user", "content": f"question {i} " + "q" * 400}]},
+                    headers={"X-Session-ID": "long"},
+                )
+                assert reply.status_code == 200, reply.text
+    stored = _history(api)
+    assert sum(message_size(m) for m in stored) <= 4096 + 1024
+    assert stored[0]["role"] == "user" and stored[-1]["content"].startswith(f"answer {turns - 1}")
+    # What the model saw was bounded the same way, and ended with the question.
+    sent = model.model_requests[-1].json["messages"]
+    assert len(json.dumps(sent)) < 4096 + 2048
+    assert sent[-1]["content"].startswith(f"question {turns - 1}")
+    assert not any(m["content"].startswith("question 0 ") for m in sent if m["role"] == "user")
+
+
+async def test_a_client_tool_call_stays_with_its_result_when_history_is_trimmed() -> None:
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    script = [
+        TextReply("first answer " + "a" * 1500),
+        ToolCallReply([("lookup", {"q": "x"})]),
+        TextReply("done"),
+    ]
+    headers = {"X-Session-ID": "tools"}
+    async with (
+        api_stack(script, api={"session_max_bytes": 2048}) as (api, model),
+        _client(api) as http,
+    ):
+        with trio.fail_after(10):
+            await http.post(
+                URL,
+                headers=headers,
+                json={"messages": [{"role": "user", "content": "big " + "q" * 1500}]},
+            )
+            called = (
+                await http.post(
+                    URL,
+                    headers=headers,
+                    json={"messages": [{"role": "user", "content": "look it up"}], "tools": [tool]},
+                )
+            ).json()
+            call = called["choices"][0]["message"]["tool_calls"][0]
+            final = await http.post(
+                URL,
+                headers=headers,
+                json={
+                    "tools": [tool],
+                    "messages": [
+                        {"role": "user", "content": "look it up"},
+                        {"role": "assistant", "content": None, "tool_calls": [call]},
+                        {"role": "tool", "tool_call_id": call["id"], "content": "r" * 1500},
+                    ],
+                },
+            )
+    assert final.status_code == 200, final.text
+    sent = [m for m in model.model_requests[-1].json["messages"] if m["role"] != "system"]
+    # The first turn went; the call and its result stayed together.
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool"]
+    assert sent[0]["content"] == "look it up"
+    assert sent[1]["tool_calls"][0]["id"] == sent[2]["tool_call_id"] == call["id"]
+
+
+async def test_least_recently_used_sessions_go_beyond_the_limit() -> None:
+    script = [TextReply(f"reply {i}") for i in range(6)]
+    async with api_stack(script, api={"max_sessions": 3}) as (api, model), _client(api) as http:
+        with trio.fail_after(10):
+            for name in ("s1", "s2", "s3", "s4", "s1"):
+                reply = await http.post(
+                    URL,
+                    json={"messages": [{"role": "user", "content": f"I am {name}"}]},
+                    headers={"X-Session-ID": name},
+                )
+                assert reply.status_code == 200
+            count = len(api.state.sessions)
+    assert count == 3
+    # s1 was the least recently used when s4 came, so it started over.
+    sent = [
+        m["content"] for m in model.model_requests[-1].json["messages"] if m["role"] != "system"
+    ]
+    assert sent == ["I am s1"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..redaction import redact
+
 __all__ = ["NO_MODEL_SERVER", "ModelError"]
 
 # Every command says the same when no model server is configured.
@@ -17,6 +19,10 @@ class ModelError(Exception):
 
     ``code`` is ``model_unreachable`` (no connection), ``model_timeout`` (a
     timeout fired) or ``model_error`` (the server answered with an error).
+
+    The message is redacted as the error is made: it usually quotes the
+    model server, which may echo the API key it was sent, and it goes on to
+    API clients, chat users and logs.
     """
 
     def __init__(
@@ -28,6 +34,7 @@ class ModelError(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
     ) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
         self.code = code

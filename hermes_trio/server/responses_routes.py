@@ -77,7 +77,7 @@ class _Responses:
         if builder.status == "failed":
             error = builder.error or {}
             raise APIError(
-                error_status(builder.error_code),
+                error_status(builder.error_code, builder.model_status),
                 str(error.get("message") or "the model server failed"),
                 code=builder.error_code,
             )

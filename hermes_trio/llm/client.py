@@ -551,7 +551,13 @@ class ModelClient:
         if not reader.got_event:
             raise _StreamRefused("the stream ended before its first event", confirmable=False)
         message = reader.acc.result()
-        if not reader.finished and message.finish_reason is None:
+        if isinstance(reader.acc, ResponsesStreamAccumulator):
+            # Only its terminal event (completed, incomplete) ends an answer.
+            unfinished = not reader.acc.done
+        else:
+            # Some servers send [DONE] without any finish_reason.
+            unfinished = not reader.finished and message.finish_reason is None
+        if unfinished:
             raise ModelError(
                 f"the model server at {target.base_url} ended the stream before finishing",
                 retryable=True,
@@ -619,7 +625,7 @@ def _json_bytes(body: dict[str, Any]) -> bytes:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-_NOTHING = ChunkDelta()
+_CHAT_EVENTS = frozenset({"message", "error"})
 
 
 def _body_chunks(response: httpx.Response) -> AsyncGenerator[bytes]:
@@ -678,13 +684,20 @@ def _feed(
     acc: ChatChunkAccumulator | ResponsesStreamAccumulator, event: SSEEvent, responses_mode: bool
 ) -> tuple[ChunkDelta | None, bool]:
     """Feed one SSE event: (its delta or None, whether the stream is done)."""
+    if event.data == "[DONE]":
+        # Some Responses servers end with it too; without a terminal event
+        # before it, the answer is unfinished, which the caller reports.
+        return None, True
     if responses_mode:
         assert isinstance(acc, ResponsesStreamAccumulator)
         # A plain "message" event takes its type from the data.
         delta = acc.feed_json(event.event, event.data)
         return delta, acc.done
-    if event.data == "[DONE]":
-        return None, True
+    if event.event not in _CHAT_EVENTS:
+        # Chat chunks are unnamed events; a named one is someone's extension
+        # (a proxy's ping, another hermes-trio's tool events), as a browser's
+        # EventSource would ignore it.
+        return None, False
     assert isinstance(acc, ChatChunkAccumulator)
     return acc.feed_json(event.data), False
 

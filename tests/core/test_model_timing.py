@@ -151,3 +151,49 @@ async def test_a_stream_that_ends_before_its_answer_is_an_error(
     took, outcome = await _complete(TimedUpstream([Timed(pieces)]), api_mode=api_mode)
     assert isinstance(outcome, ModelError)
     assert "ended the stream before finishing" in outcome.message
+
+
+async def test_named_events_and_comments_in_a_chat_stream_are_not_chunks(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pieces = [
+        (0.0, b": keep-alive\n\n" + b"event: ping\ndata: ping\n\n"),
+        (1.0, chunk("Hi", role="assistant")),
+        (2.0, b"event: hermes.tool.started\ndata: {\"tool\": \"x\"}\n\n"),
+        (3.0, chunk(finish="stop") + b"data: [DONE]\n\n"),
+    ]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces)]))
+    assert not isinstance(outcome, ModelError), outcome
+    assert outcome.message.content == "Hi"  # type: ignore[attr-defined]
+
+
+async def test_an_error_event_in_a_chat_stream_is_still_an_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pieces = [
+        (0.0, chunk("Hi", role="assistant")),
+        (1.0, b'event: error\ndata: {"error": {"message": "overloaded"}}\n\n'),
+    ]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces)]))
+    assert isinstance(outcome, ModelError) and "overloaded" in outcome.message
+
+
+async def test_only_keep_alive_comments_are_no_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pieces = [(5.0 * n, b": keep-alive\n\n") for n in range(100)]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces, hang=True)]))
+    assert isinstance(outcome, ModelError) and took == 120.0
+
+
+async def test_done_ends_a_responses_stream_too(autojump_clock: trio.testing.MockClock) -> None:
+    delta = {"type": "response.output_text.delta", "delta": "text"}
+    completed = {"type": "response.completed", "response": {"status": "completed"}}
+    pieces = [(0.0, sse(delta)), (1.0, sse(completed)), (1.0, b"data: [DONE]\n\n")]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces)]), api_mode="responses")
+    assert not isinstance(outcome, ModelError), outcome
+    # And [DONE] without response.completed is an early end, not garbage.
+    pieces = [(0.0, sse(delta)), (1.0, b"data: [DONE]\n\n")]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces)]), api_mode="responses")
+    assert isinstance(outcome, ModelError)
+    assert "ended the stream before finishing" in outcome.message

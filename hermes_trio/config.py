@@ -71,9 +71,11 @@ class TimeoutsConfig:
     connect: float = 10.0
     """Seconds to open a connection to the model server."""
     first_token: float = 120.0
-    """Seconds from sending a request to the first byte of the answer."""
+    """Seconds from sending a request to the first token of the answer (text,
+    reasoning or a tool call; a role-only or empty chunk is not one)."""
     idle: float = 60.0
-    """Longest silence in seconds between two chunks of a streamed answer."""
+    """Longest silence in seconds between two tokens of a streamed answer,
+    from the first token on."""
     request: float = 600.0
     """Seconds a whole non-streaming request may take."""
 

@@ -58,6 +58,7 @@ class TurnResult:
     tool_calls: tuple[dict[str, Any], ...] = ()
     error: str | None = None
     error_code: str | None = None
+    model_status: int | None = None
     added: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -173,7 +174,9 @@ class Agent:
         if end is None:
             raise ModelError("the turn ended without an answer")
         if end.error:
-            raise ModelError(end.error, code=end.error_code or "model_error")
+            raise ModelError(
+                end.error, code=end.error_code or "model_error", status=end.model_status
+            )
         return end.text
 
     async def run_turn(
@@ -343,7 +346,13 @@ class Agent:
         log.warning("turn failed: %s", exc.message)
         await send.send(MessageStop(final=True))
         return await _end(
-            send, partial_text, usage, "error", error=exc.message, error_code=exc.code
+            send,
+            partial_text,
+            usage,
+            "error",
+            error=exc.message,
+            error_code=exc.code,
+            model_status=exc.status,
         )
 
     def _record_interrupt(self, messages: list[dict[str, Any]], shown: str) -> None:

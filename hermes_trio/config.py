@@ -22,6 +22,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from .redaction import register_secret
 from .wire.think import DEFAULT_THINK_TAGS
 
 __all__ = [
@@ -51,28 +52,44 @@ class ConfigError(ValueError):
     """A bad configuration value; ``str()`` is the one line shown to the user."""
 
 
+class _HoldsSecrets:
+    """A section with secret fields, declared ``repr=False`` so no repr shows
+    them. They join the redaction registry as the section is built, so every
+    secret the process holds is registered however its config was made (a
+    file, the environment, ``dataclasses.replace``, a library user's code)."""
+
+    def __post_init__(self) -> None:
+        for spec in dataclasses.fields(self):  # type: ignore[arg-type]
+            if not spec.repr:
+                value = getattr(self, spec.name)
+                if isinstance(value, str):
+                    register_secret(value)
+
+
 @dataclass(frozen=True)
 class TimeoutsConfig:
     connect: float = 10.0
     """Seconds to open a connection to the model server."""
     first_token: float = 120.0
-    """Seconds from sending a request to the first byte of the answer."""
+    """Seconds from sending a request to the first token of the answer (text,
+    reasoning or a tool call; a role-only or empty chunk is not one)."""
     idle: float = 60.0
-    """Longest silence in seconds between two chunks of a streamed answer."""
+    """Longest silence in seconds between two tokens of a streamed answer,
+    from the first token on."""
     request: float = 600.0
     """Seconds a whole non-streaming request may take."""
 
 
 @dataclass(frozen=True)
-class FallbackModel:
+class FallbackModel(_HoldsSecrets):
     name: str = ""
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     api_mode: Literal["chat_completions", "responses"] | None = None
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(_HoldsSecrets):
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
@@ -135,7 +152,7 @@ _CONSUMERS = frozenset(
 
 
 @dataclass(frozen=True)
-class ApiServerConfig:
+class ApiServerConfig(_HoldsSecrets):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = 8642
@@ -174,7 +191,7 @@ class DisplayConfig:
 
 
 @dataclass(frozen=True)
-class TelegramConfig:
+class TelegramConfig(_HoldsSecrets):
     enabled: bool | None = None
     token: str | None = field(default=None, repr=False)
     api_base_url: str = "https://api.telegram.org"
@@ -184,7 +201,7 @@ class TelegramConfig:
 
 
 @dataclass(frozen=True)
-class WhatsAppConfig:
+class WhatsAppConfig(_HoldsSecrets):
     enabled: bool = False
     access_token: str | None = field(default=None, repr=False)
     phone_number_id: str | None = None
@@ -197,7 +214,7 @@ class WhatsAppConfig:
 
 
 @dataclass(frozen=True)
-class HomeAssistantConfig:
+class HomeAssistantConfig(_HoldsSecrets):
     enabled: bool = False
     url: str = "http://127.0.0.1:8123"
     token: str | None = field(default=None, repr=False)

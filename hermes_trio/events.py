@@ -127,7 +127,10 @@ class TurnFinished:
     ``tool_calls`` holds the client-side calls in OpenAI message form and
     ``error`` a human-readable message when ``finish_reason == "error"``, with
     ``error_code`` one of ``model_unreachable``, ``model_timeout``,
-    ``model_error`` so a server can pick its status (502/504).
+    ``model_error`` (or the model server's own code for a request it
+    refused) and ``model_status`` the model server's HTTP status, if it sent
+    one, so a server can pick its status (502/504, or the 4xx of a request
+    the model server refused as invalid).
     """
 
     text: str
@@ -136,6 +139,7 @@ class TurnFinished:
     tool_calls: tuple[dict[str, Any], ...] = ()
     error: str | None = None
     error_code: str | None = None
+    model_status: int | None = None
 
 
 StreamEvent = (

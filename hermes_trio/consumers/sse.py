@@ -25,6 +25,7 @@ from ..events import (
     TurnFinished,
     receive_batch,
 )
+from ..llm.errors import caller_status
 from ..wire.chat_out import ChatStreamFrames
 from ..wire.sse import KEEPALIVE
 
@@ -56,11 +57,17 @@ class PreStreamError:
     code: str | None
 
 
-def error_status(code: str | None) -> int:
-    """HTTP status for a model failure (DESIGN §5), or 500 for a turn that
-    crashed (``internal_error``)."""
+def error_status(code: str | None, model_status: int | None = None) -> int:
+    """HTTP status for a model failure: 504 for a timeout, the model server's
+    4xx when it refused the request itself (too long, a bad field, too
+    many: see ``caller_status``), else 502. A 401/403 from the model server
+    stays a 502: its key is the server's, not the client's. A turn that
+    crashed (``internal_error``) is a 500."""
     if code == "internal_error":
         return 500
+    passed_on = caller_status(model_status)
+    if passed_on is not None:
+        return passed_on
     return 504 if code == "model_timeout" else 502
 
 
@@ -215,7 +222,7 @@ class _Writer:
                 if event.finish_reason == "error":
                     if not self.emitted and not parts and not frames.started:
                         return PreStreamError(
-                            error_status(event.error_code),
+                            error_status(event.error_code, event.model_status),
                             event.error or "the model server failed",
                             event.error_code,
                         )

@@ -14,7 +14,8 @@ import json
 import logging
 import random
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,10 +40,12 @@ from ..wire.responses_stream import (
     chat_tools_to_responses_tools,
     message_from_response,
 )
-from ..wire.sse import SSEDecoder, SSEEvent
+from ..wire.sse import SSEDecoder, SSEError, SSEEvent
+from ..wire.upstream_json import loads_upstream
 from .backoff import backoff_delay, parse_retry_after
-from .errors import NO_MODEL_SERVER, ModelError
+from .errors import NO_MODEL_SERVER, ModelError, caller_status
 from .pool import PooledTransport
+from .stream_support import StreamSupport
 from .watchdog import StreamWatchdog
 
 __all__ = ["ModelClient", "ModelRequest", "ModelResponse", "OnDelta", "Target", "make_http_client"]
@@ -51,8 +54,9 @@ log = logging.getLogger("hermes_trio.llm")
 
 OnDelta = Callable[[ChunkDelta], Awaitable[None]]
 
-# Statuses a server sends when it will not stream this request; the same
-# request is then tried once without ``stream``.
+# Statuses a server sends when it will not stream a request; the same
+# request is then tried once without ``stream``, and only that retry's
+# success says streaming itself was the problem.
 _STREAM_REFUSAL_STATUSES = frozenset({400, 415, 422, 501})
 _MAX_RETRY_AFTER = 60.0
 # Longest run of stream processing between two scheduler checkpoints. A
@@ -64,6 +68,16 @@ _TIME_SLICE = 0.0002
 # How long the body's end may lag behind ``[DONE]`` before the connection is
 # dropped instead of going back to the pool.
 _DRAIN_GRACE = 0.05
+# After the answer's finish_reason, how long to wait for the usage chunk that
+# include_usage asked for. The answer is complete either way: a server that
+# then holds the connection open without ``[DONE]`` costs this, not a timeout.
+_USAGE_GRACE = 2.0
+# Bounds on what a model server can make us hold: one SSE event still being
+# received (a line that never ends), a whole non-streamed answer (after
+# decompression: a small gzip body can unpack to gigabytes), an error body.
+_MAX_EVENT_BYTES = 16 * 1024 * 1024
+_MAX_BODY_BYTES = 32 * 1024 * 1024
+_MAX_ERROR_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +88,6 @@ class Target:
     base_url: str
     api_key: str | None
     api_mode: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.base_url}#{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +119,104 @@ class _Delivery:
             await self.on_delta(delta)
 
 
-class _StreamUnsupported(Exception):
-    def __init__(self, reason: str, *, remember: bool) -> None:
+class _EventReader:
+    """Reads one SSE body: events to the accumulator, deltas to the consumer."""
+
+    def __init__(self, responses_mode: bool, delivery: _Delivery, watchdog: StreamWatchdog) -> None:
+        self.responses_mode = responses_mode
+        self.acc: ChatChunkAccumulator | ResponsesStreamAccumulator = (
+            ResponsesStreamAccumulator() if responses_mode else ChatChunkAccumulator()
+        )
+        self.decoder = SSEDecoder(max_buffer=_MAX_EVENT_BYTES)
+        self.delivery = delivery
+        self.watchdog = watchdog
+        self.got_event = False
+        #: ``[DONE]``, or the Responses stream's terminal event.
+        self.finished = False
+        #: Choice 0 said it is done; ``[DONE]`` may still never come.
+        self.finish_reason = False
+
+    def _feed(self, raw: bytes) -> list[ChunkDelta]:
+        deltas: list[ChunkDelta] = []
+        for event in self.decoder.feed(raw):
+            if not isinstance(event, SSEEvent):
+                continue
+            self.got_event = True
+            delta, self.finished = _feed(self.acc, event, self.responses_mode)
+            if delta is not None:
+                deltas.append(delta)
+            if self.finished:
+                break
+        return deltas
+
+    async def read(self, chunks: AsyncIterator[bytes]) -> None:
+        """Until the stream ends, finishes, or its answer has a finish_reason."""
+        watchdog = self.watchdog
+        slice_start = trio.current_time()
+        async for raw in chunks:
+            deltas = self._feed(raw)
+            if deltas:
+                delta = merge_deltas(deltas)
+                if delta.content or delta.reasoning or delta.tool_calls or delta.finish_reason:
+                    # Some of the answer; empty and role-only chunks are not.
+                    first = not watchdog.seen
+                    watchdog.beat()
+                    if delta.finish_reason:
+                        self.finish_reason = True
+                    # What arrived in one read goes on as one delta: a burst
+                    # costs the consumers one event, not one per token.
+                    watchdog.busy = True  # a slow consumer is not model silence
+                    await self.delivery(delta)
+                    watchdog.busy = False
+                    now = watchdog.beat()
+                    if first or now - slice_start >= _TIME_SLICE:
+                        # Reading a burst that is already buffered never
+                        # blocks, so without this the consumers (and every
+                        # other stream) would wait for its end.
+                        await trio.lowlevel.checkpoint()
+                        slice_start = trio.current_time()
+            if self.finished or self.finish_reason:
+                return
+
+    async def read_tail(self, chunks: AsyncIterator[bytes], *, wants_usage: bool) -> None:
+        """After choice 0's finish_reason the answer is complete: read on only
+        for the usage chunk and ``[DONE]``, briefly. A server that holds the
+        connection open after it costs a grace, not a timeout, and that
+        connection is closed instead of pooled (it was not read to its end)."""
+        waiting_for_usage = wants_usage and self.acc.usage is None
+        late: list[ChunkDelta] = []
+        with trio.move_on_after(_USAGE_GRACE if waiting_for_usage else _DRAIN_GRACE) as scope:
+            try:
+                async for raw in chunks:
+                    late += self._feed(raw)
+                    if self.finished:
+                        break
+                    if waiting_for_usage and self.acc.usage is not None:
+                        waiting_for_usage = False
+                        scope.deadline = min(scope.deadline, trio.current_time() + _DRAIN_GRACE)
+            except (httpx.HTTPError, SSEError):
+                # The answer is complete; a connection that ends badly after
+                # it is just not reused.
+                pass
+        if self.finished:
+            await _drain(chunks)
+        if late:
+            # Outside the grace's scope, so a late delta is never cut in half.
+            await self.delivery(merge_deltas(late))
+
+
+class _StreamRefused(Exception):
+    """The streamed request failed in a way a non-streamed one may not.
+
+    ``confirmable``: the server refused the stream itself (a 4xx), so a
+    successful non-streamed retry shows it cannot stream. Otherwise (the
+    connection broke before the first byte) the retry proves nothing.
+    """
+
+    def __init__(self, reason: str, *, confirmable: bool) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.remember = remember
+        self.confirmable = confirmable
 
 
 def make_http_client(config: ModelConfig) -> httpx.AsyncClient:
@@ -143,8 +246,7 @@ class ModelClient:
         self.config = config
         self.http = http
         self._rng = rng or random.Random()
-        self._no_stream: set[str] = set()
-        self._logged_fallback: set[str] = set()
+        self._streams = StreamSupport()
         self._listed_model: str | None = None
 
     def targets(self, model: str | None = None) -> list[Target]:
@@ -212,11 +314,17 @@ class ModelClient:
         attempt = 0
         while True:
             try:
-                if stream and target.key not in self._no_stream:
+                if stream and self._streams.allows(target.base_url, now=trio.current_time()):
                     try:
                         return await self._stream_once(target, request, delivery)
-                    except _StreamUnsupported as why:
-                        self._note_fallback(target, why)
+                    except _StreamRefused as refused:
+                        # Whatever the plain request answers is the answer:
+                        # the same 4xx again means the request was bad, and
+                        # nothing is remembered.
+                        response = await self._plain_once(target, request, delivery)
+                        if refused.confirmable:
+                            self._no_streaming(target, refused.reason)
+                        return response
                 return await self._plain_once(target, request, delivery)
             except ModelError as exc:
                 if delivery.delivered or not exc.retryable or attempt >= self.config.max_retries:
@@ -259,14 +367,19 @@ class ModelClient:
         """
         base_url = self.config.base_url or ""
         headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
-        response = await self.http.get(base_url.rstrip("/") + "/models", headers=headers)
+        url = base_url.rstrip("/") + "/models"
+        async with self.http.stream("GET", url, headers=headers) as response:
+            raw = await _read_capped(response, _MAX_ERROR_BYTES * 16)
         if self.config.name or self._listed_model:
             return
         try:
-            listed = response.json().get("data") or []
-            first = listed[0].get("id") if listed and isinstance(listed[0], dict) else None
-        except (ValueError, AttributeError):
+            body = loads_upstream(raw)
+        except ValueError:
             return
+        listed = body.get("data") if isinstance(body, dict) else None
+        first = None
+        if isinstance(listed, list) and listed and isinstance(listed[0], dict):
+            first = listed[0].get("id")
         if isinstance(first, str) and first:
             self._listed_model = first
             log.info(
@@ -276,16 +389,16 @@ class ModelClient:
                 base_url,
             )
 
-    def _note_fallback(self, target: Target, why: _StreamUnsupported) -> None:
-        if why.remember:
-            self._no_stream.add(target.key)
-        if target.base_url not in self._logged_fallback:
-            self._logged_fallback.add(target.base_url)
-            log.warning(
-                "model server %s cannot stream (%s); using non-streaming requests",
-                target.base_url,
-                why.reason,
-            )
+    def _no_streaming(self, target: Target, reason: str) -> None:
+        """A stream request was refused and answered without streaming."""
+        self._streams.refused(target.base_url, now=trio.current_time())
+        log.warning(
+            "model server %s cannot stream (%s); using non-streaming requests "
+            "for the next %g minutes",
+            target.base_url,
+            reason,
+            StreamSupport.TTL / 60,
+        )
 
     # -- one HTTP exchange -------------------------------------------------
 
@@ -348,7 +461,7 @@ class ModelClient:
                     failure = exc
                 finally:
                     nursery.cancel_scope.cancel()
-        if scope.cancelled_caught:
+        if scope.cancelled_caught and not watchdog.finished:
             if watchdog.seen:
                 raise ModelError(
                     f"the model server at {target.base_url} went silent for "
@@ -374,12 +487,7 @@ class ModelClient:
         watchdog: StreamWatchdog,
     ) -> ModelResponse:
         responses_mode = target.api_mode == "responses"
-        acc: ChatChunkAccumulator | ResponsesStreamAccumulator = (
-            ResponsesStreamAccumulator() if responses_mode else ChatChunkAccumulator()
-        )
-        decoder = SSEDecoder()
-        finished = False
-        slice_start = trio.current_time()
+        reader = _EventReader(responses_mode, delivery, watchdog)
         try:
             async with self.http.stream(
                 "POST",
@@ -388,59 +496,37 @@ class ModelClient:
                 headers=self._headers(target, stream=True),
             ) as response:
                 if response.status_code != 200:
-                    raw = await response.aread()
+                    raw = await _read_capped(response, _MAX_ERROR_BYTES)
                     if response.status_code in _STREAM_REFUSAL_STATUSES:
-                        raise _StreamUnsupported(
-                            f"HTTP {response.status_code} for stream: true: {_error_text(raw)}",
-                            remember=True,
+                        raise _StreamRefused(
+                            f"HTTP {response.status_code} for stream: true: "
+                            f"{_error_fields(raw)[0]}",
+                            confirmable=True,
                         )
                     raise _status_error(target, response, raw)
                 ctype = response.headers.get("content-type", "")
                 if "text/event-stream" not in ctype:
-                    raw = await response.aread()
-                    self._note_fallback(
-                        target,
-                        _StreamUnsupported(f"answered {ctype or 'no content type'}", remember=True),
-                    )
-                    return await _plain_answer(raw, responses_mode, delivery)
-                chunks = response.aiter_raw()
-                async for raw in chunks:
-                    events = decoder.feed(raw)
-                    if not events:
-                        continue
-                    deltas: list[ChunkDelta] = []
-                    for event in events:
-                        if not isinstance(event, SSEEvent):
-                            continue
-                        delta = _feed(acc, event, responses_mode)
-                        if delta is None:
-                            finished = True
-                            break
-                        deltas.append(delta)
-                    first = bool(deltas) and not delivery.delivered
-                    if deltas:
-                        # What arrived in one read goes on as one delta: a burst
-                        # costs the consumers one event, not one per token.
-                        watchdog.busy = True  # a slow consumer is not model silence
-                        await delivery(merge_deltas(deltas))
-                        watchdog.busy = False
-                    now = watchdog.beat()
-                    if first or now - slice_start >= _TIME_SLICE:
-                        # Reading a burst that is already buffered never
-                        # blocks, so without this the consumers (and every
-                        # other stream) would wait for its end.
-                        await trio.lowlevel.checkpoint()
-                        slice_start = trio.current_time()
-                    if finished:
+                    raw = await _read_body(response)
+                    answer = await _plain_answer(raw, responses_mode, delivery)
+                    # Only now, with an answer in hand: a 200 with a proxy's
+                    # HTML page in it says nothing about streaming.
+                    self._no_streaming(target, f"answered {ctype or 'no content type'}")
+                    return answer
+                async with aclosing(_body_chunks(response)) as chunks:
+                    await reader.read(chunks)
+                    if reader.finished:
+                        watchdog.finish()
                         await _drain(chunks)
-                        break
+                    elif reader.finish_reason:
+                        watchdog.finish()
+                        await reader.read_tail(chunks, wants_usage=self.config.include_usage)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise _unreachable(target, exc) from None
         except httpx.TransportError as exc:
-            if not watchdog.seen:
-                raise _StreamUnsupported(
+            if not reader.got_event:
+                raise _StreamRefused(
                     f"stream failed before its first byte ({type(exc).__name__})",
-                    remember=False,
+                    confirmable=False,
                 ) from None
             raise ModelError(
                 f"the model server at {target.base_url} dropped the stream "
@@ -448,33 +534,55 @@ class ModelClient:
                 code="model_error",
                 retryable=True,
             ) from None
+        except httpx.HTTPError as exc:
+            # A body that does not decompress, and the like.
+            raise _broken_body(target, exc) from None
+        except SSEError:
+            raise ModelError(
+                f"the model server sent an event of more than "
+                f"{_MAX_EVENT_BYTES // 1024} KiB without ending it"
+            ) from None
         except ProviderError as exc:
             raise ModelError(
                 f"the model server reported an error: {exc.message}", code="model_error"
             ) from None
         except ChunkError as exc:
             raise ModelError(f"the model server sent a malformed chunk: {exc}") from None
-        if not watchdog.seen:
-            raise _StreamUnsupported("the stream ended before its first event", remember=False)
-        message = acc.result()
-        if not finished and message.finish_reason is None and not responses_mode:
+        if not reader.got_event:
+            raise _StreamRefused("the stream ended before its first event", confirmable=False)
+        message = reader.acc.result()
+        if isinstance(reader.acc, ResponsesStreamAccumulator):
+            # Only its terminal event (completed, incomplete) ends an answer.
+            unfinished = not reader.acc.done
+        else:
+            # Some servers send [DONE] without any finish_reason.
+            unfinished = not reader.finished and message.finish_reason is None
+        if unfinished:
             raise ModelError(
                 f"the model server at {target.base_url} ended the stream before finishing",
                 retryable=True,
             )
-        return ModelResponse(message, acc.usage)
+        return ModelResponse(message, reader.acc.usage)
 
     async def _plain_once(
         self, target: Target, request: ModelRequest, delivery: _Delivery
     ) -> ModelResponse:
         timeouts = self.config.timeouts
+        status = 0
+        raw = b""
         with trio.move_on_after(timeouts.request) as scope:
             try:
-                response = await self.http.post(
+                async with self.http.stream(
+                    "POST",
                     self._url(target),
                     content=_json_bytes(self._body(target, request, stream=False)),
                     headers=self._headers(target, stream=False),
-                )
+                ) as response:
+                    status = response.status_code
+                    if status != 200:
+                        raw = await _read_capped(response, _MAX_ERROR_BYTES)
+                        raise _status_error(target, response, raw)
+                    raw = await _read_body(response)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 raise _unreachable(target, exc) from None
             except httpx.TransportError as exc:
@@ -482,15 +590,15 @@ class ModelClient:
                     f"the model server at {target.base_url} failed: {type(exc).__name__}: {exc}",
                     retryable=True,
                 ) from None
+            except httpx.HTTPError as exc:
+                raise _broken_body(target, exc) from None
         if scope.cancelled_caught:
             raise ModelError(
                 f"no answer from the model server at {target.base_url} within "
                 f"{timeouts.request:g} s",
                 code="model_timeout",
             )
-        if response.status_code != 200:
-            raise _status_error(target, response, response.content)
-        return await _plain_answer(response.content, target.api_mode == "responses", delivery)
+        return await _plain_answer(raw, target.api_mode == "responses", delivery)
 
 
 async def _plain_answer(raw: bytes, responses_mode: bool, delivery: _Delivery) -> ModelResponse:
@@ -517,6 +625,48 @@ def _json_bytes(body: dict[str, Any]) -> bytes:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+_CHAT_EVENTS = frozenset({"message", "error"})
+
+
+def _body_chunks(response: httpx.Response) -> AsyncGenerator[bytes]:
+    # Raw bytes skip httpx's decoder machinery, the common case; a body a
+    # proxy compressed anyway must be decoded first.
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding and encoding != "identity":
+        return response.aiter_bytes()  # type: ignore[return-value]
+    return response.aiter_raw()  # type: ignore[return-value]
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of the (decoded) body; the rest is not read."""
+    parts: list[bytes] = []
+    size = 0
+    async with aclosing(response.aiter_bytes()) as pieces:
+        async for piece in pieces:
+            parts.append(piece)
+            size += len(piece)
+            if size >= limit:
+                break
+    return b"".join(parts)[:limit]
+
+
+async def _read_body(response: httpx.Response) -> bytes:
+    """The whole (decoded) body of an answer, or a ModelError past the bound."""
+    raw = await _read_capped(response, _MAX_BODY_BYTES + 1)
+    if len(raw) > _MAX_BODY_BYTES:
+        raise ModelError(
+            f"the model server's answer is larger than {_MAX_BODY_BYTES // (1024 * 1024)} MiB"
+        )
+    return raw
+
+
+def _broken_body(target: Target, exc: httpx.HTTPError) -> ModelError:
+    return ModelError(
+        f"the model server at {target.base_url} sent a body that cannot be read "
+        f"({type(exc).__name__}: {exc})"
+    )
+
+
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
     """Read the body's end after ``[DONE]``: a response closed half-read
     takes its connection with it, and the next request would reconnect."""
@@ -524,7 +674,7 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
         try:
             async for _ in chunks:
                 pass
-        except (httpx.TransportError, httpx.StreamError):
+        except httpx.HTTPError:
             # The answer is complete; a connection that ends badly after it
             # is just not reused.
             pass
@@ -532,22 +682,29 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 
 def _feed(
     acc: ChatChunkAccumulator | ResponsesStreamAccumulator, event: SSEEvent, responses_mode: bool
-) -> ChunkDelta | None:
-    """Feed one SSE event; returns its delta, or None at the end of the stream."""
+) -> tuple[ChunkDelta | None, bool]:
+    """Feed one SSE event: (its delta or None, whether the stream is done)."""
+    if event.data == "[DONE]":
+        # Some Responses servers end with it too; without a terminal event
+        # before it, the answer is unfinished, which the caller reports.
+        return None, True
     if responses_mode:
         assert isinstance(acc, ResponsesStreamAccumulator)
         # A plain "message" event takes its type from the data.
         delta = acc.feed_json(event.event, event.data)
-        return None if acc.done and not (delta.content or delta.tool_calls) else delta
-    if event.data == "[DONE]":
-        return None
+        return delta, acc.done
+    if event.event not in _CHAT_EVENTS:
+        # Chat chunks are unnamed events; a named one is someone's extension
+        # (a proxy's ping, another hermes-trio's tool events), as a browser's
+        # EventSource would ignore it.
+        return None, False
     assert isinstance(acc, ChatChunkAccumulator)
-    return acc.feed_json(event.data)
+    return acc.feed_json(event.data), False
 
 
 def _parse_plain(raw: bytes, responses_mode: bool) -> tuple[AssistantMessage, Usage | None]:
     try:
-        body = json.loads(raw)
+        body = loads_upstream(raw)
     except ValueError:
         raise ModelError(
             f"the model server answered with something that is not JSON: {raw[:200]!r}"
@@ -562,29 +719,54 @@ def _parse_plain(raw: bytes, responses_mode: bool) -> tuple[AssistantMessage, Us
         raise ModelError(f"the model server sent a malformed answer: {exc}") from None
 
 
-def _error_text(raw: bytes) -> str:
+def _error_fields(raw: bytes) -> tuple[str, str | None]:
+    """(message, code) of an error body: OpenAI's shape, a bare message, or text."""
     try:
-        body = json.loads(raw)
+        body = loads_upstream(raw)
     except ValueError:
-        return raw[:300].decode("utf-8", "replace").strip() or "(empty body)"
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-        if body.get("message"):
-            return str(body["message"])
-    return json.dumps(body)[:300]
+        return raw[:300].decode("utf-8", "replace").strip() or "(empty body)", None
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict):
+        code = err.get("code")
+        code = code if isinstance(code, str) and code else None
+        message = err.get("message")
+        if isinstance(message, str) and message:
+            return message, code
+        return _short_json(err), code
+    if isinstance(err, str) and err:
+        return err, None
+    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
+        return body["message"], None
+    return _short_json(body), None
+
+
+def _short_json(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)[:300]
+    except (TypeError, ValueError, RecursionError):
+        return f"(a JSON {type(value).__name__} nested too deep to quote)"
 
 
 def _status_error(target: Target, response: httpx.Response, raw: bytes) -> ModelError:
     status = response.status_code
     retry_after = parse_retry_after(response.headers.get("retry-after"))
+    message, code = _error_fields(raw)
+    retryable = status == 429 or status >= 500
+    if caller_status(status) is not None:
+        # The request's own fault: the caller gets the model server's words
+        # (and code), as if it had asked the model server itself.
+        log.info("the model server at %s refused the request: HTTP %d", target.base_url, status)
+        return ModelError(
+            message,
+            code=code or "model_error",
+            status=status,
+            retryable=retryable,
+            retry_after=retry_after if status == 429 else None,
+        )
     return ModelError(
-        f"the model server at {target.base_url} answered HTTP {status}: {_error_text(raw)}",
+        f"the model server at {target.base_url} answered HTTP {status}: {message}",
         code="model_error",
         status=status,
-        retryable=status == 429 or status >= 500,
+        retryable=retryable,
         retry_after=retry_after if status in (429, 503) else None,
     )

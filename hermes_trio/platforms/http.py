@@ -1,23 +1,19 @@
-"""HTTP plumbing the chat-platform adapters share: keeping secrets out of
-messages and logs, calling the platform with a bounded timeout, and the
-allow-list check.
+"""HTTP plumbing the chat-platform adapters share: calling the platform
+with a bounded timeout (network errors redacted), and the allow-list check.
 
-Secrets: ``register_secret`` adds a token to one process-wide registry;
-``redact`` replaces every registered secret (or only the ones passed), and a
-filter on the ``httpx`` and ``httpcore`` loggers (which log request URLs)
-does the same to their records. Only tokens that travel in URLs need
-registering (Telegram's); header-borne tokens are redacted per call.
+Secrets live in the one process-wide registry of :mod:`hermes_trio.redaction`
+(every token in the config joins it); ``redact`` and ``register_secret`` are
+re-exported here for the adapters.
 """
 
 from __future__ import annotations
 
-import logging
-import urllib.parse
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
 import httpx
 
+from ..redaction import REDACTED, redact, register_secret
 from .base import PlatformError
 
 __all__ = [
@@ -30,66 +26,11 @@ __all__ = [
     "user_allowed",
 ]
 
-REDACTED = "<redacted>"
 # A platform that does not accept the connection within this is down; the
 # per-call ``request_timeout`` only bounds the rest (a long poll needs minutes).
 CONNECT_TIMEOUT = 10.0
 
 _T = TypeVar("_T", bound=Hashable)
-
-# ---------------------------------------------------------------------------
-# Secret redaction
-
-_SECRETS: set[str] = set()
-
-
-def register_secret(secret: str) -> None:
-    """Redact ``secret`` (and its URL-quoted form) from ``redact()`` and
-    from httpx/httpcore log records from now on."""
-    _SECRETS.add(secret)
-    quoted = urllib.parse.quote(secret, safe="")
-    if quoted != secret:
-        _SECRETS.add(quoted)
-    _install_log_filter()
-
-
-def redact(text: str, secrets: Iterable[str | None] | None = None) -> str:
-    """``text`` with each of ``secrets`` replaced; by default every
-    registered secret. Empty secrets are skipped (replacing "" would splice
-    the marker between every character)."""
-    for secret in _SECRETS if secrets is None else secrets:
-        if secret and secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
-
-
-class _RedactFilter(logging.Filter):
-    """Rewrites log records that would print a registered secret."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if _SECRETS:
-            try:
-                message = record.getMessage()
-            except Exception:
-                return True
-            cleaned = redact(message)
-            if cleaned != message:
-                record.msg = cleaned
-                record.args = None
-        return True
-
-
-_FILTER = _RedactFilter()
-
-
-def _install_log_filter() -> None:
-    # Logger-level filters run for records created on that logger, before any
-    # handler sees them; httpx and httpcore are where request URLs are logged.
-    for name in ("httpx", "httpcore"):
-        logger = logging.getLogger(name)
-        if _FILTER not in logger.filters:
-            logger.addFilter(_FILTER)
-
 
 # ---------------------------------------------------------------------------
 # Requests

@@ -321,7 +321,7 @@ class _ChatRun:
             raise APIError(409, turn.interrupted or "the turn was interrupted", code="interrupted")
         if end.finish_reason == "error":
             raise APIError(
-                error_status(end.error_code),
+                error_status(end.error_code, end.model_status),
                 end.error or "the model server failed",
                 code=end.error_code,
             )

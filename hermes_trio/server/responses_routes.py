@@ -77,7 +77,9 @@ class _Responses:
         if builder.status == "failed":
             error = builder.error or {}
             raise APIError(
-                live.store_error.status if live.store_error else error_status(builder.error_code),
+                live.store_error.status
+                if live.store_error
+                else error_status(builder.error_code, builder.model_status),
                 str(error.get("message") or "the model server failed"),
                 code=builder.error_code,
             )

@@ -31,6 +31,7 @@ from .script import (
     ErrorFrame,
     ErrorReply,
     JSONInsteadOfStream,
+    RawReply,
     RefuseStream,
     Stall,
     Step,
@@ -371,7 +372,9 @@ class _ChatRenderer:
             turn.chat_deltas = deltas
         return deltas
 
-    def stream(self, turn: _Turn, ending: _Ending, error: str = "") -> list[tuple[float, bytes]]:
+    def stream(
+        self, turn: _Turn, ending: _Ending, error: str = "", *, done: bool = True
+    ) -> list[tuple[float, bytes]]:
         deltas = self._deltas(turn)
         frames: list[tuple[float, bytes]] = []
         if ending == "cut" and not deltas:
@@ -386,10 +389,10 @@ class _ChatRenderer:
         if ending == "error":
             frames.append((0.0, b"data: " + _error_body(500, error) + b"\n\n"))
         elif ending == "complete":
-            frames.append((0.0, self._finish(turn)))
+            frames.append((0.0, self._finish(turn, done)))
         return frames
 
-    def _finish(self, turn: _Turn) -> bytes:
+    def _finish(self, turn: _Turn, done: bool = True) -> bytes:
         reason = _dumps(turn.finish_reason)
         last = b"".join(
             (
@@ -413,7 +416,8 @@ class _ChatRenderer:
                 "usage": _chat_usage(turn, self.prompt_tokens),
             }
             parts.append(b"data: " + _dumps(usage_chunk) + b"\n\n")
-        parts.append(b"data: [DONE]\n\n")
+        if done:
+            parts.append(b"data: [DONE]\n\n")
         return b"".join(parts)
 
     def completion(self, turn: _Turn) -> bytes:
@@ -687,7 +691,10 @@ class _ResponsesRenderer:
             )
         return b"".join(parts)
 
-    def stream(self, turn: _Turn, ending: _Ending, error: str = "") -> list[tuple[float, bytes]]:
+    def stream(
+        self, turn: _Turn, ending: _Ending, error: str = "", *, done: bool = True
+    ) -> list[tuple[float, bytes]]:
+        # ``done`` is Chat's [DONE]; a Responses stream ends with its events.
         elements = turn.elements()
         start = self.response_object("in_progress", [], None)
         frames: list[tuple[float, bytes]] = []
@@ -713,8 +720,8 @@ class _ResponsesRenderer:
                 # An empty answer still has a (empty) message item.
                 parts += self._open(turn, "message")
             parts += self._close(turn)
-            done = self._final(turn, self.items)
-            parts.append(self._event(f"response.{done['status']}", response=done))
+            final = self._final(turn, self.items)
+            parts.append(self._event(f"response.{final['status']}", response=final))
             frames.append((0.0 if elements else turn.first_token_delay, b"".join(parts)))
         elif ending == "error":
             failed = self.response_object(
@@ -1075,11 +1082,19 @@ class ScriptedModelServer:
             return _json_plan(200, renderer.completion(_make_turn(step.reply, ids)))
         if isinstance(step, JSONInsteadOfStream):
             return _json_plan(200, renderer.completion(_make_turn(step.reply, ids)))
+        if isinstance(step, RawReply):
+            return _raw_plan(step)
         if isinstance(step, TextReply | ToolCallReply):
             turn = _make_turn(step, ids, self._turn_cache)
             if not streaming:
                 return _json_plan(200, renderer.completion(turn))
-            return _stream_plan(renderer.stream(turn, "complete"))
+            hold = step.hold if isinstance(step, TextReply) else 0.0
+            plan = _stream_plan(renderer.stream(turn, "complete", done=not hold))
+            if hold:
+                plan.has_waits = True
+                plan.tail_wait = hold
+                plan.end = "close"
+            return plan
         if isinstance(step, ErrorFrame):
             if not streaming:
                 return _error_plan(500, step.message)
@@ -1223,6 +1238,7 @@ _STEP_TYPES = (
     Drop,
     RefuseStream,
     JSONInsteadOfStream,
+    RawReply,
 )
 
 
@@ -1246,6 +1262,22 @@ def _stream_plan(frames: list[tuple[float, bytes]]) -> _Plan:
         frames=frames,
         has_waits=any(gap > 0 for gap, _ in frames),
     )
+
+
+def _raw_plan(step: RawReply) -> _Plan:
+    pieces = step.pieces()
+    headers = [(b"content-type", step.content_type.encode("latin-1"))]
+    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in step.headers.items()]
+    plan = _Plan(
+        status=step.status,
+        headers=headers,
+        frames=[(step.delay if i else 0.0, piece) for i, piece in enumerate(pieces)],
+        has_waits=step.delay > 0 or step.hold > 0,
+    )
+    if step.hold:
+        plan.tail_wait = step.hold
+        plan.end = "close"
+    return plan
 
 
 @asynccontextmanager

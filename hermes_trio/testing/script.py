@@ -17,6 +17,7 @@ __all__ = [
     "ErrorFrame",
     "ErrorReply",
     "JSONInsteadOfStream",
+    "RawReply",
     "RefuseStream",
     "Stall",
     "Step",
@@ -48,6 +49,10 @@ class TextReply:
     reasoning: str = ""
     usage: dict[str, Any] | None = None
     finish_reason: str = "stop"
+    #: Seconds to keep the connection open after the answer, with no
+    #: ``data: [DONE]`` and no end of the body (Responses: after
+    #: ``response.completed``); then the server closes it. 0: a normal end.
+    hold: float = 0.0
 
     def token_list(self) -> list[str]:
         return list(self.tokens) if self.tokens is not None else split_tokens(self.text)
@@ -128,6 +133,29 @@ class JSONInsteadOfStream:
     reply: TextReply = TextReply()
 
 
+@dataclass(frozen=True)
+class RawReply:
+    """Exactly these bytes as the response body, for misbehaviour no other
+    step scripts: garbage or deeply nested chunks, an HTML page with status
+    200, a line that never ends, a compressed body.
+
+    ``body`` is one piece or several, with ``delay`` seconds before each
+    piece after the first. ``hold`` > 0 keeps the connection open that long
+    after the last piece, then closes it without ending the body. Streaming
+    and non-streaming requests get the same answer.
+    """
+
+    body: bytes | Sequence[bytes] = b""
+    status: int = 200
+    content_type: str = "text/event-stream"
+    headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    delay: float = 0.0
+    hold: float = 0.0
+
+    def pieces(self) -> list[bytes]:
+        return [self.body] if isinstance(self.body, bytes) else list(self.body)
+
+
 Step = (
     TextReply
     | ToolCallReply
@@ -137,4 +165,5 @@ Step = (
     | Drop
     | RefuseStream
     | JSONInsteadOfStream
+    | RawReply
 )

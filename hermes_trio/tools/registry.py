@@ -96,6 +96,9 @@ def _parse_args(raw_args: str) -> dict[str, Any]:
         value = json.loads(raw_args)
     except json.JSONDecodeError as exc:
         raise ValueError(str(exc)) from None
+    except RecursionError:
+        # A model can nest arrays deeper than the parser recurses.
+        raise ValueError("nested too deep") from None
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {_json_type(value)}")
     return value

@@ -5,6 +5,9 @@ The accumulator is lenient where real servers disagree (missing tool-call
 ``index``, reused indices, ``reasoning`` vs ``reasoning_content``, list-shaped
 content) and strict where a chunk is plainly not a chunk: then it raises
 :class:`ChunkError` quoting what it got, so a log line shows the culprit.
+Any value in any field (nested a thousand deep, a number no JSON encoder
+takes back, a lone surrogate) ends as a result or a ``ChunkError``, and what
+it passes on can be encoded again.
 """
 
 from __future__ import annotations
@@ -13,9 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from hermes_trio.events import Usage
+from hermes_trio.wire.upstream_json import loads_upstream
 
 __all__ = [
     "AssistantMessage",
@@ -32,6 +34,9 @@ __all__ = [
 ]
 
 _QUOTE_LIMIT = 300
+# Token counts above this are nonsense (and past 2**64 our own encoder
+# refuses them): such a count is taken as unknown.
+_MAX_COUNT = 2**53
 
 
 class ChunkError(ValueError):
@@ -152,8 +157,9 @@ def _quote(obj: object) -> str:
     else:
         try:
             text = json.dumps(obj, ensure_ascii=False)
-        except (TypeError, ValueError):
-            text = repr(obj)
+        except (TypeError, ValueError, RecursionError):
+            # Nested past the encoder's depth (repr would recurse as deep).
+            text = f"(a JSON {type(obj).__name__} nested too deep to quote)"
     if len(text) > _QUOTE_LIMIT:
         text = text[:_QUOTE_LIMIT] + "…"
     return text
@@ -182,10 +188,11 @@ def _int(value: object) -> int:
     # Some servers send null or floats for counts they do not track.
     if isinstance(value, bool):
         return 0
-    if isinstance(value, int):
-        return value
     if isinstance(value, float):
-        return int(value)
+        # NaN fails both comparisons below, infinity the second.
+        value = int(value) if 0 <= value < _MAX_COUNT else 0
+    if isinstance(value, int) and 0 <= value < _MAX_COUNT:
+        return value
     return 0
 
 
@@ -237,13 +244,16 @@ def _reasoning(message: dict[str, Any]) -> str:
     return ""
 
 
-def _arguments(value: object) -> str:
+def _arguments(value: object, chunk: object) -> str:
     if isinstance(value, str):
         return value
     if value is None:
         return ""
     # A few servers send already-parsed arguments; keep the wire form JSON text.
-    return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        raise _chunk_error("tool call arguments are nested too deep", chunk) from None
 
 
 class _Slot:
@@ -280,9 +290,9 @@ class ChatChunkAccumulator:
 
     def feed_json(self, raw: str) -> ChunkDelta:
         try:
-            chunk = orjson.loads(raw)
-        except ValueError:
-            raise _chunk_error("chunk is not valid JSON", raw) from None
+            chunk = loads_upstream(raw)
+        except ValueError as exc:
+            raise _chunk_error(f"chunk is not valid JSON ({exc})", raw) from None
         return self.feed(chunk)
 
     def feed(self, chunk: dict[str, Any]) -> ChunkDelta:
@@ -377,7 +387,7 @@ class ChatChunkAccumulator:
                 if name and not slot.name:
                     slot.name = name
             assert slot_no is not None
-            args = _arguments(function.get("arguments"))
+            args = _arguments(function.get("arguments"), chunk)
             if args:
                 slot.args.append(args)
                 out.append(ToolCallArgs(slot_no, args))
@@ -444,7 +454,7 @@ def message_from_completion(body: dict[str, Any]) -> tuple[AssistantMessage, Usa
             ToolCall(
                 id=call_id if isinstance(call_id, str) and call_id else _fallback_id(n),
                 name=name if isinstance(name, str) else "",
-                arguments=_arguments(function.get("arguments")),
+                arguments=_arguments(function.get("arguments"), body),
                 type=type_ if isinstance(type_, str) else "function",
             )
         )

@@ -200,6 +200,8 @@ class ResponseBuilder:
         self.error: dict[str, Any] | None = None
         self.error_code: str | None = None
         """The precise failure code (``response.error.code`` is coarser)."""
+        self.model_status: int | None = None
+        """The model server's HTTP status when it refused the turn's request."""
         self.incomplete_reason: str | None = None
         self.completed_at: int | None = None
         self._open: _Item | None = None
@@ -453,6 +455,7 @@ class ResponseBuilder:
     def _finish(self, event: TurnFinished) -> list[ResponseEvent]:
         self.usage = event.usage
         if event.finish_reason == "error":
+            self.model_status = event.model_status
             return self.fail(event.error or "the model server failed", event.error_code)
         if event.finish_reason == "interrupted":
             return self.interrupt()

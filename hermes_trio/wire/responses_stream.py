@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from hermes_trio.events import Usage
 from hermes_trio.wire.chat_chunks import (
     AssistantMessage,
@@ -24,6 +22,7 @@ from hermes_trio.wire.chat_chunks import (
     _quote,
     usage_from,
 )
+from hermes_trio.wire.upstream_json import loads_upstream
 
 __all__ = [
     "ResponsesStreamAccumulator",
@@ -137,9 +136,9 @@ class ResponsesStreamAccumulator:
 
     def feed_json(self, event_type: str, raw: str) -> ChunkDelta:
         try:
-            data = orjson.loads(raw)
-        except ValueError:
-            raise _chunk_error("event data is not valid JSON", raw) from None
+            data = loads_upstream(raw)
+        except ValueError as exc:
+            raise _chunk_error(f"event data is not valid JSON ({exc})", raw) from None
         return self.feed_event(event_type, data)
 
     def feed_event(self, event_type: str, data: dict[str, Any]) -> ChunkDelta:

@@ -15,12 +15,17 @@ __all__ = [
     "KEEPALIVE",
     "SSEComment",
     "SSEDecoder",
+    "SSEError",
     "SSEEvent",
     "encode_comment",
     "encode_event",
 ]
 
 _BOM = "\ufeff"
+
+
+class SSEError(ValueError):
+    """The stream broke a limit the decoder was given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +56,11 @@ class SSEDecoder:
 
     Bytes may be split anywhere, including inside a UTF-8 character or between
     the CR and LF of a CRLF.
+
+    ``max_buffer`` bounds what may wait for its end: the characters of the
+    unfinished line plus the data of the unfinished event. A stream that
+    passes it (a line that never ends) raises :class:`SSEError` instead of
+    growing without bound.
     """
 
     __slots__ = (
@@ -59,15 +69,19 @@ class SSEDecoder:
         "_closed",
         "_comments",
         "_data",
+        "_data_size",
         "_event",
         "_last_id",
+        "_max",
         "_partial",
+        "_partial_size",
         "_retry",
         "_utf8",
     )
 
-    def __init__(self, *, comments: bool = False) -> None:
+    def __init__(self, *, comments: bool = False, max_buffer: int | None = None) -> None:
         self._comments = comments
+        self._max = max_buffer
         # Invalid bytes become U+FFFD, as the spec's "UTF-8 decode" does.
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._at_start = True
@@ -76,7 +90,9 @@ class SSEDecoder:
         # Pieces of the current, not yet terminated line. A list, so that a
         # long line arriving in many small feeds is joined once, not re-copied.
         self._partial: list[str] = []
+        self._partial_size = 0
         self._data: list[str] = []
+        self._data_size = 0
         self._event = ""
         self._last_id: str | None = None
         self._retry: int | None = None
@@ -108,6 +124,9 @@ class SSEDecoder:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if "\n" not in text:
             self._partial.append(text)
+            self._partial_size += len(text)
+            if self._max is not None and self._partial_size + self._data_size > self._max:
+                self._overflow()
             return []
         lines = text.split("\n")
         if self._partial:
@@ -115,9 +134,18 @@ class SSEDecoder:
             lines[0] = "".join(self._partial)
             self._partial.clear()
         rest = lines.pop()
+        self._partial_size = len(rest)
         if rest:
             self._partial.append(rest)
-        return self._process(lines)
+        out = self._process(lines)
+        if self._max is not None and self._partial_size + self._data_size > self._max:
+            self._overflow()
+        return out
+
+    def _overflow(self) -> None:
+        raise SSEError(
+            f"an event is longer than {self._max} characters and still not complete"
+        )
 
     def close(self) -> list[SSEEvent | SSEComment]:
         """End of stream.
@@ -129,7 +157,9 @@ class SSEDecoder:
         self._utf8.decode(b"", final=True)
         self._closed = True
         self._partial.clear()
+        self._partial_size = 0
         self._data = []
+        self._data_size = 0
         self._event = ""
         return []
 
@@ -147,6 +177,7 @@ class SSEDecoder:
                         )
                     )
                     self._data = []
+                    self._data_size = 0
                     self._retry = None
                 # Per spec the event type resets even when nothing dispatches.
                 self._event = ""
@@ -160,6 +191,7 @@ class SSEDecoder:
                 value = value[1:]
             if name == "data":
                 self._data.append(value)
+                self._data_size += len(value) + 1
             elif name == "event":
                 self._event = value
             elif name == "id":

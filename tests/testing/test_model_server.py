@@ -28,6 +28,7 @@ from hermes_trio.testing import (
     ErrorFrame,
     ErrorReply,
     JSONInsteadOfStream,
+    RawReply,
     RefuseStream,
     ScriptedModelServer,
     Stall,
@@ -667,3 +668,54 @@ async def test_cli_serves_default_reply() -> None:
             assert len(chunks) == 1 + 5 + 1 + 1  # role, tokens, finish, [DONE]
         finally:
             proc.terminate()
+
+
+async def test_raw_reply_sends_its_bytes_as_they_are() -> None:
+    pieces = [b"data: not json\n\n", b"data: {\"half\": ", b"1}\n\n"]
+    html = RawReply(b"<html>portal</html>", content_type="text/html", headers={"X-Odd": "1"})
+    async with open_scripted_server([RawReply(pieces, delay=0.01), html]) as server:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            streamed = await client.post("/chat/completions", json=STREAM)
+            plain = await client.post("/chat/completions", json=CHAT)
+    assert streamed.status_code == 200
+    assert streamed.headers["content-type"] == "text/event-stream"
+    assert streamed.content == b"".join(pieces)
+    assert (plain.status_code, plain.text) == (200, "<html>portal</html>")
+    assert plain.headers["content-type"] == "text/html" and plain.headers["x-odd"] == "1"
+
+
+async def test_raw_reply_can_hold_the_connection_open() -> None:
+    async with open_scripted_server([RawReply(b"data: {}\n\n", hold=0.2)]) as server:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            async with client.stream("POST", "/chat/completions", json=STREAM) as response:
+                started = trio.current_time()
+                with pytest.raises(httpx.RemoteProtocolError):
+                    await response.aread()
+            assert trio.current_time() - started >= 0.15  # the hold began before our clock
+        record = await server.wait_connection_closed()
+    assert record.closed_by == "server"
+
+
+@pytest.mark.parametrize("body", [STREAM, RESP])
+async def test_text_reply_hold_keeps_the_stream_open_after_the_answer(
+    body: dict[str, Any],
+) -> None:
+    path = "/responses" if "input" in body else "/chat/completions"
+    stream = {**body, "stream_options": {"include_usage": True}} if "messages" in body else body
+    async with open_scripted_server([TextReply("held answer", hold=0.3)]) as server:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            async with client.stream("POST", path, json=stream) as response:
+                seen: list[str] = []
+                started = trio.current_time()
+                with pytest.raises(httpx.RemoteProtocolError):
+                    async for _, data in sse_data(response):
+                        seen.append(data)
+                ended = trio.current_time() - started
+    assert "[DONE]" not in seen
+    assert ended >= 0.25  # measured from the first byte, a little after the server began
+    last = json.loads(seen[-1])
+    if path == "/responses":
+        assert last["type"] == "response.completed"
+    else:
+        assert last["choices"] == [] and last["usage"]["total_tokens"] > 0
+        assert json.loads(seen[-2])["choices"][0]["finish_reason"] == "stop"

@@ -142,6 +142,9 @@ class ClientRun:
     stdout: str
     stderr: str
     timed_out: bool = False
+    # When each piece of stdout arrived (seconds after start) and its size:
+    # shows whether a CLI printed its answer progressively.
+    stdout_reads: list[tuple[float, int]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -220,11 +223,17 @@ async def run_client(
     the returned :class:`ClientRun`."""
     out: list[bytes] = []
     err: list[bytes] = []
+    reads: list[tuple[float, int]] = []
+    t0 = trio.current_time()
 
-    async def drain(stream: trio.abc.ReceiveStream | None, into: list[bytes]) -> None:
+    async def drain(
+        stream: trio.abc.ReceiveStream | None, into: list[bytes], times: list | None = None
+    ) -> None:
         assert stream is not None
         async for piece in stream:
             into.append(piece)
+            if times is not None:
+                times.append((round(trio.current_time() - t0, 4), len(piece)))
 
     process: trio.Process | None = None
     with trio.move_on_after(timeout) as scope:
@@ -243,7 +252,7 @@ async def run_client(
                     deliver_cancel=_kill_group,
                 )
             )
-            nursery.start_soon(drain, process.stdout, out)
+            nursery.start_soon(drain, process.stdout, out, reads)
             nursery.start_soon(drain, process.stderr, err)
     if process is not None:
         # A child that exited normally may still have left grandchildren.
@@ -256,6 +265,7 @@ async def run_client(
         b"".join(out).decode("utf-8", "replace"),
         b"".join(err).decode("utf-8", "replace"),
         timed_out=scope.cancelled_caught,
+        stdout_reads=reads,
     )
 
 

@@ -292,13 +292,50 @@ async def run_node(
 # -- a tiny static web server (another loopback origin for the browser) ------
 
 
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".json": "application/json",
+}
+
+
+async def _pipe(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+    try:
+        async for data in source:
+            await sink.send_all(data)
+        await sink.send_eof()
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+
+
 @asynccontextmanager
-async def static_server(files: dict[str, tuple[str, bytes]]) -> AsyncIterator[str]:
-    """Serve ``{path: (content_type, body)}`` on 127.0.0.1 (a random port);
-    yields the origin ``http://127.0.0.1:PORT``. Every other path is a 404."""
+async def static_server(
+    files: dict[str, tuple[str, bytes]],
+    *,
+    dirs: dict[str, Path] | None = None,
+    proxy_port: int | None = None,
+) -> AsyncIterator[str]:
+    """A tiny web server on 127.0.0.1 (a random port): ``files`` maps a path to
+    ``(content_type, body)``; ``dirs`` maps a URL prefix to a directory served
+    read-only. With ``proxy_port``, every other request is passed through,
+    bytes unchanged (so the ``Host`` header stays the browser's), to
+    127.0.0.1:proxy_port; otherwise it is a 404. Yields the origin
+    ``http://127.0.0.1:PORT``."""
+
+    def lookup(path: str) -> tuple[str, bytes] | None:
+        if path in files:
+            return files[path]
+        for prefix, root in (dirs or {}).items():
+            if path.startswith(prefix):
+                target = (root / path[len(prefix):]).resolve()
+                if target.is_relative_to(root.resolve()) and target.is_file():
+                    ctype = _TYPES.get(target.suffix, "application/octet-stream")
+                    return ctype, target.read_bytes()
+        return None
 
     async def handle(stream: trio.SocketStream) -> None:
-        with trio.move_on_after(10):
+        with trio.move_on_after(20):
             buffer = b""
             while b"\r\n\r\n" not in buffer and len(buffer) < 65536:
                 chunk = await stream.receive_some(4096)
@@ -308,9 +345,17 @@ async def static_server(files: dict[str, tuple[str, bytes]]) -> AsyncIterator[st
             request_line = buffer.split(b"\r\n", 1)[0].decode("latin-1")
             parts = request_line.split()
             path = parts[1].split("?", 1)[0] if len(parts) >= 2 else "/"
-            if path in files:
-                ctype, body = files[path]
-                status = "200 OK"
+            found = lookup(path)
+            if found is None and proxy_port is not None:
+                upstream = await trio.open_tcp_stream("127.0.0.1", proxy_port)
+                async with upstream:
+                    await upstream.send_all(buffer)
+                    async with trio.open_nursery() as pipes:
+                        pipes.start_soon(_pipe, stream, upstream)
+                        pipes.start_soon(_pipe, upstream, stream)
+                return
+            if found is not None:
+                (ctype, body), status = found, "200 OK"
             else:
                 ctype, body, status = "text/plain", b"not found", "404 Not Found"
             head = (

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,8 +34,7 @@ ARTIFACTS = Path(os.environ.get("HERMES_CHECKS_ARTIFACTS", HERE / ".artifacts"))
 API_KEY = "sk-hermes-check"
 
 SETUP_HINT = (
-    "see checks/clients/README.md, 'Creating the client environments' "
-    "(HERMES_CLIENTS_DIR={dir})"
+    "see checks/clients/README.md, 'Creating the client environments' (HERMES_CLIENTS_DIR={dir})"
 )
 
 # Every environment, what must be in it, and how to create it.
@@ -213,12 +211,12 @@ async def _kill_group(process: trio.Process) -> None:
 async def run_client(
     argv: list[str],
     *,
-    timeout: float = 30.0,
+    time_limit: float = 30.0,
     env: dict[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
 ) -> ClientRun:
     """Run one client process to completion, killed (with its whole process
-    group: a browser, a helper) after ``timeout`` seconds and in any case once
+    group: a browser, a helper) after ``time_limit`` seconds and in any case once
     it exits. Never raises for the client's own failure: the caller asserts on
     the returned :class:`ClientRun`."""
     out: list[bytes] = []
@@ -236,7 +234,7 @@ async def run_client(
                 times.append((round(trio.current_time() - t0, 4), len(piece)))
 
     process: trio.Process | None = None
-    with trio.move_on_after(timeout) as scope:
+    with trio.move_on_after(time_limit) as scope:
         async with trio.open_nursery() as nursery:
             process = await nursery.start(
                 partial(
@@ -270,23 +268,32 @@ async def run_client(
 
 
 async def run_python(
-    env_name: str, script: str, case: str, config: dict[str, Any], *, timeout: float = 30.0,
+    env_name: str,
+    script: str,
+    case: str,
+    config: dict[str, Any],
+    *,
+    time_limit: float = 30.0,
     env: dict[str, str] | None = None,
 ) -> ClientRun:
     """``<env>/bin/python checks/clients/py/<script> <case> <config-json>``."""
     where = environment(env_name)
     argv = [str(where / "bin/python"), str(PY_SCRIPTS / script), case, json.dumps(config)]
-    return await run_client(argv, timeout=timeout, env=env)
+    return await run_client(argv, time_limit=time_limit, env=env)
 
 
 async def run_node(
-    script: str, case: str, config: dict[str, Any], *, timeout: float = 30.0,
+    script: str,
+    case: str,
+    config: dict[str, Any],
+    *,
+    time_limit: float = 30.0,
     env: dict[str, str] | None = None,
 ) -> ClientRun:
     """``node checks/clients/node/<script> <case> <config-json>``."""
     environment("node")
     argv = ["node", str(NODE_SCRIPTS / script), case, json.dumps(config)]
-    return await run_client(argv, timeout=timeout, env=env)
+    return await run_client(argv, time_limit=time_limit, env=env)
 
 
 # -- a tiny static web server (another loopback origin for the browser) ------
@@ -328,7 +335,7 @@ async def static_server(
             return files[path]
         for prefix, root in (dirs or {}).items():
             if path.startswith(prefix):
-                target = (root / path[len(prefix):]).resolve()
+                target = (root / path[len(prefix) :]).resolve()
                 if target.is_relative_to(root.resolve()) and target.is_file():
                     ctype = _TYPES.get(target.suffix, "application/octet-stream")
                     return ctype, target.read_bytes()
@@ -367,9 +374,7 @@ async def static_server(
         await stream.aclose()
 
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            partial(trio.serve_tcp, handle, 0, host="127.0.0.1")
-        )
+        listeners = await nursery.start(partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
         port = listeners[0].socket.getsockname()[1]
         try:
             yield f"http://127.0.0.1:{port}"
@@ -380,10 +385,6 @@ async def static_server(
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
-
-
-def python_exe() -> str:
-    return sys.executable
 
 
 # -- the server under check ---------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 import trio
 from clientcheck import (
     API_KEY,
@@ -30,7 +31,6 @@ from clientcheck import (
     artifacts_dir,
     chromium,
     client_env,
-    environment,
     hermes,
     run_node,
     static_server,
@@ -38,6 +38,7 @@ from clientcheck import (
 
 from hermes_trio.testing import TextReply, ToolCallReply
 
+BROWSER = pytest.mark.clients("node", "chromium")
 PAGE = {"/": ("text/html; charset=utf-8", (NODE_SCRIPTS / "page.html").read_bytes())}
 ANSWER = "Streaming into a browser tab — «token by token». 🌙 One, two, three, four, five."
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "Say hello."}]}
@@ -54,8 +55,8 @@ def write_file_script(canary: Path) -> list:
     ]
 
 
+@BROWSER
 async def test_cross_origin_text_plain_post_runs_nothing(tmp_path: Path) -> None:
-    environment("node")
     canary = tmp_path / "canary.txt"
     async with (
         hermes(write_file_script(canary), tmp_path, key=None) as stack,
@@ -64,74 +65,99 @@ async def test_cross_origin_text_plain_post_runs_nothing(tmp_path: Path) -> None
         run = await run_node(
             "browser_client.mjs",
             "text_plain",
-            {"page_url": origin + "/", "url": stack.client["base_url"] + "/chat/completions",
-             "body": {**CHAT, "stream": False}},
-            timeout=45,
+            {
+                "page_url": origin + "/",
+                "url": stack.client["base_url"] + "/chat/completions",
+                "body": {**CHAT, "stream": False},
+            },
+            time_limit=45,
             env=browser_env(),
         )
         await trio.sleep(0.3)  # let a turn that did start finish its tool
         asked_model = len(stack.model.model_requests)
     v = Verdict(run)
     v.expect(run.last("result"), "the page did not report its request")
-    v.expect(not canary.exists(),
-             f"a cross-origin text/plain POST from {origin} made the agent write "
-             f"{canary.name} (issue 10 item 1)")
-    v.expect(asked_model == 0,
-             f"the request from a foreign origin ran a turn ({asked_model} model request(s))")
+    v.expect(
+        not canary.exists(),
+        f"a cross-origin text/plain POST from {origin} made the agent write "
+        f"{canary.name} (issue 10 item 1)",
+    )
+    v.expect(
+        asked_model == 0,
+        f"the request from a foreign origin ran a turn ({asked_model} model request(s))",
+    )
     v.finish()
 
 
+@BROWSER
 async def test_cors_page_streams_with_fetch(tmp_path: Path) -> None:
-    environment("node")
     shot = artifacts_dir() / "browser-stream.png"
     shot.unlink(missing_ok=True)
     async with static_server(PAGE) as origin:
-        async with hermes([TextReply(ANSWER, delay=0.05)], tmp_path,
-                          api={"cors_origins": [origin]}) as stack:
+        async with hermes(
+            [TextReply(ANSWER, delay=0.05)], tmp_path, api={"cors_origins": [origin]}
+        ) as stack:
             run = await run_node(
                 "browser_client.mjs",
                 "stream",
-                {"page_url": origin + "/", "url": stack.client["base_url"] + "/chat/completions",
-                 "key": API_KEY, "body": {**CHAT, "stream": True}, "screenshot": str(shot)},
-                timeout=45,
+                {
+                    "page_url": origin + "/",
+                    "url": stack.client["base_url"] + "/chat/completions",
+                    "key": API_KEY,
+                    "body": {**CHAT, "stream": True},
+                    "screenshot": str(shot),
+                },
+                time_limit=45,
                 env=browser_env(),
             )
     v = Verdict(run)
     result = run.last("result")
-    v.expect(result.get("status") == 200, f"status {result.get('status')}: "
-             f"{result.get('body') or result.get('error')}")
+    v.expect(
+        result.get("status") == 200,
+        f"status {result.get('status')}: {result.get('body') or result.get('error')}",
+    )
     v.expect(result.get("text") == ANSWER, f"the page read {result.get('text')!r}")
     v.expect(result.get("done"), "no [DONE]")
     v.expect(not result.get("errors"), f"error frames {result.get('errors')}")
     reads = result.get("reads") or []
     spread = reads[-1]["t"] - reads[0]["t"] if reads else 0.0
-    v.expect(len(reads) >= 5 and spread >= 0.3,
-             f"the page did not read the answer as it arrived: {len(reads)} reads over "
-             f"{spread:.3f} s (tokens were 50 ms apart)")
+    v.expect(
+        len(reads) >= 5 and spread >= 0.3,
+        f"the page did not read the answer as it arrived: {len(reads)} reads over "
+        f"{spread:.3f} s (tokens were 50 ms apart)",
+    )
     v.expect(shot.exists(), f"no screenshot at {shot}")
     v.finish()
 
 
+@BROWSER
 async def test_openai_npm_client_in_the_page(tmp_path: Path) -> None:
-    environment("node")
     shot = artifacts_dir() / "browser-openai-npm.png"
     shot.unlink(missing_ok=True)
     openai_dir = CLIENTS_DIR / "node" / "node_modules" / "openai"
     async with static_server(PAGE, dirs={"/openai/": openai_dir}) as origin:
-        async with hermes([TextReply(ANSWER, delay=0.02)], tmp_path,
-                          api={"cors_origins": [origin]}) as stack:
+        async with hermes(
+            [TextReply(ANSWER, delay=0.02)], tmp_path, api={"cors_origins": [origin]}
+        ) as stack:
             run = await run_node(
                 "browser_client.mjs",
                 "sdk",
-                {"page_url": origin + "/", "base_url": stack.client["base_url"],
-                 "key": API_KEY, "body": CHAT, "screenshot": str(shot)},
-                timeout=45,
+                {
+                    "page_url": origin + "/",
+                    "base_url": stack.client["base_url"],
+                    "key": API_KEY,
+                    "body": CHAT,
+                    "screenshot": str(shot),
+                },
+                time_limit=45,
                 env=browser_env(),
             )
     v = Verdict(run)
     result = run.last("result")
-    v.expect(result.get("ok"), f"the openai npm client failed in the page: "
-             f"{result.get('name')}: {result.get('error')}")
+    v.expect(
+        result.get("ok"),
+        f"the openai npm client failed in the page: {result.get('name')}: {result.get('error')}",
+    )
     v.expect(result.get("text") == ANSWER, f"the page read {result.get('text')!r}")
     v.expect(not run.of("requestfailed"), f"failed requests: {run.of('requestfailed')}")
     v.finish()
@@ -157,25 +183,32 @@ async def test_preflight_allows_user_agent(tmp_path: Path) -> None:
                     "Access-Control-Request-Method": "POST",
                     "Access-Control-Request-Headers": FIREFOX_PREFLIGHT_HEADERS,
                     "User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 "
-                                  "Firefox/140.0",
+                    "Firefox/140.0",
                 },
             )
     v = Verdict()
-    allowed = {h.strip().lower() for h in reply.headers.get("access-control-allow-headers", "")
-               .split(",") if h.strip()}
+    allowed = {
+        h.strip().lower()
+        for h in reply.headers.get("access-control-allow-headers", "").split(",")
+        if h.strip()
+    }
     v.expect(reply.status_code in (200, 204), f"preflight status {reply.status_code}")
-    v.expect(reply.headers.get("access-control-allow-origin") == origin,
-             f"Access-Control-Allow-Origin {reply.headers.get('access-control-allow-origin')!r}")
+    v.expect(
+        reply.headers.get("access-control-allow-origin") == origin,
+        f"Access-Control-Allow-Origin {reply.headers.get('access-control-allow-origin')!r}",
+    )
     asked = set(FIREFOX_PREFLIGHT_HEADERS.split(","))
     missing = sorted(asked - allowed) if "*" not in allowed else []
-    v.expect(not missing,
-             f"the preflight does not allow {missing} (issue 10 item 14: Firefox then refuses "
-             f"every request of the openai npm client and the AI SDK)")
+    v.expect(
+        not missing,
+        f"the preflight does not allow {missing} (issue 10 item 14: Firefox then refuses "
+        f"every request of the openai npm client and the AI SDK)",
+    )
     v.finish()
 
 
+@BROWSER
 async def test_dns_rebinding_cannot_drive_the_agent(tmp_path: Path) -> None:
-    environment("node")
     canary = tmp_path / "canary.txt"
     async with hermes(write_file_script(canary), tmp_path, key=None) as stack:
         # The page and the API share one origin, http://rebind.test:PORT, as
@@ -186,9 +219,12 @@ async def test_dns_rebinding_cannot_drive_the_agent(tmp_path: Path) -> None:
             run = await run_node(
                 "browser_client.mjs",
                 "rebind",
-                {"page_url": f"http://rebind.test:{port}/", "body": CHAT,
-                 "rules": "MAP rebind.test 127.0.0.1"},
-                timeout=45,
+                {
+                    "page_url": f"http://rebind.test:{port}/",
+                    "body": CHAT,
+                    "rules": "MAP rebind.test 127.0.0.1",
+                },
+                time_limit=45,
                 env=browser_env(),
             )
             await trio.sleep(0.3)
@@ -197,10 +233,14 @@ async def test_dns_rebinding_cannot_drive_the_agent(tmp_path: Path) -> None:
     result = run.last("result")
     v.expect(run.last("page").get("status") == 200, f"the page did not load: {run.last('page')}")
     v.expect(result, "the page did not report its request")
-    v.expect(not canary.exists(),
-             "a page on http://rebind.test (a foreign Host resolving to 127.0.0.1) made the "
-             "agent write a file (issue 10 item 1: Host is never checked)")
-    v.expect(result.get("status") != 200,
-             f"the page read the answer: HTTP {result.get('status')} {result.get('body')!r}")
+    v.expect(
+        not canary.exists(),
+        "a page on http://rebind.test (a foreign Host resolving to 127.0.0.1) made the "
+        "agent write a file (issue 10 item 1: Host is never checked)",
+    )
+    v.expect(
+        result.get("status") != 200,
+        f"the page read the answer: HTTP {result.get('status')} {result.get('body')!r}",
+    )
     v.expect(asked_model == 0, f"a foreign Host ran a turn ({asked_model} model request(s))")
     v.finish()

@@ -13,6 +13,8 @@ from clientcheck import Verdict, client_env, environment, hermes, run_client
 
 from hermes_trio.testing import TextReply
 
+pytestmark = pytest.mark.clients("py")
+
 ANSWER = "Nurseries hold the tasks — «trio» keeps them tidy. 🌙\nA second line, to be sure."
 
 
@@ -39,13 +41,17 @@ async def test_llm_cli_prompt(mode: str, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
     async with hermes([TextReply(ANSWER, delay=0.05)], workdir) as stack:
-        where = user_path(tmp_path, stack.client["base_url"], stack.client["api_key"],
-                          responses=mode == "responses")
+        where = user_path(
+            tmp_path,
+            stack.client["base_url"],
+            stack.client["api_key"],
+            responses=mode == "responses",
+        )
         argv = [llm, "-m", "hermes", "-o", "temperature", "0.3"]
         if mode == "no-stream":
             argv.append("--no-stream")
         argv.append("Tell me about trio.")
-        run = await run_client(argv, timeout=45, env=client_env(LLM_USER_PATH=str(where)))
+        run = await run_client(argv, time_limit=45, env=client_env(LLM_USER_PATH=str(where)))
         sent = stack.model.model_requests[0].json if stack.model.model_requests else {}
     v = Verdict(run)
     v.expect(run.stdout == ANSWER + "\n", f"llm printed {run.stdout!r}")
@@ -54,7 +60,9 @@ async def test_llm_cli_prompt(mode: str, tmp_path: Path) -> None:
         # 11 tokens 50 ms apart: a streaming CLI prints them over ~0.5 s.
         reads = run.stdout_reads
         spread = reads[-1][0] - reads[0][0] if reads else 0.0
-        v.expect(len(reads) >= 3 and spread >= 0.2,
-                 f"the answer was not printed as it arrived: {len(reads)} stdout reads "
-                 f"over {spread:.3f} s")
+        v.expect(
+            len(reads) >= 3 and spread >= 0.2,
+            f"the answer was not printed as it arrived: {len(reads)} stdout reads "
+            f"over {spread:.3f} s",
+        )
     v.finish()

@@ -33,8 +33,10 @@ async def test_chat_stream(sdk: str, tmp_path: Path) -> None:
         run = await run_python(sdk, "openai_client.py", "chat_stream", stack.client)
     v = Verdict(run)
     result = run.last("result")
-    v.expect(result.get("text") == STORY, f"streamed text is not reassembled exactly: "
-             f"{result.get('text')!r} != {STORY!r}")
+    v.expect(
+        result.get("text") == STORY,
+        f"streamed text is not reassembled exactly: {result.get('text')!r} != {STORY!r}",
+    )
     v.expect(result.get("deltas", 0) > 5, f"only {result.get('deltas')} content deltas")
     v.expect(result.get("finish") == ["stop"], f"finish reasons {result.get('finish')}")
     v.expect(result.get("ids") == 1, "chunks carry different ids")
@@ -51,11 +53,15 @@ async def test_chat_create(sdk: str, tmp_path: Path) -> None:
     result = run.last("result")
     v.expect(result.get("finish") == "stop", f"finish_reason {result.get('finish')!r}")
     v.expect(result.get("model") == "hermes-agent", f"model {result.get('model')!r}")
-    v.expect(sent and sent[0]["role"] == "system" and sent[0]["content"].endswith("Be brief."),
-             "the client's system message did not reach the model")
-    v.expect(result.get("text") == STORY,
-             f"non-streamed content differs from the model's answer (issue 10 item 17): "
-             f"{result.get('text')!r} != {STORY!r}")
+    v.expect(
+        sent and sent[0]["role"] == "system" and sent[0]["content"].endswith("Be brief."),
+        "the client's system message did not reach the model",
+    )
+    v.expect(
+        result.get("text") == STORY,
+        f"non-streamed content differs from the model's answer (issue 10 item 17): "
+        f"{result.get('text')!r} != {STORY!r}",
+    )
     v.finish()
 
 
@@ -73,23 +79,33 @@ async def test_chat_client_tool_streamed(sdk: str, tmp_path: Path) -> None:
     v.expect(len(calls) == 1 and calls[0]["name"] == "get_weather", f"tool calls {calls}")
     if calls:
         v.expect(calls[0]["id"], "the tool call has no id")
-        v.expect(json.loads(calls[0]["arguments"] or "null") == WEATHER_ARGS,
-                 f"arguments {calls[0]['arguments']!r}")
-    v.expect(run.last("tool_calls").get("finish") == ["tool_calls"],
-             f"finish reasons {run.last('tool_calls').get('finish')}")
-    v.expect(run.last("answer").get("text") == "It is 21 °C and clear in Paris.",
-             f"answer after the tool message: {run.last('answer').get('text')!r}")
+        v.expect(
+            json.loads(calls[0]["arguments"] or "null") == WEATHER_ARGS,
+            f"arguments {calls[0]['arguments']!r}",
+        )
+    v.expect(
+        run.last("tool_calls").get("finish") == ["tool_calls"],
+        f"finish reasons {run.last('tool_calls').get('finish')}",
+    )
+    v.expect(
+        run.last("answer").get("text") == "It is 21 °C and clear in Paris.",
+        f"answer after the tool message: {run.last('answer').get('text')!r}",
+    )
     tool_messages = [m for m in follow_up if m.get("role") == "tool"]
-    v.expect(tool_messages and calls and tool_messages[-1]["tool_call_id"] == calls[0]["id"],
-             "the tool result did not reach the model with the call's id")
+    v.expect(
+        tool_messages and calls and tool_messages[-1]["tool_call_id"] == calls[0]["id"],
+        "the tool result did not reach the model with the call's id",
+    )
     # Item 16: the README promises fragments "streamed as they arrive". The
     # model sends ~20 fragments 20 ms apart; the client must see them spread
     # out, not all at once when the call is complete.
     fragments = run.of("fragment")
     spread = fragments[-1]["at"] - fragments[0]["at"] if fragments else 0.0
-    v.expect(len(fragments) >= 3 and spread >= 0.1,
-             f"tool-call arguments are not streamed (issue 10 item 16): {len(fragments)} "
-             f"fragment(s) within {spread:.3f} s (the model sent them over ~0.4 s)")
+    v.expect(
+        len(fragments) >= 3 and spread >= 0.1,
+        f"tool-call arguments are not streamed (issue 10 item 16): {len(fragments)} "
+        f"fragment(s) within {spread:.3f} s (the model sent them over ~0.4 s)",
+    )
     v.finish()
 
 
@@ -105,12 +121,15 @@ async def test_chat_session_header(sdk: str, tmp_path: Path) -> None:
     v.expect(run.last("first").get("text") == "Nice to meet you, Ada.", "first answer")
     v.expect(run.last("second").get("text") == "Your name is Ada.", "second answer")
     contents = [(m.get("role"), m.get("content")) for m in second]
-    v.expect(("user", "My name is Ada.") in contents
-             and ("assistant", "Nice to meet you, Ada.") in contents,
-             f"the session's history did not reach the model: {contents}")
+    v.expect(
+        ("user", "My name is Ada.") in contents
+        and ("assistant", "Nice to meet you, Ada.") in contents,
+        f"the session's history did not reach the model: {contents}",
+    )
     v.finish()
 
 
+@pytest.mark.clients("py")
 async def test_responses_chain(tmp_path: Path) -> None:
     script = [
         TextReply("Nice to meet you, Ada."),
@@ -122,22 +141,29 @@ async def test_responses_chain(tmp_path: Path) -> None:
         third = stack.model_messages(3) if len(stack.model.model_requests) >= 3 else []
     v = Verdict(run)
     first, second, last = run.last("first"), run.last("second"), run.last("third")
-    v.expect(first.get("text") == "Nice to meet you, Ada." and first.get("status") == "completed",
-             f"first response {first}")
+    v.expect(
+        first.get("text") == "Nice to meet you, Ada." and first.get("status") == "completed",
+        f"first response {first}",
+    )
     v.expect(second.get("deltas") == STORY, f"streamed deltas {second.get('deltas')!r}")
     v.expect(second.get("text") == STORY, f"streamed final output_text {second.get('text')!r}")
     v.expect(second.get("n_deltas", 0) > 5, f"{second.get('n_deltas')} deltas")
     v.expect(second.get("previous") == first.get("id"), "previous_response_id not echoed")
-    v.expect(last.get("text") == "Your name is Ada.\n",
-             f"non-streamed output_text differs from the model's answer: {last.get('text')!r}")
+    v.expect(
+        last.get("text") == "Your name is Ada.\n",
+        f"non-streamed output_text differs from the model's answer: {last.get('text')!r}",
+    )
     # (The agent keeps its own answers whitespace-stripped in the history it
     # sends back to the model; that is its business, so compare stripped.)
     contents = [(m.get("content") or "").strip() for m in third]
-    v.expect("My name is Ada." in contents and STORY.strip() in contents,
-             f"previous_response_id did not carry the conversation: {contents}")
+    v.expect(
+        "My name is Ada." in contents and STORY.strip() in contents,
+        f"previous_response_id did not carry the conversation: {contents}",
+    )
     v.finish()
 
 
+@pytest.mark.clients("py")
 async def test_responses_client_tool_streamed(tmp_path: Path) -> None:
     script = [
         ToolCallReply([("get_weather", WEATHER_ARGS)], fragment_size=4, delay=0.02),
@@ -150,17 +176,25 @@ async def test_responses_client_tool_streamed(tmp_path: Path) -> None:
     calls = run.last("tool_calls").get("calls", [])
     v.expect(len(calls) == 1 and calls[0]["name"] == "get_weather", f"tool calls {calls}")
     if calls:
-        v.expect(json.loads(calls[0]["arguments"] or "null") == WEATHER_ARGS,
-                 f"arguments {calls[0]['arguments']!r}")
-    v.expect(run.last("answer").get("text") == "It is 21 °C and clear in Paris.",
-             f"answer after function_call_output: {run.last('answer')}")
-    v.expect(any(m.get("role") == "tool" for m in follow_up),
-             "the function_call_output did not reach the model")
+        v.expect(
+            json.loads(calls[0]["arguments"] or "null") == WEATHER_ARGS,
+            f"arguments {calls[0]['arguments']!r}",
+        )
+    v.expect(
+        run.last("answer").get("text") == "It is 21 °C and clear in Paris.",
+        f"answer after function_call_output: {run.last('answer')}",
+    )
+    v.expect(
+        any(m.get("role") == "tool" for m in follow_up),
+        "the function_call_output did not reach the model",
+    )
     fragments = run.of("fragment")
     spread = fragments[-1]["at"] - fragments[0]["at"] if fragments else 0.0
-    v.expect(len(fragments) >= 3 and spread >= 0.1,
-             f"function_call_arguments.delta events are not streamed (issue 10 item 16): "
-             f"{len(fragments)} delta(s) within {spread:.3f} s (the model sent them over ~0.4 s)")
+    v.expect(
+        len(fragments) >= 3 and spread >= 0.1,
+        f"function_call_arguments.delta events are not streamed (issue 10 item 16): "
+        f"{len(fragments)} delta(s) within {spread:.3f} s (the model sent them over ~0.4 s)",
+    )
     v.finish()
 
 
@@ -174,6 +208,9 @@ async def test_unused_fields_are_accepted(sdk: str, tmp_path: Path) -> None:
     trials = run.of("trial")
     v.expect(len(trials) == (2 if sdk == "pyold" else 3), f"{len(trials)} trials ran")
     for trial in trials:
-        v.expect(trial["ok"], f"{trial['name']}: refused with {trial.get('status')} "
-                 f"{trial.get('message')!r} (issue 10 item 15)")
+        v.expect(
+            trial["ok"],
+            f"{trial['name']}: refused with {trial.get('status')} "
+            f"{trial.get('message')!r} (issue 10 item 15)",
+        )
     v.finish()

@@ -15,7 +15,9 @@ export function emit(event, fields = {}) {
 }
 
 export function version(name) {
-  return require(`${name}/package.json`).version;
+  // Not require(`${name}/package.json`): some packages do not export it.
+  const fs = require('node:fs');
+  return JSON.parse(fs.readFileSync(path.join(nodeDir, 'node_modules', name, 'package.json'), 'utf8')).version;
 }
 
 function describe(err) {

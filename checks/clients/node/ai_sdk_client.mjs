@@ -77,7 +77,29 @@ async function run(config, api, streamed) {
   await turn(model, tools, messages, 'second');
 }
 
+// Provider options an AI SDK user sets that this server does not use itself:
+// each tried on its own and reported, none thrown.
+async function extraFields(config, api) {
+  const { model } = setup(config, api);
+  const trials = {
+    'textVerbosity/promptCacheKey/safetyIdentifier': {
+      openai: { textVerbosity: 'low', promptCacheKey: 'k1', safetyIdentifier: 'user-1' },
+    },
+  };
+  if (api === 'responses') trials["truncation: 'auto'"] = { openai: { truncation: 'auto' } };
+  for (const [name, providerOptions] of Object.entries(trials)) {
+    try {
+      const result = await generateText({ model, prompt: 'hi', providerOptions, maxRetries: 0 });
+      emit('trial', { name, ok: true, text: result.text });
+    } catch (err) {
+      emit('trial', { name, ok: false, status: err?.statusCode ?? null, message: String(err?.message || err) });
+    }
+  }
+}
+
 main({
+  chat_extra_fields: (c) => extraFields(c, 'chat'),
+  responses_extra_fields: (c) => extraFields(c, 'responses'),
   chat_stream: (c) => run(c, 'chat', true),
   chat_generate: (c) => run(c, 'chat', false),
   responses_stream: (c) => run(c, 'responses', true),

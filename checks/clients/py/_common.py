@@ -41,7 +41,7 @@ def main(cases: dict[str, Callable[[dict[str, Any]], Any]]) -> None:
                 return await result
 
             asyncio.run(wait())
-    except BaseException as exc:  # noqa: BLE001 - reported, then exit 1
+    except BaseException as exc:
         chain = []
         cause: BaseException | None = exc
         while cause is not None and len(chain) < 4:

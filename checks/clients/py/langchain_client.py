@@ -76,8 +76,43 @@ def tools(config: dict[str, Any], responses: bool) -> None:
     emit("answer", text=text_of(answer.content), tool_calls=answer.tool_calls)
 
 
+def extra_fields(config: dict[str, Any], responses: bool) -> None:
+    """What LangChain users set for local models: ``extra_body`` sampler
+    fields and OpenAI's own ``verbosity``; each reported, none raised."""
+    import openai
+
+    trials: dict[str, dict[str, Any]] = {
+        "extra_body sampler fields (top_k, min_p, repetition_penalty)": {
+            "extra_body": {"top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1}
+        },
+        "verbosity='low'": {"verbosity": "low"},
+    }
+    if responses:
+        trials["truncation='auto'"] = {"truncation": "auto"}
+    for name, kwargs in trials.items():
+        model = ChatOpenAI(
+            model="hermes-agent",
+            base_url=config["base_url"],
+            api_key=config["api_key"],
+            max_retries=0,
+            timeout=15,
+            use_responses_api=responses,
+            **kwargs,
+        )
+        try:
+            reply = model.invoke("hi")
+            emit("trial", name=name, ok=True, text=text_of(reply.content))
+        except openai.APIStatusError as exc:
+            emit("trial", name=name, ok=False, status=exc.status_code, message=exc.message)
+
+
 CASES = {}
-for name, fn in {"stream": stream, "invoke": invoke, "tools": tools}.items():
+for name, fn in {
+    "stream": stream,
+    "invoke": invoke,
+    "tools": tools,
+    "extra_fields": extra_fields,
+}.items():
     CASES[name] = lambda c, fn=fn: fn(c, False)
     CASES["responses_" + name] = lambda c, fn=fn: fn(c, True)
 

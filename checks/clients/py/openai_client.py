@@ -24,6 +24,7 @@ WEATHER = {
         },
     },
 }
+WEATHER_RESULT = '{"temp_c": 21, "sky": "clear"}'
 WEATHER_RESPONSES = {"type": "function", **WEATHER["function"]}
 
 
@@ -81,9 +82,7 @@ def chat_tool(config: dict[str, Any]) -> None:
     """A client function tool, streamed: count the argument fragments as they
     arrive, run the tool, send the ``tool`` message, stream the answer."""
     c = client(config)
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": "What is the weather in Paris?"}
-    ]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What is the weather in Paris?"}]
     stream = c.chat.completions.create(
         model="hermes-agent", messages=messages, tools=[WEATHER], stream=True
     )
@@ -120,15 +119,11 @@ def chat_tool(config: dict[str, Any]) -> None:
         }
     )
     for call in calls.values():
-        messages.append(
-            {"role": "tool", "tool_call_id": call["id"], "content": '{"temp_c": 21, "sky": "clear"}'}
-        )
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": WEATHER_RESULT})
     follow = c.chat.completions.create(
         model="hermes-agent", messages=messages, tools=[WEATHER], stream=True
     )
-    text = "".join(
-        chunk.choices[0].delta.content or "" for chunk in follow if chunk.choices
-    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in follow if chunk.choices)
     emit("answer", text=text)
 
 
@@ -195,8 +190,11 @@ def responses_tool(config: dict[str, Any]) -> None:
             emit("fragment", arguments=event.delta, at=now())
         elif event.type == "response.output_item.done" and event.item.type == "function_call":
             calls.append(
-                {"call_id": event.item.call_id, "name": event.item.name,
-                 "arguments": event.item.arguments}
+                {
+                    "call_id": event.item.call_id,
+                    "name": event.item.name,
+                    "arguments": event.item.arguments,
+                }
             )
         elif event.type == "response.completed":
             final = event.response
@@ -206,8 +204,7 @@ def responses_tool(config: dict[str, Any]) -> None:
         previous_response_id=final.id,
         tools=[WEATHER_RESPONSES],
         input=[
-            {"type": "function_call_output", "call_id": call["call_id"],
-             "output": '{"temp_c": 21, "sky": "clear"}'}
+            {"type": "function_call_output", "call_id": call["call_id"], "output": WEATHER_RESULT}
             for call in calls
         ],
     )
@@ -243,8 +240,13 @@ def extra_fields(config: dict[str, Any]) -> None:
             done = c.responses.create(model="hermes-agent", input="hi", truncation="auto")
             emit("trial", name="responses truncation=auto", ok=True, text=done.output_text)
         except openai.APIStatusError as exc:
-            emit("trial", name="responses truncation=auto", ok=False,
-                 status=exc.status_code, message=exc.message)
+            emit(
+                "trial",
+                name="responses truncation=auto",
+                ok=False,
+                status=exc.status_code,
+                message=exc.message,
+            )
 
 
 if __name__ == "__main__":

@@ -58,6 +58,31 @@ async def run(config: dict[str, Any], api: str, streamed: bool) -> None:
         emit("result", output=result.output, client_tool_calls=len(RAN))
 
 
+async def extra_fields(config: dict[str, Any], api: str) -> None:
+    """``model_settings`` a pydantic-ai user sets for a local model: ``top_k``
+    (through ``extra_body``) and OpenAI's ``openai_text_verbosity``."""
+
+    agent = make_agent(config, api)
+    trials: dict[str, dict[str, Any]] = {
+        "extra_body top_k/min_p": {"extra_body": {"top_k": 40, "min_p": 0.05}},
+        "openai_text_verbosity='low'": {"openai_text_verbosity": "low"},
+    }
+    for name, settings in trials.items():
+        try:
+            result = await agent.run("hi", model_settings=settings)
+            emit("trial", name=name, ok=True, text=result.output)
+        except Exception as exc:
+            cause = exc.__cause__ or exc
+            emit(
+                "trial",
+                name=name,
+                ok=False,
+                status=getattr(cause, "status_code", None),
+                message=str(getattr(cause, "message", cause))[:500],
+                type=type(exc).__name__,
+            )
+
+
 if __name__ == "__main__":
     main(
         {
@@ -65,5 +90,7 @@ if __name__ == "__main__":
             "chat_stream": lambda c: run(c, "chat", True),
             "responses": lambda c: run(c, "responses", False),
             "responses_stream": lambda c: run(c, "responses", True),
+            "chat_extra_fields": lambda c: extra_fields(c, "chat"),
+            "responses_extra_fields": lambda c: extra_fields(c, "responses"),
         }
     )

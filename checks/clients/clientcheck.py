@@ -80,15 +80,23 @@ def environment(name: str) -> Path:
     where = CLIENTS_DIR / name
     missing = [p for p in spec["probe"] if not (where / p).exists()]
     if not missing and spec["modules"]:
+        # find_spec locates the packages without importing them (imports of
+        # these SDKs take seconds).
         probe = subprocess.run(
-            [str(where / "bin/python"), "-c", "import " + ", ".join(spec["modules"])],
+            [
+                str(where / "bin/python"),
+                "-c",
+                "import importlib.util as u, sys\n"
+                "print(' '.join(m for m in sys.argv[1:] if u.find_spec(m) is None))",
+                *spec["modules"],
+            ],
             capture_output=True,
             text=True,
             timeout=60,
             check=False,
         )
-        if probe.returncode != 0:
-            missing = [probe.stderr.strip().splitlines()[-1] if probe.stderr else "imports"]
+        if probe.returncode != 0 or probe.stdout.strip():
+            missing = [f"no module {m}" for m in probe.stdout.split()] or [probe.stderr.strip()]
     if missing:
         pytest.fail(
             f"client environment '{name}' is missing or incomplete at {where} "

@@ -1,7 +1,8 @@
 """Scenario 6: Simon Willison's ``llm`` CLI with an ``extra-openai-models.yaml``
 (in a temporary ``LLM_USER_PATH``) pointing at the server: a streamed prompt
 over Chat Completions, the same with ``--no-stream``, and over the Responses
-API (``responses: true``)."""
+API (``responses: true``), also for a model declared ``reasoning: true`` (llm then
+sends ``include: ["reasoning.encrypted_content"]``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.clients("py")
 ANSWER = "Nurseries hold the tasks — «trio» keeps them tidy. 🌙\nA second line, to be sure."
 
 
-def user_path(tmp_path: Path, base_url: str, key: str, *, responses: bool) -> Path:
+def user_path(tmp_path: Path, base_url: str, key: str, *, responses: bool, reasoning: bool) -> Path:
     where = tmp_path / "llm-user"
     where.mkdir()
     model = {
@@ -29,13 +30,15 @@ def user_path(tmp_path: Path, base_url: str, key: str, *, responses: bool) -> Pa
     }
     if responses:
         model["responses"] = True
+    if reasoning:  # how llm's docs declare a reasoning model (gpt-5, o3, R1 upstream)
+        model["reasoning"] = True
     # JSON is YAML; no yaml module needed on this side.
     (where / "extra-openai-models.yaml").write_text(json.dumps([model]))
     (where / "keys.json").write_text(json.dumps({"hermes": key}))
     return where
 
 
-@pytest.mark.parametrize("mode", ["stream", "no-stream", "responses"])
+@pytest.mark.parametrize("mode", ["stream", "no-stream", "responses", "responses-reasoning"])
 async def test_llm_cli_prompt(mode: str, tmp_path: Path) -> None:
     llm = str(environment("py") / "bin" / "llm")
     workdir = tmp_path / "work"
@@ -45,7 +48,8 @@ async def test_llm_cli_prompt(mode: str, tmp_path: Path) -> None:
             tmp_path,
             stack.client["base_url"],
             stack.client["api_key"],
-            responses=mode == "responses",
+            responses=mode.startswith("responses"),
+            reasoning=mode == "responses-reasoning",
         )
         argv = [llm, "-m", "hermes", "-o", "temperature", "0.3"]
         if mode == "no-stream":
@@ -54,7 +58,14 @@ async def test_llm_cli_prompt(mode: str, tmp_path: Path) -> None:
         run = await run_client(argv, time_limit=45, env=client_env(LLM_USER_PATH=str(where)))
         sent = stack.model.model_requests[0].json if stack.model.model_requests else {}
     v = Verdict(run)
-    v.expect(run.stdout == ANSWER + "\n", f"llm printed {run.stdout!r}")
+    hint = (
+        " (not named in issue 10: /v1/responses refuses a non-empty 'include')"
+        if "'include'" in run.stderr
+        else ""
+    )
+    v.expect(
+        run.stdout == ANSWER + "\n", f"llm printed {run.stdout!r}, stderr {run.stderr!r}{hint}"
+    )
     v.expect(sent.get("temperature") == 0.3, f"temperature did not reach the model: {sent}")
     if mode != "no-stream":
         # 11 tokens 50 ms apart: a streaming CLI prints them over ~0.5 s.

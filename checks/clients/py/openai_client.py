@@ -235,18 +235,24 @@ def extra_fields(config: dict[str, Any]) -> None:
             emit("trial", name=name, ok=True, text=done.choices[0].message.content)
         except openai.APIStatusError as exc:
             emit("trial", name=name, ok=False, status=exc.status_code, message=exc.message)
-    if config.get("responses", True) and hasattr(c, "responses"):
+    if not hasattr(c, "responses"):
+        return
+    responses_trials: dict[str, dict[str, Any]] = {
+        "responses truncation=auto": {"truncation": "auto"},
+        # What Codex, llm (reasoning models), pydantic-ai and the AI SDK send
+        # for reasoning models with store=false.
+        "responses include=['reasoning.encrypted_content'], store=false": {
+            "include": ["reasoning.encrypted_content"],
+            "store": False,
+            "reasoning": {"effort": "low"},
+        },
+    }
+    for name, kwargs in responses_trials.items():
         try:
-            done = c.responses.create(model="hermes-agent", input="hi", truncation="auto")
-            emit("trial", name="responses truncation=auto", ok=True, text=done.output_text)
+            done = c.responses.create(model="hermes-agent", input="hi", **kwargs)
+            emit("trial", name=name, ok=True, text=done.output_text)
         except openai.APIStatusError as exc:
-            emit(
-                "trial",
-                name="responses truncation=auto",
-                ok=False,
-                status=exc.status_code,
-                message=exc.message,
-            )
+            emit("trial", name=name, ok=False, status=exc.status_code, message=exc.message)
 
 
 if __name__ == "__main__":

@@ -370,7 +370,9 @@ def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes | PreStrea
     if end is not None and end.finish_reason == "error":
         message = end.error or "the turn failed"
         if not frames.started:
-            return PreStreamError(error_status(end.error_code), message, end.error_code)
+            return PreStreamError(
+                error_status(end.error_code, end.model_status), message, end.error_code
+            )
         return frames.error(message, type="server_error", code=end.error_code)
     if end is None:
         reason = turn.interrupted or "the turn ended without an answer"

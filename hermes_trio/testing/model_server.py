@@ -127,6 +127,8 @@ class _Turn:
     usage: dict[str, Any] | None = None
     delay: float = 0.0
     first_token_delay: float = 0.0
+    #: Silence after the last element, before the stream's end.
+    hold: float = 0.0
     #: Encoded Chat deltas, cached across responses of the same step.
     chat_deltas: list[bytes] | None = None
 
@@ -313,6 +315,7 @@ def _make_turn(step: Step, ids: _Ids, cache: dict[int, tuple[Step, _Turn]] | Non
             calls=calls,
             finish_reason="tool_calls",
             delay=step.delay,
+            hold=step.hold,
         )
     if isinstance(step, ErrorFrame | Stall | Drop):
         return _Turn(reasoning=[], text=split_tokens(step.text), calls=[])
@@ -386,7 +389,7 @@ class _ChatRenderer:
         if ending == "error":
             frames.append((0.0, b"data: " + _error_body(500, error) + b"\n\n"))
         elif ending == "complete":
-            frames.append((0.0, self._finish(turn)))
+            frames.append((turn.hold, self._finish(turn)))
         return frames
 
     def _finish(self, turn: _Turn) -> bytes:
@@ -715,7 +718,8 @@ class _ResponsesRenderer:
             parts += self._close(turn)
             done = self._final(turn, self.items)
             parts.append(self._event(f"response.{done['status']}", response=done))
-            frames.append((0.0 if elements else turn.first_token_delay, b"".join(parts)))
+            gap = turn.hold if elements else turn.first_token_delay
+            frames.append((gap, b"".join(parts)))
         elif ending == "error":
             failed = self.response_object(
                 "failed",

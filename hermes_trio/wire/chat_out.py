@@ -128,6 +128,26 @@ class ChatStreamFrames:
                 out.append(self._chunk({"tool_calls": [piece]}))
         return b"".join(out)
 
+    def tool_call_delta(
+        self, index: int, arguments: str, *, call_id: str = "", name: str = ""
+    ) -> bytes:
+        """One piece of a client-side tool call as the model writes it: with
+        ``name`` the call's first fragment (id, type and name, empty
+        arguments), then ``arguments`` as a fragment of its own."""
+        out = [self.start()]
+        if name:
+            first = {
+                "index": index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            out.append(self._chunk({"tool_calls": [first]}))
+        if arguments:
+            piece = {"index": index, "function": {"arguments": arguments}}
+            out.append(self._chunk({"tool_calls": [piece]}))
+        return b"".join(out)
+
     def finish(self, reason: str, usage: Usage | None = None) -> bytes:
         """The finish chunk, the usage chunk when asked for, and ``[DONE]``;
         a ``reason`` Chat Completions does not know is sent as ``stop``."""

@@ -318,7 +318,7 @@ class _ChatRun:
             id=self.completion_id,
             created=self.created,
             model=self.model,
-            content=end.text if (end.text or not end.tool_calls) else None,
+            content=end.answer if (end.answer or not end.tool_calls) else None,
             finish_reason=end.finish_reason,
             usage=end.usage,
             tool_calls=end.tool_calls,

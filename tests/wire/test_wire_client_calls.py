@@ -86,7 +86,7 @@ _call = st.tuples(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(_call, max_size=5), st.data())
 def test_every_client_call_reaches_the_client_once_and_whole(
     calls: list[tuple[str, str, bool]], data: Any

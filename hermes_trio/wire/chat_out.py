@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -108,25 +108,6 @@ class ChatStreamFrames:
     def reasoning(self, text: str) -> bytes:
         prefix = self.start() if not self._started else b""
         return prefix + self._chunk({"reasoning_content": text})
-
-    def tool_calls(self, calls: Sequence[dict[str, Any]], *, fragment: int = 64) -> bytes:
-        """Client-side tool calls as OpenAI streams them: id/type/name once,
-        then the arguments in fragments, every piece carrying its index."""
-        out = [self.start()]
-        for index, call in enumerate(calls):
-            fn = call.get("function", {})
-            args = str(fn.get("arguments", ""))
-            first = {
-                "index": index,
-                "id": call.get("id", ""),
-                "type": "function",
-                "function": {"name": fn.get("name", ""), "arguments": ""},
-            }
-            out.append(self._chunk({"tool_calls": [first]}))
-            for pos in range(0, len(args), fragment):
-                piece = {"index": index, "function": {"arguments": args[pos : pos + fragment]}}
-                out.append(self._chunk({"tool_calls": [piece]}))
-        return b"".join(out)
 
     def tool_call_delta(
         self, index: int, arguments: str, *, call_id: str = "", name: str = ""

@@ -40,7 +40,8 @@ from .tools import (
     ToolResult,
     default_registry,
 )
-from .wire.chat_chunks import ChunkDelta, ToolCall
+from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
+from .wire.client_calls import ClientCallStream
 from .wire.think import ThinkFilter
 
 __all__ = ["Agent", "TurnEvents", "TurnResult", "open_agent"]
@@ -52,6 +53,10 @@ INTERRUPTED_MARK = "[interrupted]"
 
 @dataclass
 class TurnResult:
+    """How a turn ended. ``text`` is the last step's text (as in
+    ``TurnFinished``); ``answer`` is every step's text as a Chat Completions
+    stream shows it, the steps separated by a blank line."""
+
     text: str
     usage: Usage
     finish_reason: str
@@ -60,6 +65,7 @@ class TurnResult:
     error_code: str | None = None
     model_status: int | None = None
     added: list[dict[str, Any]] = field(default_factory=list)
+    answer: str = ""
 
 
 async def _end(
@@ -67,11 +73,13 @@ async def _end(
     text: str,
     usage: Usage,
     reason: str,
+    *,
+    answer: str = "",
     **extra: Any,
 ) -> TurnResult:
     """Tell the consumers how the turn ended, and return the same ending."""
     await send.send(TurnFinished(text, usage, reason, **extra))
-    return TurnResult(text, usage, reason, **extra)
+    return TurnResult(text, usage, reason, answer=answer, **extra)
 
 
 class TurnEvents:
@@ -106,11 +114,13 @@ class TurnEvents:
 
 
 class _Step:
-    """What one model step has shown so far, for the interrupt record."""
+    """What one model step has shown so far: its text (also for the
+    interrupt record) and the client tool calls it announced."""
 
-    def __init__(self, tags: Sequence[str]) -> None:
+    def __init__(self, tags: Sequence[str], client_names: frozenset[str]) -> None:
         self.think = ThinkFilter(tags)
         self.parts: list[str] = []
+        self.calls = ClientCallStream(client_names)
 
     @property
     def shown(self) -> str:
@@ -234,11 +244,13 @@ class Agent:
         prompt = cfg.system_prompt
         if system:
             prompt = f"{prompt}\n\n{system}" if prompt else system
-        client_names = {t.get("function", {}).get("name") for t in client_tools}
+        client_names = frozenset(str(t.get("function", {}).get("name")) for t in client_tools)
         schemas = [s for s in self.tools.schemas() if s["function"]["name"] not in client_names]
         schemas += list(client_tools)
         usage = Usage()
-        step = _Step(cfg.think_tags)
+        step = _Step(cfg.think_tags, client_names)
+        # Every step's text, for the whole answer of a non-streamed reply.
+        said_so_far: list[str] = []
         # Set once the history holds this turn's outcome; an exception after
         # that (a consumer gone while we send TurnFinished) must not add a
         # second, "interrupted" ending.
@@ -253,6 +265,10 @@ class Agent:
                 await send.send(event)
 
         async def on_delta(delta: ChunkDelta) -> None:
+            # Reasoning first: a delta that carries both (a whole
+            # non-streamed answer) was reasoned before it was said.
+            if delta.reasoning:
+                await emit(ReasoningChunk(delta.reasoning))
             if delta.content:
                 filtered = step.think.feed(delta.content)
                 if filtered.reasoning:
@@ -260,12 +276,19 @@ class Agent:
                 if filtered.text:
                     step.parts.append(filtered.text)
                     await emit(MessageChunk(filtered.text))
-            if delta.reasoning:
-                await emit(ReasoningChunk(delta.reasoning))
+            if delta.tool_calls:
+                first = not step.calls.started
+                pieces = step.calls.feed(delta.tool_calls)
+                if pieces and first:
+                    # The text before the calls is over: a tail the think
+                    # filter still holds must come out before them.
+                    await self._flush(step, send)
+                for piece in pieces:
+                    await emit(piece)
 
         try:
             for _ in range(cfg.max_iterations):
-                step = _Step(cfg.think_tags)
+                step = _Step(cfg.think_tags, client_names)
                 head = [{"role": "system", "content": prompt}] if prompt else []
                 try:
                     response = await self.client.complete(
@@ -283,29 +306,39 @@ class Agent:
                     usage = usage + response.usage
                 message = response.message
                 # Every piece of the answer went through the step's think
-                # filter on its way out, so what it showed is the answer.
-                said = step.shown.strip()
+                # filter on its way out, so what it showed is the answer,
+                # kept as it was streamed (whitespace included).
+                said = step.shown
+                if said:
+                    said_so_far.append(said)
+                answer = "\n\n".join(said_so_far)
                 if not message.tool_calls:
                     messages.append({"role": "assistant", "content": said})
                     recorded = True
                     await send.send(MessageStop(final=True))
                     reason = "length" if message.finish_reason == "length" else "stop"
-                    return await _end(send, said, usage, reason)
+                    return await _end(send, said, usage, reason, answer=answer)
 
-                assistant = message.to_message()
-                assistant["content"] = said or None
+                late, all_calls, theirs = step.calls.finish(message.tool_calls)
+                for piece in late:
+                    await send.send(piece)
+                spoken = said if said.strip() else None
+                assistant = AssistantMessage(
+                    spoken or "", message.reasoning, tuple(all_calls), message.finish_reason
+                ).to_message()
                 messages.append(assistant)
-                if said:
+                if spoken:
                     await send.send(Commentary(said))
                 await send.send(MessageStop(final=False))
-                mine = [c for c in message.tool_calls if c.name not in client_names]
-                theirs = [c for c in message.tool_calls if c.name in client_names]
+                mine = [c for c in all_calls if c.name not in client_names]
                 if mine:
                     await self._run_tools(mine, messages, send, ctx)
                 if theirs:
                     calls = tuple(c.to_message() for c in theirs)
                     recorded = True
-                    return await _end(send, said, usage, "tool_calls", tool_calls=calls)
+                    return await _end(
+                        send, said, usage, "tool_calls", tool_calls=calls, answer=answer
+                    )
             note = (
                 f"(Stopped: the agent reached its limit of {cfg.max_iterations} model steps "
                 "in one turn without a final answer; raise agent.max_iterations to allow more.)"
@@ -314,7 +347,8 @@ class Agent:
             recorded = True
             await send.send(MessageChunk(note))
             await send.send(MessageStop(final=True))
-            return await _end(send, note, usage, "length")
+            answer = "\n\n".join([*said_so_far, note])
+            return await _end(send, note, usage, "length", answer=answer)
         except BaseException:
             # Cancelled may arrive bare or grouped from the tool nursery;
             # either way the turn ended without finishing.

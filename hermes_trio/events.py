@@ -22,6 +22,7 @@ __all__ = [
     "ReasoningChunk",
     "StreamEvent",
     "ToolCallChunk",
+    "ToolCallDelta",
     "ToolCallFinished",
     "TurnFinished",
     "Usage",
@@ -90,6 +91,29 @@ class ToolCallChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a call to a client-side tool, as the model writes it.
+
+    The first delta of a call carries its ``call_id`` and ``name`` (and
+    possibly arguments already); later ones only the next piece of its JSON
+    ``arguments``. ``index`` is the call's position among the client calls
+    of the answer. Calls to the agent's own tools never appear here: those
+    are ``ToolCallChunk``/``ToolCallFinished`` while they run. The whole
+    calls follow in ``TurnFinished.tool_calls``, in ``index`` order.
+    """
+
+    index: int
+    arguments: str = ""
+    call_id: str = ""
+    name: str = ""
+
+    @property
+    def starts(self) -> bool:
+        """Whether this delta opens its call (a call always has a name)."""
+        return bool(self.name)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallFinished:
     """A tool call ended; ``result`` is what the model will read."""
 
@@ -148,6 +172,7 @@ StreamEvent = (
     | MessageStop
     | Commentary
     | ToolCallChunk
+    | ToolCallDelta
     | ToolCallFinished
     | LongToolHint
     | GatewayNotice

@@ -21,6 +21,7 @@ from ..events import (
     ReasoningChunk,
     StreamEvent,
     ToolCallChunk,
+    ToolCallDelta,
     ToolCallFinished,
     TurnFinished,
     receive_batch,
@@ -35,6 +36,7 @@ __all__ = [
     "PreStreamError",
     "SSEOptions",
     "error_status",
+    "parse_extensions",
     "write_chat_sse",
 ]
 
@@ -55,6 +57,19 @@ class PreStreamError:
     status: int
     message: str
     code: str | None
+
+
+def parse_extensions(header: str) -> frozenset[str]:
+    """The stream extensions an ``X-Hermes-Stream-Extensions`` header asks
+    for (comma-separated, any case); ValueError naming one not known."""
+    names = frozenset(part.strip().lower() for part in header.split(",") if part.strip())
+    unknown = names - EXTENSIONS
+    if unknown:
+        raise ValueError(
+            f"unknown stream extension '{sorted(unknown)[0]}' in X-Hermes-Stream-Extensions "
+            f"(known: {', '.join(sorted(EXTENSIONS))})"
+        )
+    return names
 
 
 def error_status(code: str | None, model_status: int | None = None) -> int:
@@ -145,6 +160,8 @@ class _Writer:
         self.last_write = trio.current_time()
         self.any_text = False
         self.boundary = False
+        # Ids of the client tool calls already streamed as they were written.
+        self.streamed_calls: set[str] = set()
 
     def wrote(self) -> None:
         self.emitted = True
@@ -176,6 +193,14 @@ class _Writer:
             elif isinstance(event, ReasoningChunk):
                 if self.reasoning:
                     parts.append(frames.reasoning(event.text))
+            elif isinstance(event, ToolCallDelta):
+                if event.starts:
+                    self.streamed_calls.add(event.call_id)
+                parts.append(
+                    frames.tool_call_delta(
+                        event.index, event.arguments, call_id=event.call_id, name=event.name
+                    )
+                )
             elif isinstance(event, ToolCallChunk):
                 if self.tools:
                     parts.append(
@@ -234,8 +259,18 @@ class _Writer:
                         )
                     )
                     break
-                if event.tool_calls:
-                    parts.append(frames.tool_calls(event.tool_calls))
+                for index, call in enumerate(event.tool_calls):
+                    # Calls a producer did not stream go out whole here.
+                    if call.get("id") not in self.streamed_calls:
+                        fn = call.get("function") or {}
+                        parts.append(
+                            frames.tool_call_delta(
+                                index,
+                                str(fn.get("arguments") or ""),
+                                call_id=str(call.get("id") or ""),
+                                name=str(fn.get("name") or ""),
+                            )
+                        )
                 parts.append(frames.finish(event.finish_reason, event.usage))
                 break
         flush_text()

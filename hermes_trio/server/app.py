@@ -20,7 +20,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ..agent import Agent, TurnEvents
-from ..consumers.sse import EXTENSIONS, PreStreamError, SSEOptions, error_status, write_chat_sse
+from ..consumers.sse import PreStreamError, SSEOptions, error_status, write_chat_sse
 from ..events import StreamEvent
 from ..wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from .bodies import (
@@ -30,6 +30,7 @@ from .bodies import (
     read_json_body,
     request_owner,
     sse_response,
+    stream_extensions,
 )
 from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
@@ -188,20 +189,6 @@ def create_app(state: ServerState) -> QuartTrio:
     return app
 
 
-def _extensions() -> frozenset[str]:
-    asked = request.headers.get("X-Hermes-Stream-Extensions", "")
-    names = frozenset(part.strip().lower() for part in asked.split(",") if part.strip())
-    unknown = names - EXTENSIONS
-    if unknown:
-        raise APIError(
-            400,
-            f"unknown stream extension '{sorted(unknown)[0]}' in X-Hermes-Stream-Extensions "
-            f"(known: {', '.join(sorted(EXTENSIONS))})",
-            param="X-Hermes-Stream-Extensions",
-        )
-    return names
-
-
 async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     agent = state.agent
     model, kwargs = turn_options(agent, chat, chat.stream)
@@ -211,7 +198,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         completion_id=new_completion_id(),
         created=int(wall_clock()),
         model=model,
-        extensions=_extensions(),
+        extensions=stream_extensions(),
     )
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
@@ -329,7 +316,7 @@ class _ChatRun:
             id=self.completion_id,
             created=self.created,
             model=self.model,
-            content=end.text if (end.text or not end.tool_calls) else None,
+            content=end.answer if (end.answer or not end.tool_calls) else None,
             finish_reason=end.finish_reason,
             usage=end.usage,
             tool_calls=end.tool_calls,

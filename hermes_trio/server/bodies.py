@@ -13,6 +13,8 @@ import trio
 from quart import Response, request
 from quart.wrappers.response import ResponseBody
 
+from ..consumers.sse import parse_extensions
+from .errors import APIError
 from .request_json import parse_request_json
 from .store import owner_scope
 
@@ -23,6 +25,8 @@ __all__ = [
     "read_json_body",
     "request_owner",
     "sse_response",
+    "stream_extensions",
+    "validate_body",
 ]
 
 T = TypeVar("T")
@@ -36,6 +40,15 @@ def bearer_token() -> str:
     """The request's ``Authorization: Bearer`` token, or "" without one."""
     given = request.headers.get("Authorization", "")
     return given[7:] if given[:7].lower() == "bearer " else ""
+
+
+def stream_extensions() -> frozenset[str]:
+    """The opt-in stream extensions the request asks for; 400 naming an
+    unknown one."""
+    try:
+        return parse_extensions(request.headers.get("X-Hermes-Stream-Extensions", ""))
+    except ValueError as exc:
+        raise APIError(400, str(exc), param="X-Hermes-Stream-Extensions") from None
 
 
 def request_owner() -> str:
@@ -68,6 +81,14 @@ async def read_json_body(validate: Callable[[Any], T] = _as_is) -> T:
     if len(raw) < THREAD_PARSE_BYTES:
         return validate(parse_request_json(raw))
     return await trio.to_thread.run_sync(_parse_and_validate, raw, validate)
+
+
+async def validate_body(validate: Callable[[Any], T], body: Any) -> T:
+    """``validate(body)`` for a body already parsed (and then completed, as
+    item references are), off the event loop when the request was big."""
+    if (request.content_length or 0) < THREAD_PARSE_BYTES:
+        return validate(body)
+    return await trio.to_thread.run_sync(validate, body)
 
 
 def _parse_and_validate(raw: bytes, validate: Callable[[Any], T]) -> T:

@@ -2,19 +2,61 @@
 chat messages the agent continues from, and as the stored items
 ``GET /v1/responses/{id}/input_items`` lists.
 
-Items without an id get one, so a listing can page by id.
+Items without an id get one, so a listing can page by id. An
+``item_reference`` names an item stored earlier (the Vercel AI SDK sends one
+for every answer it already has); :func:`item_references` lists their ids and
+:func:`resolve_references` puts the stored items in their place before the
+input is parsed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..wire.responses_out import new_item_id
+from .errors import APIError
 from .validation import bad, role_of
 
-__all__ = ["check_tool_outputs", "parse_input"]
+__all__ = ["check_tool_outputs", "item_references", "parse_input", "resolve_references"]
 
 _INPUT_ROLES = frozenset({"user", "assistant", "system", "developer"})
+
+
+def item_references(value: Any) -> list[str]:
+    """The ids the ``item_reference`` items of an input name, in order."""
+    if not isinstance(value, list):
+        return []
+    ids: list[str] = []
+    for i, raw in enumerate(value):
+        if isinstance(raw, dict) and raw.get("type") == "item_reference":
+            ref = raw.get("id")
+            if not isinstance(ref, str) or not ref:
+                raise bad(f"'input[{i}].id' must be a non-empty string", f"input[{i}].id")
+            ids.append(ref)
+    return ids
+
+
+def resolve_references(value: Any, stored: Mapping[str, dict[str, Any]]) -> Any:
+    """The input with each ``item_reference`` replaced by the stored item it
+    names; 400 naming the first reference to an item not in ``stored``."""
+    if not isinstance(value, list):
+        return value
+    out: list[Any] = []
+    for i, raw in enumerate(value):
+        if isinstance(raw, dict) and raw.get("type") == "item_reference":
+            ref = raw.get("id")
+            item = stored.get(ref) if isinstance(ref, str) else None
+            if item is None:
+                raise _unknown_reference(ref, f"input[{i}]")
+            out.append(item)
+        else:
+            out.append(raw)
+    return out
+
+
+def _unknown_reference(ref: Any, where: str) -> APIError:
+    return bad(f"Item with id '{ref}' not found.", where, code="item_not_found")
 
 
 def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
@@ -59,6 +101,9 @@ def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
                     "status": "completed",
                 }
             )
+        elif kind == "item_reference":
+            # Resolved before parsing when the store has the item.
+            raise _unknown_reference(raw.get("id"), where)
         elif kind == "reasoning":
             # Reasoning given back from an earlier output: chat models take
             # no reasoning input, and their own reasoning is not needed to
@@ -69,7 +114,7 @@ def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
         else:
             raise bad(
                 f"'{where}.type' {kind!r} is not supported (supported: message, function_call, "
-                "function_call_output, reasoning)",
+                "function_call_output, reasoning, item_reference)",
                 f"{where}.type",
             )
     if not messages:

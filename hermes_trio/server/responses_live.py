@@ -116,10 +116,16 @@ class LiveResponses:
         return live if live is not None and live.owner == owner else None
 
     async def start(
-        self, req: ResponsesRequest, owner: str, conversation: list[dict[str, Any]]
+        self,
+        req: ResponsesRequest,
+        owner: str,
+        conversation: list[dict[str, Any]],
+        *,
+        tool_events: bool = False,
     ) -> LiveResponse:
         """Start a response's turn; returns once the response is stored (when
-        it is to be) and running, so a store failure is the request's error."""
+        it is to be) and running, so a store failure is the request's error.
+        ``tool_events`` shows the agent's own tool runs in its stream."""
         state = self.state
         # Streamed upstream whenever someone may watch the events.
         model, kwargs = turn_options(
@@ -131,6 +137,7 @@ class LiveResponses:
             model=model,
             echo=req.echo,
             clock=wall_clock,
+            tool_events=tool_events,
         )
         live = LiveResponse(builder.id, owner, builder, conversation, background=req.background)
         live.log.extend(builder.start())

@@ -3,7 +3,11 @@ and resumable streams (issue 4).
 
 - ``POST /v1/responses`` runs one agent turn, streamed (``stream: true``) or
   not. ``previous_response_id`` continues the stored conversation, tool calls
-  and tool results included; ``store: false`` keeps nothing.
+  and tool results included; ``store: false`` keeps nothing. ``item_reference``
+  input items name items of this owner's stored responses. The agent's own
+  tool calls are not output items (only calls of the client's tools are);
+  ``X-Hermes-Stream-Extensions: tools`` shows them as ``hermes.tool.*``
+  stream events.
 - ``GET /v1/responses/{id}`` returns the response object, or with
   ``stream=true`` replays its events after ``starting_after`` and then
   follows the turn while it runs.
@@ -17,6 +21,7 @@ the store.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +29,16 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ..consumers.sse import error_status
-from .bodies import json_response, read_json_body, request_owner, sse_response
+from .bodies import (
+    json_response,
+    read_json_body,
+    request_owner,
+    sse_response,
+    stream_extensions,
+    validate_body,
+)
 from .errors import APIError
-from .responses_input import check_tool_outputs
+from .responses_input import check_tool_outputs, item_references, resolve_references
 from .responses_live import LiveResponses
 from .responses_request import (
     ResponsesRequest,
@@ -61,10 +73,14 @@ class _Responses:
         self.live = LiveResponses(state)
         self.store = state.store
 
-    async def create(self, req: ResponsesRequest) -> Response:
+    async def create(self, body: Any, parse: Callable[[Any], ResponsesRequest]) -> Response:
         owner = request_owner()
+        extensions = stream_extensions()
+        if isinstance(body, dict):
+            body = await self._resolve_references(body, owner)
+        req = await validate_body(parse, body)
         conversation = await self._conversation(req, owner)
-        live = await self.live.start(req, owner, conversation)
+        live = await self.live.start(req, owner, conversation, tool_events="tools" in extensions)
         builder = live.builder
         if req.stream:
             return sse_response(self.live.follow(live, owns_turn=not req.background))
@@ -84,6 +100,15 @@ class _Responses:
                 code=builder.error_code,
             )
         return json_response(builder.snapshot())
+
+    async def _resolve_references(self, body: dict[str, Any], owner: str) -> dict[str, Any]:
+        """The body with its ``item_reference`` inputs replaced by the items
+        they name, looked up among ``owner``'s stored responses."""
+        ids = item_references(body.get("input"))
+        if not ids:
+            return body
+        stored = await self.store.find_items(owner, ids)
+        return {**body, "input": resolve_references(body["input"], stored)}
 
     async def _conversation(self, req: ResponsesRequest, owner: str) -> list[dict[str, Any]]:
         """What the new response's turn continues from: the previous
@@ -183,7 +208,9 @@ def register_responses_routes(app: QuartTrio, state: ServerState) -> None:
 
     @app.post("/v1/responses")
     async def create_response() -> Response:
-        return await responses.create(await read_json_body(parse))
+        # References are resolved against the store before the body is
+        # checked, so the stored items they stand for are checked too.
+        return await responses.create(await read_json_body(), parse)
 
     @app.get("/v1/responses/<response_id>")
     async def retrieve_response(response_id: str) -> Response:

@@ -170,6 +170,10 @@ class ResponseStore(Protocol):
 
     async def get(self, response_id: str, owner: str) -> StoredResponse | None: ...
 
+    async def find_items(self, owner: str, item_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored input and output items of ``owner``'s responses with
+        these ids (the newest response's where several share an id)."""
+
     async def events_after(self, response_id: str, after: int) -> list[ResponseEvent]:
         """Stored events with a sequence number above ``after``, in order."""
 
@@ -431,6 +435,33 @@ class SQLiteResponseStore:
             input_items=json.loads(row[6]),
             background=bool(row[7]),
         )
+
+    async def find_items(self, owner: str, item_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        wanted = sorted(set(item_ids))
+
+        def read(conn: sqlite3.Connection) -> list[tuple[float, str]]:
+            rows: list[tuple[float, str]] = []
+            # SQLite bounds the parameters of one statement.
+            for start in range(0, len(wanted), 500):
+                batch = wanted[start : start + 500]
+                marks = ", ".join("?" * len(batch))
+                query = " UNION ALL ".join(
+                    "SELECT r.created_at, j.value FROM responses r, "
+                    f"json_each(r.{column}{path}) j WHERE r.owner = ? "
+                    f"AND json_extract(j.value, '$.id') IN ({marks})"
+                    for column, path in (("input_items", ""), ("response", ", '$.output'"))
+                )
+                rows += conn.execute(query, (owner, *batch, owner, *batch)).fetchall()
+            return rows
+
+        found: dict[str, dict[str, Any]] = {}
+        if not wanted:
+            return found
+        # Oldest first, so that the newest response's item wins.
+        for _, raw in sorted(await self._run(read), key=lambda row: row[0]):
+            item = json.loads(raw)
+            found[item["id"]] = item
+        return found
 
     async def events_after(self, response_id: str, after: int) -> list[ResponseEvent]:
         def read(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:

@@ -128,6 +128,8 @@ class _Turn:
     usage: dict[str, Any] | None = None
     delay: float = 0.0
     first_token_delay: float = 0.0
+    #: Silence after the last element, before the stream's end.
+    finish_delay: float = 0.0
     #: Encoded Chat deltas, cached across responses of the same step.
     chat_deltas: list[bytes] | None = None
 
@@ -314,6 +316,7 @@ def _make_turn(step: Step, ids: _Ids, cache: dict[int, tuple[Step, _Turn]] | Non
             calls=calls,
             finish_reason="tool_calls",
             delay=step.delay,
+            finish_delay=step.finish_delay,
         )
     if isinstance(step, ErrorFrame | Stall | Drop):
         return _Turn(reasoning=[], text=split_tokens(step.text), calls=[])
@@ -389,7 +392,7 @@ class _ChatRenderer:
         if ending == "error":
             frames.append((0.0, b"data: " + _error_body(500, error) + b"\n\n"))
         elif ending == "complete":
-            frames.append((0.0, self._finish(turn, done)))
+            frames.append((turn.finish_delay, self._finish(turn, done)))
         return frames
 
     def _finish(self, turn: _Turn, done: bool = True) -> bytes:
@@ -722,7 +725,8 @@ class _ResponsesRenderer:
             parts += self._close(turn)
             final = self._final(turn, self.items)
             parts.append(self._event(f"response.{final['status']}", response=final))
-            frames.append((0.0 if elements else turn.first_token_delay, b"".join(parts)))
+            gap = turn.finish_delay if elements else turn.first_token_delay
+            frames.append((gap, b"".join(parts)))
         elif ending == "error":
             failed = self.response_object(
                 "failed",

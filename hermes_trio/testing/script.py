@@ -60,12 +60,18 @@ class TextReply:
 
 @dataclass(frozen=True)
 class ToolCallReply:
-    """An assistant turn that calls tools (optionally after some text)."""
+    """An assistant turn that calls tools (optionally after some text).
+
+    ``finish_delay`` is silence after the last argument fragment, before the
+    stream says the calls are finished: a client that shows nothing until then does
+    not stream tool calls as they arrive.
+    """
 
     calls: Sequence[tuple[str, dict[str, Any] | str]]
     text: str = ""
     fragment_size: int = 4
     delay: float = 0.0
+    finish_delay: float = 0.0
 
     def __post_init__(self) -> None:
         if self.fragment_size < 1:

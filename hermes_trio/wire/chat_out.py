@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -114,23 +114,24 @@ class ChatStreamFrames:
         prefix = self.start() if not self._started else b""
         return prefix + self._chunk({"reasoning_content": text})
 
-    def tool_calls(self, calls: Sequence[dict[str, Any]], *, fragment: int = 64) -> bytes:
-        """Client-side tool calls as OpenAI streams them: id/type/name once,
-        then the arguments in fragments, every piece carrying its index."""
+    def tool_call_delta(
+        self, index: int, arguments: str, *, call_id: str = "", name: str = ""
+    ) -> bytes:
+        """One piece of a client-side tool call as the model writes it: with
+        ``name`` the call's first fragment (id, type and name, empty
+        arguments), then ``arguments`` as a fragment of its own."""
         out = [self.start()]
-        for index, call in enumerate(calls):
-            fn = call.get("function", {})
-            args = str(fn.get("arguments", ""))
+        if name:
             first = {
                 "index": index,
-                "id": call.get("id", ""),
+                "id": call_id,
                 "type": "function",
-                "function": {"name": fn.get("name", ""), "arguments": ""},
+                "function": {"name": name, "arguments": ""},
             }
             out.append(self._chunk({"tool_calls": [first]}))
-            for pos in range(0, len(args), fragment):
-                piece = {"index": index, "function": {"arguments": args[pos : pos + fragment]}}
-                out.append(self._chunk({"tool_calls": [piece]}))
+        if arguments:
+            piece = {"index": index, "function": {"arguments": arguments}}
+            out.append(self._chunk({"tool_calls": [piece]}))
         return b"".join(out)
 
     def finish(self, reason: str, usage: Usage | None = None) -> bytes:

@@ -13,11 +13,15 @@ Mapping from turn events:
   ``content_part.done``, ``output_item.done``); a tool boundary ends it, and
   text after the tools is a new message item;
 - reasoning → a ``reasoning`` item with ``reasoning_text`` deltas;
-- a server-side tool call → a completed ``function_call`` item when it starts
-  and a ``function_call_output`` item with its result when it ends, so a
-  client can show what the agent did;
-- client-side tool calls at the end of a turn → ``function_call`` items, as
-  OpenAI returns them;
+- a call to a client-side tool → a ``function_call`` item streamed as the
+  model writes it (``output_item.added``, ``function_call_arguments.delta``…,
+  ``.done``, ``output_item.done``), as OpenAI returns them: the client runs
+  it and answers with a ``function_call_output``;
+- the agent's own tool calls → nothing in ``output``: agent frameworks run
+  every ``function_call`` item they see, and the server already ran these.
+  With ``tool_events`` they show as ``hermes.tool.started``,
+  ``hermes.tool.running`` and ``hermes.tool.finished`` stream events (no
+  items), like the chat endpoint's opt-in tool events;
 - the end → ``response.completed``, ``response.incomplete`` (length limit,
   interrupted, cancelled) or an ``error`` event and ``response.failed``.
 
@@ -34,11 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events import (
+    LongToolHint,
     MessageChunk,
     MessageStop,
     ReasoningChunk,
     StreamEvent,
     ToolCallChunk,
+    ToolCallDelta,
     ToolCallFinished,
     TurnFinished,
     Usage,
@@ -108,7 +114,7 @@ def _text_part(text: str) -> dict[str, Any]:
 class _Item:
     """One output item while it is being built."""
 
-    __slots__ = ("call_id", "id", "index", "kind", "name", "output", "parts", "phase", "status")
+    __slots__ = ("call_id", "id", "index", "kind", "name", "parts", "phase", "status")
 
     def __init__(self, kind: str, id: str, index: int) -> None:
         self.kind = kind
@@ -118,7 +124,6 @@ class _Item:
         self.parts: list[str] = []
         self.call_id = ""
         self.name = ""
-        self.output = ""
         self.phase: str | None = None
 
     @property
@@ -150,21 +155,13 @@ class _Item:
                 "summary": [],
                 "content": [{"type": "reasoning_text", "text": self.text}] if full else [],
             }
-        if self.kind == "function_call":
-            return {
-                "id": self.id,
-                "type": "function_call",
-                "status": self.status,
-                "call_id": self.call_id,
-                "name": self.name,
-                "arguments": self.text if full else "",
-            }
         return {
             "id": self.id,
-            "type": "function_call_output",
+            "type": "function_call",
             "status": self.status,
             "call_id": self.call_id,
-            "output": self.output if full else "",
+            "name": self.name,
+            "arguments": self.text if full else "",
         }
 
 
@@ -174,7 +171,8 @@ class ResponseBuilder:
     ``echo`` holds the request settings the response object repeats
     (``instructions``, ``tools``, ``tool_choice``, ``temperature``, …); keys
     not given take OpenAI's defaults. ``clock`` (Unix seconds) stamps
-    ``completed_at``; without it the field stays null.
+    ``completed_at``; without it the field stays null. ``tool_events`` shows
+    the agent's own tool runs as ``hermes.tool.*`` events.
     """
 
     def __init__(
@@ -186,6 +184,7 @@ class ResponseBuilder:
         echo: Mapping[str, Any] | None = None,
         new_id: Callable[[str], str] = new_item_id,
         clock: Callable[[], float] | None = None,
+        tool_events: bool = False,
     ) -> None:
         self.id = response_id
         self.created_at = created_at
@@ -193,6 +192,7 @@ class ResponseBuilder:
         self.echo = dict(echo or {})
         self._new_id = new_id
         self._clock = clock
+        self.tool_events = tool_events
         self.seq = 0
         self.status = "in_progress"
         self.items: list[_Item] = []
@@ -209,10 +209,10 @@ class ResponseBuilder:
         # needs an item of its own.
         self._answered = False
         self._started = False
-        # call_ids already shown, and for each call id the agent used, the
-        # shown ids still waiting for their result (oldest first).
+        # Client tool calls being written, by their index in the answer, and
+        # the call ids of every client call shown so far.
+        self._calls: dict[int, _Item] = {}
         self._call_ids: set[str] = set()
-        self._pending: dict[str, list[str]] = {}
 
     # -- state --------------------------------------------------------------
 
@@ -295,15 +295,51 @@ class ResponseBuilder:
         elif isinstance(event, MessageStop):
             if self._open is not None and self._open.kind == "message":
                 self._open.phase = "final_answer" if event.final else "commentary"
-            out += self._close()
+            out += self._close() + self._close_calls()
+        elif isinstance(event, ToolCallDelta):
+            out += self._client_call(event)
         elif isinstance(event, ToolCallChunk):
-            out += self._tool_call(event)
+            # The final text after the agent's tools needs an item of its own.
+            self._answered = False
+            if self.tool_events:
+                out.append(
+                    self._event(
+                        "hermes.tool.started",
+                        {
+                            "tool": event.tool_name,
+                            "preview": event.preview,
+                            "index": event.index,
+                            "call_id": event.call_id,
+                        },
+                    )
+                )
         elif isinstance(event, ToolCallFinished):
-            out += self._tool_result(event)
+            self._answered = False
+            if self.tool_events:
+                out.append(
+                    self._event(
+                        "hermes.tool.finished",
+                        {
+                            "tool": event.tool_name,
+                            "index": event.index,
+                            "call_id": event.call_id,
+                            "ok": event.ok,
+                            "duration": round(event.duration, 3),
+                        },
+                    )
+                )
+        elif isinstance(event, LongToolHint):
+            if self.tool_events:
+                out.append(
+                    self._event(
+                        "hermes.tool.running",
+                        {"tool": event.tool_name, "duration": round(event.duration, 3)},
+                    )
+                )
         elif isinstance(event, TurnFinished):
             out += self._finish(event)
-        # Commentary repeats text already streamed as MessageChunks; hints and
-        # notices have no Responses form.
+        # Commentary repeats text already streamed as MessageChunks; notices
+        # have no Responses form.
         return out
 
     def feed_all(self, events: Iterable[StreamEvent]) -> list[ResponseEvent]:
@@ -312,22 +348,23 @@ class ResponseBuilder:
             out += self.feed(event)
         return out
 
-    def _open_item(
-        self, kind: str, prefix: str, *, call_id: str = "", name: str = ""
-    ) -> tuple[_Item, list[ResponseEvent]]:
+    def _open_item(self, kind: str, prefix: str) -> tuple[_Item, list[ResponseEvent]]:
         out = self._close()
-        item = _Item(kind, self._new_id(prefix), len(self.items))
-        item.call_id = call_id
-        item.name = name
-        self.items.append(item)
+        item = self._add_item(kind, prefix)
         self._open = item
-        out.append(
-            self._event(
-                "response.output_item.added",
-                {"output_index": item.index, "item": item.render(full=False)},
-            )
-        )
+        out.append(self._added(item))
         return item, out
+
+    def _add_item(self, kind: str, prefix: str) -> _Item:
+        item = _Item(kind, self._new_id(prefix), len(self.items))
+        self.items.append(item)
+        return item
+
+    def _added(self, item: _Item) -> ResponseEvent:
+        return self._event(
+            "response.output_item.added",
+            {"output_index": item.index, "item": item.render(full=False)},
+        )
 
     def _text(self, text: str) -> list[ResponseEvent]:
         item = self._open
@@ -373,6 +410,17 @@ class ResponseBuilder:
         if item is None:
             return []
         self._open = None
+        return self._done(item, status)
+
+    def _close_calls(self, status: str = "completed") -> list[ResponseEvent]:
+        """End the client tool calls being written (at the end of their step)."""
+        out: list[ResponseEvent] = []
+        for item in self._calls.values():
+            out += self._done(item, status)
+        self._calls.clear()
+        return out
+
+    def _done(self, item: _Item, status: str) -> list[ResponseEvent]:
         item.status = status
         out: list[ResponseEvent] = []
         where = {"item_id": item.id, "output_index": item.index}
@@ -412,9 +460,8 @@ class ResponseBuilder:
         return out
 
     def _unique_call_id(self, call_id: str) -> str:
-        """The SDK tells function calls apart by ``call_id``, and some model
-        servers reuse ids across steps (``call_0`` every time): show each
-        server-side call under an id of its own."""
+        """The SDK tells function calls apart by ``call_id``: a call without
+        one, or with one already shown, is shown under an id of its own."""
         if call_id and call_id not in self._call_ids:
             return call_id
         base = call_id or "call"
@@ -423,33 +470,31 @@ class ResponseBuilder:
             n += 1
         return f"{base}_{n}"
 
-    def _function_call(self, call_id: str, name: str, arguments: str) -> list[ResponseEvent]:
-        self._call_ids.add(call_id)
-        item, out = self._open_item("function_call", "fc", call_id=call_id, name=name)
-        if arguments:
-            item.parts.append(arguments)
+    def _client_call(self, event: ToolCallDelta) -> list[ResponseEvent]:
+        out: list[ResponseEvent] = []
+        item = self._calls.get(event.index)
+        if event.starts or item is None:
+            # Text written before the call is over (it led up to the call);
+            # the call is an item of its own, open until its step ends.
+            if self._open is not None and self._open.kind == "message":
+                self._open.phase = "commentary"
+            out += self._close()
+            if item is not None:
+                out += self._done(item, "completed")
+            item = self._add_item("function_call", "fc")
+            item.call_id = self._unique_call_id(event.call_id)
+            item.name = event.name
+            self._call_ids.add(item.call_id)
+            self._calls[event.index] = item
+            out.append(self._added(item))
+        if event.arguments:
+            item.parts.append(event.arguments)
             out.append(
                 self._event(
                     "response.function_call_arguments.delta",
-                    {"item_id": item.id, "output_index": item.index, "delta": arguments},
+                    {"item_id": item.id, "output_index": item.index, "delta": event.arguments},
                 )
             )
-        out += self._close()
-        return out
-
-    def _tool_call(self, event: ToolCallChunk) -> list[ResponseEvent]:
-        self._answered = False
-        shown = self._unique_call_id(event.call_id)
-        self._pending.setdefault(event.call_id or event.tool_name, []).append(shown)
-        return self._function_call(shown, event.tool_name, _dumps(event.args))
-
-    def _tool_result(self, event: ToolCallFinished) -> list[ResponseEvent]:
-        self._answered = False
-        waiting = self._pending.get(event.call_id or event.tool_name)
-        call_id = waiting.pop(0) if waiting else self._unique_call_id(event.call_id)
-        item, out = self._open_item("function_call_output", "fco", call_id=call_id)
-        item.output = event.result
-        out += self._close()
         return out
 
     def _finish(self, event: TurnFinished) -> list[ResponseEvent]:
@@ -459,17 +504,19 @@ class ResponseBuilder:
             return self.fail(event.error or "the model server failed", event.error_code)
         if event.finish_reason == "interrupted":
             return self.interrupt()
-        out = self._close()
+        out = self._close() + self._close_calls()
         if event.tool_calls:
-            for call in event.tool_calls:
+            for index, call in enumerate(event.tool_calls):
+                # Calls a producer did not stream are shown whole here, under
+                # the ids the client answers with (the conversation has them).
+                call_id = str(call.get("id") or "")
+                if call_id and call_id in self._call_ids:
+                    continue
                 fn = call.get("function") or {}
-                # Kept as the model gave them: the client answers with these
-                # ids, and the stored conversation holds the same.
-                out += self._function_call(
-                    str(call.get("id") or "") or self._unique_call_id(""),
-                    str(fn.get("name") or ""),
-                    str(fn.get("arguments") or ""),
+                whole = ToolCallDelta(
+                    index, str(fn.get("arguments") or ""), call_id, str(fn.get("name") or "")
                 )
+                out += self._client_call(whole) + self._close_calls()
         elif not self._answered:
             # Every answer has a message item, even an empty one.
             out += self._text(event.text) if event.text else self._open_message()[1]
@@ -515,7 +562,7 @@ class ResponseBuilder:
         """An ``error`` event and ``response.failed``."""
         if self.ended:
             return []
-        out = self.start() + self._close("incomplete")
+        out = self.start() + self._close("incomplete") + self._close_calls("incomplete")
         out.append(
             self._event(
                 "error", {"code": code or "server_error", "message": message, "param": None}
@@ -535,11 +582,13 @@ class ResponseBuilder:
         """
         if self.ended:
             return []
-        return self.start() + self._close("incomplete") + self._end("incomplete")
+        ending = self._close("incomplete") + self._close_calls("incomplete")
+        return self.start() + ending + self._end("incomplete")
 
     def cancel(self) -> list[ResponseEvent]:
         """A cancelled background response: status ``cancelled``; the stream
         ends with ``response.incomplete``, the only terminal event that fits."""
         if self.ended:
             return []
-        return self.start() + self._close("incomplete") + self._end("cancelled")
+        ending = self._close("incomplete") + self._close_calls("incomplete")
+        return self.start() + ending + self._end("cancelled")

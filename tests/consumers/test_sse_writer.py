@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import trio
 import trio.testing
 
 from hermes_trio.consumers.sse import KEEPALIVE, PreStreamError, SSEOptions, write_chat_sse
-from hermes_trio.events import MessageChunk, MessageStop, StreamEvent, TurnFinished, Usage
+from hermes_trio.events import (
+    MessageChunk,
+    MessageStop,
+    StreamEvent,
+    ToolCallDelta,
+    TurnFinished,
+    Usage,
+)
 from hermes_trio.wire.chat_out import ChatStreamFrames
 
 
@@ -57,3 +67,48 @@ async def test_a_closed_body_stops_the_writer_quietly() -> None:
     out_receive.close()  # the client went away
     send.send_nowait(MessageChunk("late"))
     await write_chat_sse(receive, out_send, frames())  # returns, raises nothing
+
+
+def _first(name: str) -> dict[str, str]:
+    return {"name": name, "arguments": ""}
+
+
+def _tool_fragments(raw: bytes) -> list[dict[str, Any]]:
+    out = []
+    for line in raw.decode().splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:])["choices"]:
+                out += choice["delta"].get("tool_calls") or []
+    return out
+
+
+async def test_client_tool_calls_go_out_as_written_and_once() -> None:
+    send, receive = trio.open_memory_channel[StreamEvent](16)
+    out_send, out_receive = trio.open_memory_channel[bytes | PreStreamError](16)
+    calls = (
+        {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": '{"x":1}'}},
+        {"id": "call_b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+    )
+    for event in (
+        MessageChunk("Hm."),
+        ToolCallDelta(0, "", "call_a", "f"),
+        ToolCallDelta(0, '{"x":'),
+        ToolCallDelta(0, "1}"),
+        MessageStop(False),
+        # call_b was not streamed by its producer: it goes out whole at the end.
+        TurnFinished("Hm.", Usage(), "tool_calls", tool_calls=calls),
+    ):
+        send.send_nowait(event)
+    send.close()
+    await write_chat_sse(receive, out_send, frames())
+    raw = b"".join([p async for p in out_receive if isinstance(p, bytes)])
+    assert _tool_fragments(raw) == [
+        {"index": 0, "id": "call_a", "type": "function", "function": _first("f")},
+        {"index": 0, "function": {"arguments": '{"x":'}},
+        {"index": 0, "function": {"arguments": "1}"}},
+        {"index": 1, "id": "call_b", "type": "function", "function": _first("g")},
+        {"index": 1, "function": {"arguments": "{}"}},
+    ]
+    assert b'"finish_reason":"tool_calls"' in raw and raw.index(b'"content":"Hm."') < raw.index(
+        b"call_a"
+    )

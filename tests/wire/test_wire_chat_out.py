@@ -41,8 +41,8 @@ def test_content_template_matches_the_dict_form(text: str, include_usage: bool) 
 def test_a_whole_stream_keeps_the_invariants() -> None:
     frames = ChatStreamFrames("chatcmpl-x", 7, "m", include_usage=True)
     data = (frames.content("Hel") + frames.content("lo") +
-            frames.tool_calls([{"id": "call_1", "type": "function",
-                                "function": {"name": "f", "arguments": '{"a": 1}'}}], fragment=3)
+            frames.tool_call_delta(0, "", call_id="call_1", name="f") +
+            frames.tool_call_delta(0, '{"a"') + frames.tool_call_delta(0, ": 1}")
             + frames.finish("tool_calls", Usage(1, 2, 3)))
     events = decode(data)
     assert events[-1].data == "[DONE]"

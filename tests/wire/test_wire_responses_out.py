@@ -29,6 +29,7 @@ from hermes_trio.events import (
     ReasoningChunk,
     StreamEvent,
     ToolCallChunk,
+    ToolCallDelta,
     ToolCallFinished,
     TurnFinished,
     Usage,
@@ -64,7 +65,9 @@ def check_stream(b: ResponseBuilder, out: list[ResponseEvent]) -> list[dict[str,
     """Everything a client relies on, for any stream."""
     data = [e.payload() for e in out]
     for event, payload in zip(out, data, strict=True):
-        EVENT.validate_python(payload)
+        if not event.type.startswith("hermes."):
+            # Our own (opt-in) tool events are not the SDK's to know.
+            EVENT.validate_python(payload)
         assert payload["type"] == event.type
         assert payload["sequence_number"] == event.sequence_number
     assert [e.sequence_number for e in out] == list(range(len(out)))
@@ -210,63 +213,180 @@ def test_start_is_idempotent_and_feed_starts() -> None:
     assert b.start() == []
 
 
-def test_server_side_tool_calls_become_call_and_output_items() -> None:
-    events: list[StreamEvent] = [
-        MessageChunk("Let me check."),
-        Commentary("Let me check."),
-        MessageStop(final=False),
-        ToolCallChunk("terminal", "ls", {"command": "ls"}, 0, "call_a"),
-        ToolCallChunk("read_file", "x.txt", {"path": "x.txt"}, 1, "call_b"),
-        LongToolHint("terminal", 5.0),
-        ToolCallFinished("read_file", 0.1, True, 1, "call_b", "file text"),
-        ToolCallFinished("terminal", 0.2, False, 0, "call_a", "exit 1"),
-        MessageChunk("Done."),
-        MessageStop(final=True),
-        TurnFinished("Done.", USAGE, "stop"),
-    ]
-    b, out = run(events)
+_OWN_TOOLS: list[StreamEvent] = [
+    MessageChunk("Let me check."),
+    Commentary("Let me check."),
+    MessageStop(final=False),
+    ToolCallChunk("terminal", "ls", {"command": "ls"}, 0, "call_a"),
+    ToolCallChunk("read_file", "x.txt", {"path": "x.txt"}, 1, "call_b"),
+    LongToolHint("terminal", 5.0),
+    ToolCallFinished("read_file", 0.1, True, 1, "call_b", "file text"),
+    ToolCallFinished("terminal", 0.2, False, 0, "call_a", "exit 1"),
+    MessageChunk("Done."),
+    MessageStop(final=True),
+    TurnFinished("Done.", USAGE, "stop"),
+]
+
+
+def test_server_side_tool_calls_are_not_output_items() -> None:
+    """Agent frameworks run every function_call item they see; the agent
+    already ran these."""
+    b, out = run(_OWN_TOOLS)
     data = check_stream(b, out)
     output = b.snapshot()["output"]
-    assert [(i["type"], i.get("call_id")) for i in output] == [
-        ("message", None),
-        ("function_call", "call_a"),
-        ("function_call", "call_b"),
-        ("function_call_output", "call_b"),
-        ("function_call_output", "call_a"),
-        ("message", None),
+    assert [(i["type"], i["phase"]) for i in output] == [
+        ("message", "commentary"),
+        ("message", "final_answer"),
     ]
-    assert output[0]["phase"] == "commentary" and output[-1]["phase"] == "final_answer"
-    assert json.loads(output[1]["arguments"]) == {"command": "ls"}
-    assert output[1]["name"] == "terminal" and output[1]["status"] == "completed"
-    assert output[4]["output"] == "exit 1" and output[3]["output"] == "file text"
-    # Arguments stream as delta then done, inside the item's lifecycle.
-    call_events = [d["type"] for d in data if d.get("item_id") == output[1]["id"]]
-    assert call_events == [
-        "response.function_call_arguments.delta",
-        "response.function_call_arguments.done",
-    ]
+    assert not any("function_call" in d["type"] or d["type"].startswith("hermes.") for d in data)
     final = sdk_replay(out)
-    assert [i.type for i in final.output] == [i["type"] for i in output]
+    assert [i.type for i in final.output] == ["message", "message"]
     assert final.output_text == "Let me check.Done."
 
 
-def test_tool_events_without_call_ids() -> None:
+def test_tool_events_show_the_agents_tools_as_named_events() -> None:
+    b, out = run(_OWN_TOOLS, tool_events=True)
+    data = check_stream(b, out)
+    tools = [d for d in data if d["type"].startswith("hermes.tool.")]
+    assert tools == [
+        {
+            "type": "hermes.tool.started",
+            "tool": "terminal",
+            "preview": "ls",
+            "index": 0,
+            "call_id": "call_a",
+            "sequence_number": tools[0]["sequence_number"],
+        },
+        {
+            "type": "hermes.tool.started",
+            "tool": "read_file",
+            "preview": "x.txt",
+            "index": 1,
+            "call_id": "call_b",
+            "sequence_number": tools[1]["sequence_number"],
+        },
+        {
+            "type": "hermes.tool.running",
+            "tool": "terminal",
+            "duration": 5.0,
+            "sequence_number": tools[2]["sequence_number"],
+        },
+        {
+            "type": "hermes.tool.finished",
+            "tool": "read_file",
+            "index": 1,
+            "call_id": "call_b",
+            "ok": True,
+            "duration": 0.1,
+            "sequence_number": tools[3]["sequence_number"],
+        },
+        {
+            "type": "hermes.tool.finished",
+            "tool": "terminal",
+            "index": 0,
+            "call_id": "call_a",
+            "ok": False,
+            "duration": 0.2,
+            "sequence_number": tools[4]["sequence_number"],
+        },
+    ]
+    # The event name is the type, and the output is the same as without them.
+    assert [e.type for e in out if e.type.startswith("hermes.")] == [t["type"] for t in tools]
+    assert [i["type"] for i in b.snapshot()["output"]] == ["message", "message"]
+    # The SDK's stream helper passes them through and still completes.
+    assert sdk_replay(out).output_text == "Let me check.Done."
+
+
+def _call_payloads(data: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """The stream's function-call events as (type, what they carry)."""
+    out: list[tuple[str, Any]] = []
+    for d in data:
+        if d["type"] == "response.output_item.added" and d["item"]["type"] == "function_call":
+            out.append(("added", (d["item"]["name"], d["item"]["call_id"], d["item"]["arguments"])))
+        elif d["type"] == "response.function_call_arguments.delta":
+            out.append(("delta", d["delta"]))
+        elif d["type"] == "response.function_call_arguments.done":
+            out.append(("done", d["arguments"]))
+        elif d["type"] == "response.output_item.done" and d["item"]["type"] == "function_call":
+            out.append(("item", d["item"]["status"]))
+    return out
+
+
+def test_client_tool_calls_stream_as_written() -> None:
+    calls = (
+        {"id": "call_w", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
+        {"id": "call_t", "type": "function",
+         "function": {"name": "get_time", "arguments": "{}"}},
+    )
     b, out = run(
         [
-            ToolCallChunk("terminal", "a", {"command": "a"}, 0),
-            ToolCallChunk("terminal", "b", {"command": "b"}, 1),
-            ToolCallFinished("terminal", 0.1, True, 0, result="A"),
-            ToolCallFinished("terminal", 0.1, True, 1, result="B"),
-            TurnFinished("ok", USAGE, "stop"),
+            MessageChunk("Checking."),
+            ToolCallDelta(0, "", "call_w", "get_weather"),
+            ToolCallDelta(0, '{"city":'),
+            ToolCallDelta(1, "{}", "call_t", "get_time"),
+            ToolCallDelta(0, '"Paris"}'),
+            Commentary("Checking."),
+            MessageStop(final=False),
+            TurnFinished("Checking.", USAGE, "tool_calls", tool_calls=calls),
         ]
     )
-    check_stream(b, out)
-    calls = [i for i in b.snapshot()["output"] if i["type"] == "function_call"]
-    results = [i for i in b.snapshot()["output"] if i["type"] == "function_call_output"]
-    # Unique ids are made up, so the SDK can tell the calls apart.
-    assert len({c["call_id"] for c in calls}) == 2 and all(c["call_id"] for c in calls)
-    assert {r["call_id"] for r in results} == {c["call_id"] for c in calls}
-    assert sdk_replay(out) is not None
+    data = check_stream(b, out)
+    assert _call_payloads(data) == [
+        ("added", ("get_weather", "call_w", "")),
+        ("delta", '{"city":'),
+        ("added", ("get_time", "call_t", "")),
+        ("delta", "{}"),
+        ("delta", '"Paris"}'),
+        ("done", '{"city":"Paris"}'),
+        ("item", "completed"),
+        ("done", "{}"),
+        ("item", "completed"),
+    ]
+    # The text before the calls ended when the first call began.
+    kinds = [d["type"] for d in data]
+    first_delta = kinds.index("response.function_call_arguments.delta")
+    assert kinds.index("response.output_item.done") < first_delta
+    output = b.snapshot()["output"]
+    assert [(i["type"], i.get("call_id")) for i in output] == [
+        ("message", None),
+        ("function_call", "call_w"),
+        ("function_call", "call_t"),
+    ]
+    assert output[1]["arguments"] == '{"city":"Paris"}'
+    parsed = sdk_replay(out)
+    assert [getattr(i, "arguments", None) for i in parsed.output[1:]] == ['{"city":"Paris"}', "{}"]
+
+
+def test_tool_calls_not_streamed_are_shown_once_at_the_end() -> None:
+    calls = (
+        {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "g", "arguments": "[1]"}},
+    )
+    b, out = run(
+        [
+            ToolCallDelta(0, "{}", "call_a", "f"),
+            TurnFinished("", USAGE, "tool_calls", tool_calls=calls),
+        ]
+    )
+    data = check_stream(b, out)
+    assert [c for c in _call_payloads(data) if c[0] == "added"] == [
+        ("added", ("f", "call_a", "")),
+        ("added", ("g", "call_b", "")),
+    ]
+    assert [i["arguments"] for i in b.snapshot()["output"]] == ["{}", "[1]"]
+
+
+def test_failure_while_a_call_is_written_leaves_it_incomplete() -> None:
+    b, out = run(
+        [
+            ToolCallDelta(0, '{"a', "call_a", "f"),
+            TurnFinished("", USAGE, "error", error="boom", error_code="model_error"),
+        ]
+    )
+    data = check_stream(b, out)
+    assert _call_payloads(data)[-1] == ("item", "incomplete")
+    assert b.status == "failed"
 
 
 def test_client_side_tool_calls_end_the_turn() -> None:
@@ -450,6 +570,7 @@ _step = st.one_of(
     _texts.map(Commentary),
     st.integers(0, 3).map(lambda i: ("call", i)),
     st.integers(0, 3).map(lambda i: ("result", i)),
+    st.tuples(st.integers(0, 2), _texts, st.booleans()).map(lambda t: ("client", *t)),
 )
 _ending = st.sampled_from(["stop", "length", "error", "tool_calls", "interrupt", "cancel", None])
 
@@ -457,7 +578,13 @@ _ending = st.sampled_from(["stop", "length", "error", "tool_calls", "interrupt",
 def _events(steps: list[Any]) -> list[StreamEvent]:
     events: list[StreamEvent] = []
     for step in steps:
-        if isinstance(step, tuple):
+        if isinstance(step, tuple) and step[0] == "client":
+            _, i, piece, starts = step
+            if starts:
+                events.append(ToolCallDelta(i, piece, f"client_{i}", "f"))
+            else:
+                events.append(ToolCallDelta(i, piece))
+        elif isinstance(step, tuple):
             kind, i = step
             if kind == "call":
                 events.append(ToolCallChunk("tool", "p", {"i": i}, i, f"c{i}"))
@@ -469,9 +596,11 @@ def _events(steps: list[Any]) -> list[StreamEvent]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(_step, max_size=12), _ending, _texts)
-def test_any_turn_gives_a_valid_stream(steps: list[Any], ending: str | None, final: str) -> None:
-    b = builder(clock=lambda: 1_700_000_001)
+@given(st.lists(_step, max_size=12), _ending, _texts, st.booleans())
+def test_any_turn_gives_a_valid_stream(
+    steps: list[Any], ending: str | None, final: str, tool_events: bool
+) -> None:
+    b = builder(clock=lambda: 1_700_000_001, tool_events=tool_events)
     out = b.start() + b.feed_all(_events(steps))
     if ending in ("stop", "length"):
         out += b.feed(TurnFinished(final, USAGE, ending))
@@ -510,30 +639,4 @@ def test_consecutive_calls_keep_output_indexes(count: int) -> None:
     events.append(TurnFinished("fin", USAGE, "stop"))
     b, out = run(events)
     check_stream(b, out)
-    assert len(b.items) == 2 * count + 1
-
-
-def test_reused_call_ids_are_shown_unique() -> None:
-    # Some model servers call every step's first tool "call_0".
-    b, out = run(
-        [
-            ToolCallChunk("t", "", {"n": 1}, 0, "call_0"),
-            ToolCallFinished("t", 0.0, True, 0, "call_0", "one"),
-            ToolCallChunk("t", "", {"n": 2}, 0, "call_0"),
-            ToolCallChunk("t", "", {"n": 3}, 1, "call_0"),
-            ToolCallFinished("t", 0.0, True, 0, "call_0", "two"),
-            ToolCallFinished("t", 0.0, True, 1, "call_0", "three"),
-            TurnFinished("fin", USAGE, "stop"),
-        ]
-    )
-    check_stream(b, out)
-    output = b.snapshot()["output"]
-    calls = {
-        json.loads(i["arguments"])["n"]: i["call_id"]
-        for i in output
-        if i["type"] == "function_call"
-    }
-    results = {i["output"]: i["call_id"] for i in output if i["type"] == "function_call_output"}
-    assert len(set(calls.values())) == 3 and calls[1] == "call_0"
-    assert results == {"one": calls[1], "two": calls[2], "three": calls[3]}
-    assert sdk_replay(out) is not None
+    assert [i.kind for i in b.items] == ["message"]

@@ -252,7 +252,9 @@ async def _until(
 async def test_chat_client_tool_arguments_stream_as_they_arrive() -> None:
     """The model holds its finish back for an hour after the last fragment:
     every fragment must reach the client before that."""
-    script = [ToolCallReply(calls=[("get_weather", {"city": "Paris"})], text="Hm.", finish_delay=3600)]
+    script = [
+        ToolCallReply(calls=[("get_weather", {"city": "Paris"})], text="Hm.", finish_delay=3600)
+    ]
     body = {
         "model": "m",
         "stream": True,
@@ -281,7 +283,9 @@ async def test_chat_client_tool_arguments_stream_as_they_arrive() -> None:
 
 
 async def test_responses_client_tool_arguments_stream_as_they_arrive() -> None:
-    script = [ToolCallReply(calls=[("get_weather", {"city": "Paris"})], text="Hm.", finish_delay=3600)]
+    script = [
+        ToolCallReply(calls=[("get_weather", {"city": "Paris"})], text="Hm.", finish_delay=3600)
+    ]
     body = {"model": "m", "input": "Weather?", "stream": True, "tools": [WEATHER_TOOL]}
     args: list[str] = []
 

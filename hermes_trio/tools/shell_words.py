@@ -54,9 +54,10 @@ NARROW = 0  # a specific file or directory
 HERE = 1  # the working directory, its parent, or everything in it
 SYSTEM = 2  # /, a top-level directory, a home directory, or unknown
 
-# Second-level directories that are as broad as top-level ones: whole homes
-# and the system's own trees.
-_SYSTEM_PARENTS = frozenset({"home", "Users", "usr", "var", "etc", "boot", "System", "Library"})
+# Second-level directories as broad as top-level ones: whole homes and the
+# system's own trees (not /var/www or /etc/nginx, which users manage).
+_SYSTEM_PARENTS = frozenset({"home", "Users", "usr"})
+_SYSTEM_SECOND_LEVEL = frozenset({("var", "lib")})
 # A brace expansion that would give more words than this is not followed.
 MAX_BRACE_WORDS = 256
 # Words with more braces or unquoted text than this are not brace-expanded
@@ -369,7 +370,11 @@ def breadth(value: Value) -> int:
 
 def _level(base: str, names: list[str], up: int) -> int:
     if base == "abs":
-        if len(names) <= 1 or (len(names) == 2 and names[0] in _SYSTEM_PARENTS):
+        if len(names) <= 1:
+            return SYSTEM
+        if len(names) == 2 and (
+            names[0] in _SYSTEM_PARENTS or tuple(names) in _SYSTEM_SECOND_LEVEL
+        ):
             return SYSTEM
         return NARROW
     if base == "home":

@@ -26,7 +26,22 @@ BYPASSES: list[tuple[str, str]] = [
     ("r\\\nm -rf /", "rm_broad"),
     ("{rm,-rf,/}", "rm_broad"),
     ("rm -rf {/,build}", "rm_broad"),
-    ("rm -rf '~'/..", "unreadable_or_none"),
+    # A directory literally named ~, then its parent: the working directory.
+    ("rm -rf '~'/..", "rm_broad"),
+    ("rm -rf /usr/local", "rm_broad"),
+    ("rm -rf /var/lib", "rm_broad"),
+    ("rm -rf ~root/", "rm_broad"),
+    ("rm -rf .[!.]*", "rm_broad"),
+    ("rm -rf !(keep)", "rm_broad"),
+    ("rm -rf ${HOME%/*}", "rm_broad"),
+    ("find . ! -name keep -delete", "find_delete_broad"),
+    ("find . -name x -o -delete", "find_delete_broad"),
+    ("find / -name '*.tmp' -delete", "find_delete_broad"),
+    ("cat <<'X' | sh\nrm -rf ~\nX", "rm_broad"),
+    ('echo "${x:-$(rm -rf ~)}"', "rm_broad"),
+    ("a=(1 2 $(rm -rf ~))", "rm_broad"),
+    ("git push origin --delete main", "git_force_push_main"),
+    ("kill -TERM -1", "kill_all"),
     ("rm -r -f ~", "rm_broad"),
     ('rm -rf -- "$HOME"', "rm_broad"),
     ("rm --rec --force /", "rm_broad"),
@@ -265,16 +280,27 @@ EVERYDAY: list[str] = [
     "git log --format='%H %s' -n 5",
     "echo {1..3}",
     "mv file.{txt,md}",
+    "chown -R www-data:www-data /var/www",
+    "chmod -R 755 /srv/www",
+    "rm -rf /opt/app/releases/old",
+    'rm -rf "${HOME:?}/tmp/x"',
+    "rm -rf ./build/* dist/*",
+    "curl -fsSL https://x -o x.tgz | tar xz",
+    "curl -s https://x | sh -c 'cat > f'",
+    "sudo bash -c 'apt-get update && apt-get install -y curl'",
+    "cat <<'X' | sh\necho hi\nX",
+    "for ((i=0; i<3; i++)); do echo $i; done",
+    "echo $(( $(echo 1) + 2 ))",
+    "exec {fd}>file; echo hi >&$fd",
+    "kill -- -1234",
+    "git push --force-with-lease origin feature",
+    "trap 'echo bye' EXIT",
 ]
 
 
 @pytest.mark.parametrize(("command", "key"), BYPASSES)
 def test_bypasses_are_flagged(command: str, key: str) -> None:
     danger = find_danger(command)
-    if key == "unreadable_or_none":
-        # '~' quoted is a directory literally named ~; its parent is the cwd.
-        assert danger is not None and danger.key == "rm_broad", danger
-        return
     assert danger is not None, command
     assert danger.key == key, (command, find_dangers(command))
 

@@ -116,6 +116,7 @@ from hermes_trio.tools.shell_syntax import (
     Word,
     parse,
 )
+from hermes_trio.tools.shell_variables import temporary_variables
 from hermes_trio.tools.shell_words import (
     Value,
     command_name,
@@ -151,6 +152,8 @@ class _Judge:
     def __init__(self) -> None:
         self.found: dict[str, str] = {}
         self.depth = 0
+        # Variables that hold a fresh mktemp directory in the script being judged.
+        self.temporary: frozenset[str] = frozenset()
 
     def flag(self, key: str, detail: str) -> None:
         self.found.setdefault(key, shorten(detail))
@@ -164,7 +167,12 @@ class _Judge:
         except ShellSyntaxError as exc:
             self.flag("unreadable", f"{what}: {exc}")
             return NOTHING
-        return self.script(script, NO_FEED)
+        outer = self.temporary
+        self.temporary = temporary_variables(script, outer)
+        try:
+            return self.script(script, NO_FEED)
+        finally:
+            self.temporary = outer
 
     def script(self, script: Script, feed: Feed) -> Output:
         self.depth += 1
@@ -232,6 +240,7 @@ class _Judge:
             word,
             lambda script: self.script(script, NO_FEED),
             lambda out: isinstance(out, Output) and out.downloads,
+            self.temporary,
         )
 
     def redirects(self, redirects: Sequence[Redirect], feed: Feed) -> tuple[Feed, bool]:

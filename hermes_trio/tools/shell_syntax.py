@@ -161,7 +161,10 @@ class Simple:
 
 @dataclass(frozen=True, slots=True)
 class Compound:
-    """``{ }``, ``( )``, if, for, while, until, case, ``(( ))`` and ``[[ ]]``."""
+    """``{ }``, ``( )``, if, for, while, until, case, ``(( ))`` and ``[[ ]]``.
+
+    ``words`` holds a for/select loop's variable and list, a case's subject
+    and patterns, or the words of ``[[ ]]``."""
 
     kind: str
     bodies: tuple[Script, ...] = ()
@@ -938,7 +941,8 @@ class _Parser:
                 words.append(word)
         elif self.peek_op() == ";":
             self.pos += 1
-        return kind, (self.do_done(),), tuple(words), subs
+        # The loop variable first, then the words it takes.
+        return kind, (self.do_done(),), (name, *words), subs
 
     def case(self) -> tuple[str, tuple[Script, ...], tuple[Word, ...], tuple[Script, ...]]:
         self.pos += 4

@@ -119,11 +119,13 @@ def command_name(value: Value) -> str | None:
 SubJudge = Callable[[Script], object]
 
 
-def _var_kind(var: Var) -> str:
+def _var_kind(var: Var, temporary: frozenset[str]) -> str:
     if var.prefix == "#":
         return "item"
     if var.prefix == "!":
         return "unknown"
+    if var.name in temporary and var.op in ("", "?", ":?"):
+        return "item"
     if var.name in ("HOME", "PWD") and (
         var.op == "" or var.op[:1] in "-=?" or var.op[:2] in (":-", ":=", ":?")
     ):
@@ -131,15 +133,21 @@ def _var_kind(var: Var) -> str:
     return "unknown"
 
 
-def expand(word: Word, judge: SubJudge, downloads_of: Callable[[object], bool]) -> list[Value]:
+def expand(
+    word: Word,
+    judge: SubJudge,
+    downloads_of: Callable[[object], bool],
+    temporary: frozenset[str] = frozenset(),
+) -> list[Value]:
     """The values ``word`` becomes.  ``judge`` is called once on every script
     nested in it (they run when the word is expanded) and returns what it
-    produces; ``downloads_of`` says whether such a result is a download."""
+    produces; ``downloads_of`` says whether such a result is a download.
+    Variables in ``temporary`` hold a fresh temporary directory (``item``)."""
     segments: list[Segment] = []
     downloads = False
     feed: object | None = None
     for part in word.parts:
-        kind, text, nested = _segment(part)
+        kind, text, nested = _segment(part, temporary)
         for script in nested:
             result = judge(script)
             downloads = downloads or downloads_of(result)
@@ -153,11 +161,11 @@ def expand(word: Word, judge: SubJudge, downloads_of: Callable[[object], bool]) 
     return [Value(tuple(_tilde(v)), word.text, downloads, feed) for v in values]
 
 
-def _segment(part: Part) -> tuple[str, str, Sequence[Script]]:
+def _segment(part: Part, temporary: frozenset[str]) -> tuple[str, str, Sequence[Script]]:
     if isinstance(part, Lit):
         return ("lit" if part.quoted else "raw"), part.text, ()
     if isinstance(part, Var):
-        return _var_kind(part), "", part.subs
+        return _var_kind(part, temporary), "", part.subs
     if isinstance(part, CmdSub):
         return "unknown", "", (part.script,)
     if isinstance(part, ProcSub):
@@ -165,7 +173,7 @@ def _segment(part: Part) -> tuple[str, str, Sequence[Script]]:
     if isinstance(part, Arith):
         return "item", "", part.subs
     if isinstance(part, Array):
-        nested = [s for w in part.words for p in w.parts for s in _segment(p)[2]]
+        nested = [s for w in part.words for p in w.parts for s in _segment(p, temporary)[2]]
         return "unknown", "", nested
     assert isinstance(part, Opaque)
     return part.kind, "", ()
@@ -320,6 +328,8 @@ def breadth(value: Value) -> int:
     ``/*``), a glob that matches nearly everything stands for its directory,
     and ``..`` is followed lexically.
     """
+    if not any(text or kind not in ("lit", "raw") for kind, text in value.segments):
+        return NARROW  # an empty argument names no file
     components: list[list[Segment]] = [[]]
     for kind, text in value.segments:
         if kind in ("lit", "raw"):

@@ -42,6 +42,14 @@ BYPASSES: list[tuple[str, str]] = [
     ("a=(1 2 $(rm -rf ~))", "rm_broad"),
     ("git push origin --delete main", "git_force_push_main"),
     ("kill -TERM -1", "kill_all"),
+    # a variable that is a mktemp directory only while nothing else sets it
+    ("tmp=$(mktemp -d); tmp=/; rm -rf $tmp", "rm_broad"),
+    ("tmp=$(mktemp -d); for tmp in / ~; do rm -rf $tmp; done", "rm_broad"),
+    ("tmp=$(mktemp -d); read tmp; rm -rf $tmp", "rm_broad"),
+    ("tmp=$(mktemp -d); eval 'tmp=/'; rm -rf $tmp", "rm_broad"),
+    ("tmp=$(mktemp -d); sh -c 'tmp=/; rm -rf $tmp'", "rm_broad"),
+    ("tmp=$(mktemp -d); rm -rf ${tmp%/*}", "rm_broad"),
+    ("tmp=$(mktemp -d x.XXXX | head); rm -rf $tmp", "rm_broad"),
     ("rm -r -f ~", "rm_broad"),
     ('rm -rf -- "$HOME"', "rm_broad"),
     ("rm --rec --force /", "rm_broad"),
@@ -295,6 +303,10 @@ EVERYDAY: list[str] = [
     "kill -- -1234",
     "git push --force-with-lease origin feature",
     "trap 'echo bye' EXIT",
+    'tmp=$(mktemp -d) && cd "$tmp" && git clone https://x/r.git . && cd - && rm -rf "$tmp"',
+    'TMP="$(mktemp -d)"; trap \'rm -rf "$TMP"\' EXIT; cp x "$TMP"/',
+    'f() { local d=$(mktemp -d); rm -rf "$d"/*; }',
+    'work=`mktemp -d -t build.XXXXXX`; sh -c "rm -rf $work"',
 ]
 
 

@@ -20,23 +20,30 @@ other commands:
 
 A command name given with a path counts as its last component
 (``/usr/bin/rm`` is ``rm``).  ``~``, ``~user``, ``$HOME`` and ``${HOME}`` are
-the home directory; any other expansion is unknown and may be anything.
+the home directory, ``$PWD`` the working directory, and a variable the
+script sets only from ``mktemp`` a specific path; any other expansion is
+unknown and may be anything (empty, ``/``, several words).  Control flow is
+not followed: ``true || rm -rf /`` is judged as if ``rm`` ran.
 
 =====================  ==========================================================
 key                    what needs approval
 =====================  ==========================================================
 rm_broad               ``rm`` with ``-r``/``-R``/``--recursive`` on a broad path:
-                       ``/``, a top-level dir (``/usr``, ``/tmp/*``), ``/home/X``,
-                       ``/usr/X``, ``/var/X``, ``/etc/X``, a home (``~``,
-                       ``$HOME``, ``~/*``), ``.``, ``..``, ``*``, ``./*``, or a
-                       path an unknown expansion decides (``"$DIR"``,
-                       ``"$x"/*``, ``xargs rm -rf``); or any ``rm
+                       ``/``, a top-level dir (``/usr``, ``/tmp/*``),
+                       ``/home/X``, ``/Users/X``, ``/usr/X``, ``/var/lib``, a
+                       home (``~``, ``$HOME``, ``~/*``, ``~/.*``), ``.``,
+                       ``..``, ``../..``, ``*``, ``./*``, or a path an unknown
+                       expansion decides (``"$DIR"``, ``"$x"/*``,
+                       ``/tmp/$x``, ``xargs rm -rf``); or any ``rm
                        --no-preserve-root``.  Not ``rm -rf ./build``,
-                       ``rm -rf /tmp/foo/bar``, ``rm -rf "$HOME/.cache"``.
+                       ``rm -rf /tmp/foo/bar``, ``rm -rf "$HOME/.cache"``,
+                       ``rm -rf build/$x``, ``rm -rf ./*.o``.
 find_delete_broad      ``find -delete`` under ``/``, a top-level dir, a home or
                        an unknown path; under ``.`` only without a test that
-                       selects files (``-name``, ``-path``, ``-mtime``, …).
-                       ``find … -exec CMD {}`` judges CMD the same way.
+                       selects files (``-name``, ``-path``, ``-mtime``, …; not
+                       ``-type``, and not under ``!`` or beside ``-o``).
+                       ``find … -exec CMD {}`` judges CMD with ``{}`` standing
+                       for the start point by the same measure.
 mkfs                   ``mkfs``, ``mkfs.*``, ``mke2fs``, ``mkswap``, ``wipefs``,
                        ``mkdosfs``, ``mkntfs``
 dd_device              ``dd … of=/dev/X``, except ``/dev/null`` and friends
@@ -60,8 +67,8 @@ chmod_chown_broad      ``chmod``/``chown``/``chgrp`` ``-R`` on ``/``, a
                        top-level dir, a home or an unknown path (not on ``.``)
 kill_all               ``kill`` with ``-1`` as the process (every process)
 git_force_push_main    ``git push`` with ``--force``/``-f``/``+ref`` (or
-                       ``--delete``/``:ref``) naming main or master, or with
-                       ``--all``/``--mirror``
+                       ``--delete``/``:ref``) naming main or master, or
+                       ``--force`` with ``--all``/``--mirror``
 unreadable             what the parser cannot read or follow: unbalanced quotes,
                        unterminated constructs, nesting deeper than 24, a
                        command name that an expansion decides (``$CMD -rf /``,

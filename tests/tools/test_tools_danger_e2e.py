@@ -67,3 +67,29 @@ async def test_rm_rf_home_through_the_server_is_refused(
         if chunk.get("choices")
     )
     assert answer.endswith("I was not allowed to do that.")
+
+
+async def test_read_file_outside_the_workdir_through_the_server_is_refused(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = [
+        ToolCallReply(calls=[("read_file", {"path": "/etc/passwd"})]),
+        TextReply("Not allowed."),
+    ]
+    async with api_stack(script, agent={"workdir": str(work)}) as (api, model):
+        async with httpx.AsyncClient(timeout=10) as client:
+            with trio.fail_after(10):
+                response = await client.post(
+                    f"{api.base_url}/chat/completions",
+                    json={
+                        "model": "hermes-agent",
+                        "messages": [{"role": "user", "content": "show /etc/passwd"}],
+                    },
+                )
+        second = model.model_requests[1].json
+    assert response.status_code == 200
+    tool_message = second["messages"][-1]
+    assert tool_message["content"].startswith("refused: /etc/passwd is outside")
+    assert "root:" not in tool_message["content"]

@@ -149,6 +149,8 @@ class Agent:
             approve=approve or self.approve,
             yolo=self.config.agent.yolo,
             cwd=self.config.agent.workdir,
+            file_access=self.config.agent.file_access,
+            file_roots=tuple(self.config.agent.file_roots),
         )
 
     def streams(self, consumer: str, request_stream: bool | None = None) -> bool:

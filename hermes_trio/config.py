@@ -117,6 +117,14 @@ class AgentConfig:
     long_tool_hint: float = 10.0
     think_tags: list[str] = field(default_factory=lambda: list(DEFAULT_THINK_TAGS))
     workdir: str | None = None
+    file_access: Literal["workdir", "anywhere"] = "workdir"
+    """Where read_file and write_file may go: ``workdir`` keeps them inside
+    ``workdir`` and ``file_roots`` (after resolving symlinks and ``..``);
+    ``anywhere`` lets them use any path the process can.  The terminal tool
+    is not confined either way."""
+    file_roots: list[str] = field(default_factory=list)
+    """More directories read_file and write_file may use under ``file_access:
+    workdir`` (``~`` expanded, relative ones taken from ``workdir``)."""
     channel_size: int = 64
     approval_timeout: float = 60.0
 
@@ -265,6 +273,8 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_STREAMING_ENABLED": "streaming.enabled",
     "HERMES_YOLO_MODE": "agent.yolo",
     "HERMES_APPROVAL_TIMEOUT": "agent.approval_timeout",
+    "HERMES_FILE_ACCESS": "agent.file_access",
+    "HERMES_FILE_ROOTS": "agent.file_roots",
     "HERMES_SYSTEM_PROMPT": "agent.system_prompt",
     "HERMES_DATA_DIR": "store.data_dir",
     "API_SERVER_ENABLED": "api_server.enabled",

@@ -5,7 +5,7 @@ from hermes_trio.tools.approval import (
     DangerPattern,
     check_approval,
     find_danger,
-    yolo_from_env,
+    find_dangers,
 )
 from hermes_trio.tools.base import (
     ApprovalCallback,
@@ -36,5 +36,5 @@ __all__ = [
     "check_approval",
     "default_registry",
     "find_danger",
-    "yolo_from_env",
+    "find_dangers",
 ]

@@ -14,7 +14,7 @@ import enum
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "ApprovalCallback",
@@ -54,6 +54,10 @@ class ToolContext:
     cwd: str | None = None
     # Danger-pattern keys the user approved with ALWAYS during this session.
     approved_patterns: set[str] = field(default_factory=set)
+    # "workdir": read_file and write_file stay inside cwd and file_roots.
+    file_access: Literal["workdir", "anywhere"] = "workdir"
+    # More directories the file tools may use (~ expanded, relative to cwd).
+    file_roots: tuple[str, ...] = ()
 
     def resolve_path(self, path: str) -> str:
         """``path`` as an absolute path, relative ones taken from ``cwd`` (``~`` expanded)."""

@@ -20,6 +20,7 @@ from typing import IO, Any
 import trio
 
 from hermes_trio.tools.base import ToolContext, ToolResult, one_line
+from hermes_trio.tools.file_access import FileAccess, file_access, refusal
 
 __all__ = ["DEFAULT_LINE_LIMIT", "ReadFileTool", "WriteFileTool"]
 
@@ -54,7 +55,10 @@ def _lines(f: IO[bytes]) -> Iterator[tuple[bytes, int]]:
         yield chunk, length
 
 
-def _read_numbered(path: str, offset: int, limit: int) -> ToolResult:
+def _read_numbered(path: str, offset: int, limit: int, access: FileAccess) -> ToolResult:
+    problem = refusal(path, access)
+    if problem is not None:
+        return ToolResult(False, problem)
     try:
         info = os.stat(path)
         if stat.S_ISDIR(info.st_mode):
@@ -126,7 +130,10 @@ def _format_window(
     return ToolResult(True, "\n".join(out))
 
 
-def _write_atomic(path: str, data: bytes) -> ToolResult:
+def _write_atomic(path: str, data: bytes, access: FileAccess) -> ToolResult:
+    problem = refusal(path, access)
+    if problem is not None:
+        return ToolResult(False, problem)
     # Write through a symlink to its target rather than replacing the link.
     target = os.path.realpath(path)
     parent = os.path.dirname(target)
@@ -172,7 +179,10 @@ class ReadFileTool:
         "properties": {
             "path": {
                 "type": "string",
-                "description": "File to read; relative to the session's working directory.",
+                "description": (
+                    "File to read; relative to the session's working directory, "
+                    "which it must be inside unless configured otherwise."
+                ),
             },
             "offset": {"type": "integer", "description": "First line to show (1-based)."},
             "limit": {
@@ -194,7 +204,7 @@ class ReadFileTool:
         if offset < 1 or limit < 1:
             return ToolResult(False, "error: 'offset' and 'limit' must be at least 1")
         path = ctx.resolve_path(args["path"])
-        return await trio.to_thread.run_sync(_read_numbered, path, offset, limit)
+        return await trio.to_thread.run_sync(_read_numbered, path, offset, limit, file_access(ctx))
 
 
 class WriteFileTool:
@@ -209,7 +219,10 @@ class WriteFileTool:
         "properties": {
             "path": {
                 "type": "string",
-                "description": "File to write; relative to the session's working directory.",
+                "description": (
+                    "File to write; relative to the session's working directory, "
+                    "which it must be inside unless configured otherwise."
+                ),
             },
             "content": {"type": "string", "description": "The complete new file content."},
         },
@@ -225,4 +238,4 @@ class WriteFileTool:
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         path = ctx.resolve_path(args["path"])
         data = args["content"].encode("utf-8")
-        return await trio.to_thread.run_sync(_write_atomic, path, data)
+        return await trio.to_thread.run_sync(_write_atomic, path, data, file_access(ctx))

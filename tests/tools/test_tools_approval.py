@@ -15,7 +15,6 @@ from hermes_trio.tools import (
     ToolContext,
     check_approval,
     find_danger,
-    yolo_from_env,
 )
 
 DANGEROUS: list[tuple[str, str]] = [
@@ -117,6 +116,9 @@ DANGEROUS: list[tuple[str, str]] = [
     ("git push origin +main", "git_force_push_main"),
     ("git push origin main --force", "git_force_push_main"),
     ("git push -f origin HEAD:main", "git_force_push_main"),
+    # what the check cannot read
+    ("echo 'unbalanced", "unreadable"),
+    ("$CMD -rf /", "unreadable"),
 ]
 
 SAFE: list[str] = [
@@ -273,6 +275,56 @@ async def test_always_remembers_the_pattern_for_the_session() -> None:
     assert len(asker.requests) == 2
 
 
+async def test_always_for_one_rule_does_not_cover_another_in_the_same_command() -> None:
+    asker = Asker(ApprovalDecision.ALWAYS)
+    ctx = ToolContext(approve=asker)
+    assert await check_approval("terminal", "rm -rf ~", ctx) is None
+    asker.decision = ApprovalDecision.DENY
+    # rm_broad is approved for the session, the reboot after it is not.
+    refusal = await check_approval("terminal", "rm -rf ~; reboot", ctx)
+    assert refusal is not None and "denied" in refusal
+    assert asker.requests[-1].reason == "shutting down or rebooting the machine"
+
+
+async def test_one_question_names_every_rule_broken() -> None:
+    asker = Asker(ApprovalDecision.ALWAYS)
+    ctx = ToolContext(approve=asker)
+    assert await check_approval("terminal", "reboot; rm -rf ~", ctx) is None
+    assert asker.requests == [
+        ApprovalRequest(
+            "terminal",
+            "reboot; rm -rf ~",
+            "recursive delete of a broad path; shutting down or rebooting the machine",
+        )
+    ]
+    assert ctx.approved_patterns == {"rm_broad", "power"}
+
+
+async def test_the_refusal_shows_what_matched() -> None:
+    refusal = await check_approval("terminal", "ls; \\rm -rf $HOME", ToolContext())
+    assert refusal is not None
+    assert "recursive delete of a broad path: \\rm -rf $HOME" in refusal
+
+
+async def test_a_long_command_is_judged_off_the_event_loop() -> None:
+    # 100 KB of harmless commands and one dangerous one at the end.
+    command = "echo a; " * 12_500 + "reboot"
+    ticks = 0
+    refusals: list[str | None] = []
+
+    async def judge() -> None:
+        refusals.append(await check_approval("terminal", command, ToolContext()))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(judge)
+        while not refusals:
+            ticks += 1
+            await trio.lowlevel.checkpoint()
+    assert refusals[0] is not None and "rebooting" in refusals[0]
+    # Other tasks kept running while it was judged.
+    assert ticks > 20
+
+
 async def test_deny_refuses_with_a_readable_reason() -> None:
     ctx = ToolContext(approve=Asker(ApprovalDecision.DENY))
     refusal = await check_approval("terminal", "mkfs.ext4 /dev/sda", ctx)
@@ -300,25 +352,3 @@ async def test_cancellation_while_asking_propagates(autojump_clock: trio.testing
         await check_approval("terminal", "reboot", ToolContext(approve=never))
         pytest.fail("check_approval returned although it was cancelled")
     assert scope.cancelled_caught
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("1", True),
-        ("true", True),
-        ("TRUE", True),
-        ("yes", True),
-        (" On ", True),
-        ("0", False),
-        ("false", False),
-        ("", False),
-        ("y", False),
-    ],
-)
-def test_yolo_from_env(value: str, expected: bool) -> None:
-    assert yolo_from_env({"HERMES_YOLO_MODE": value}) is expected
-
-
-def test_yolo_from_env_unset() -> None:
-    assert yolo_from_env({}) is False

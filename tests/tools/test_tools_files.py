@@ -15,12 +15,17 @@ reader = ReadFileTool()
 writer = WriteFileTool()
 
 
+def _around(path: str | Path) -> ToolContext:
+    # A working directory that holds ``path`` (the file tools stay inside it).
+    return ToolContext(cwd=str(Path(path).parent))
+
+
 async def read(path: str | Path, ctx: ToolContext | None = None, **args: object) -> ToolResult:
-    return await reader.run({"path": str(path), **args}, ctx or ToolContext())
+    return await reader.run({"path": str(path), **args}, ctx or _around(path))
 
 
 async def write(path: str | Path, content: str, ctx: ToolContext | None = None) -> ToolResult:
-    return await writer.run({"path": str(path), "content": content}, ctx or ToolContext())
+    return await writer.run({"path": str(path), "content": content}, ctx or _around(path))
 
 
 async def test_round_trip(tmp_path: Path) -> None:

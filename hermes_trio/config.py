@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -141,6 +142,12 @@ class ApiServerConfig:
     port: int = 8642
     key: str | None = field(default=None, repr=False)
     cors_origins: list[str] = field(default_factory=list)
+    """Web origins (``scheme://host[:port]``, ``*`` for any) whose pages may
+    call the server besides its own; beyond these, browser requests get 403."""
+    allowed_hosts: list[str] = field(default_factory=list)
+    """Host names requests may be addressed to besides loopback ones
+    (``name``, ``name:port``, ``.domain`` for it and its subdomains, ``*``
+    for any). Empty: without a key loopback names only, with a key any."""
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
     max_concurrent: int = 8
@@ -245,6 +252,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "API_SERVER_PORT": "api_server.port",
     "API_SERVER_KEY": "api_server.key",
     "API_SERVER_CORS_ORIGINS": "api_server.cors_origins",
+    "API_SERVER_ALLOWED_HOSTS": "api_server.allowed_hosts",
     "API_SERVER_MODEL_NAME": "api_server.model_name",
     "TELEGRAM_BOT_TOKEN": "platforms.telegram.token",
     "TELEGRAM_API_BASE_URL": "platforms.telegram.api_base_url",
@@ -493,6 +501,7 @@ def _check(config: Config) -> None:
         )
     if config.api_server.max_concurrent < 1:
         raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
+    _check_api_edge(config.api_server)
     if config.agent.approval_timeout <= 0:
         raise ConfigError("agent.approval_timeout: expected a number of seconds above 0")
     if config.agent.channel_size < 1:
@@ -500,3 +509,25 @@ def _check(config: Config) -> None:
     for key in ("connect", "first_token", "idle", "request"):
         if getattr(config.model.timeouts, key) <= 0:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")
+
+
+_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+/?", re.IGNORECASE)
+_HOST = re.compile(
+    r"(\.?[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])(:[0-9]{1,5})?", re.IGNORECASE
+)
+
+
+def _check_api_edge(api: ApiServerConfig) -> None:
+    """The settings of the server's HTTP edge: connections and the request gate."""
+    for i, origin in enumerate(api.cors_origins):
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise ConfigError(
+                f"api_server.cors_origins[{i}]: expected an origin like "
+                f"'http://localhost:3000' (scheme://host[:port], no path) or '*', got {origin!r}"
+            )
+    for i, host in enumerate(api.allowed_hosts):
+        if host != "*" and not _HOST.fullmatch(host):
+            raise ConfigError(
+                f"api_server.allowed_hosts[{i}]: expected a host name like 'hermes.lan', "
+                f"'hermes.lan:8642', '.example.com' or '*', got {host!r}"
+            )

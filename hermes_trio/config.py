@@ -155,6 +155,16 @@ class ApiServerConfig:
     keepalive_interval: float = 10.0
     write_timeout: float = 10.0
     session_ttl: float = 3600.0
+    max_connections: int = 256
+    """Client connections open at once; beyond, a connection gets 503 and is closed."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send a request's headers (a new connection:
+    from its accept); then 408 and the connection is closed."""
+    body_timeout: float = 60.0
+    """Seconds a client has to send a request's body; then 408 and the
+    connection is closed."""
+    idle_timeout: float = 30.0
+    """Seconds a kept-alive connection may sit idle between requests."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +263,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "API_SERVER_KEY": "api_server.key",
     "API_SERVER_CORS_ORIGINS": "api_server.cors_origins",
     "API_SERVER_ALLOWED_HOSTS": "api_server.allowed_hosts",
+    "API_SERVER_MAX_CONNECTIONS": "api_server.max_connections",
     "API_SERVER_MODEL_NAME": "api_server.model_name",
     "TELEGRAM_BOT_TOKEN": "platforms.telegram.token",
     "TELEGRAM_API_BASE_URL": "platforms.telegram.api_base_url",
@@ -519,6 +530,11 @@ _HOST = re.compile(
 
 def _check_api_edge(api: ApiServerConfig) -> None:
     """The settings of the server's HTTP edge: connections and the request gate."""
+    if api.max_connections < 1:
+        raise ConfigError("api_server.max_connections: expected an integer of at least 1")
+    for key in ("header_timeout", "body_timeout", "idle_timeout"):
+        if getattr(api, key) <= 0:
+            raise ConfigError(f"api_server.{key}: expected a number of seconds above 0")
     for i, origin in enumerate(api.cors_origins):
         if origin != "*" and not _ORIGIN.fullmatch(origin):
             raise ConfigError(

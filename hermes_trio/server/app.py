@@ -66,7 +66,7 @@ def create_app(state: ServerState) -> QuartTrio:
     app.config["MAX_CONTENT_LENGTH"] = api.max_body_bytes
     # Quart would end a long stream after RESPONSE_TIMEOUT (DESIGN §7).
     app.config["RESPONSE_TIMEOUT"] = None
-    app.config["BODY_TIMEOUT"] = 60
+    app.config["BODY_TIMEOUT"] = api.body_timeout
 
     @app.errorhandler(APIError)
     async def on_api_error(exc: APIError) -> Response:
@@ -81,6 +81,12 @@ def create_app(state: ServerState) -> QuartTrio:
             message = f"no such endpoint: {request.method} {request.path}"
         elif status == 405:
             message = f"method {request.method} not allowed for {request.path}"
+        elif status == 408:
+            message = (
+                "the request body did not arrive within api_server.body_timeout "
+                f"({api.body_timeout:g} s)"
+            )
+            return json_response(error_body(message, status=408, code="request_timeout"), 408)
         else:
             message = exc.description or exc.name
         return json_response(error_body(message, status=status), status)

@@ -100,11 +100,17 @@ def create_app(state: ServerState) -> QuartTrio:
         key=api.key, allowed_hosts=api.allowed_hosts, cors_origins=api.cors_origins
     )
 
+    def lower_headers() -> dict[str, str]:
+        """The request's headers by lower-case name; repeats joined as HTTP allows."""
+        headers: dict[str, str] = {}
+        for name, value in request.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        return headers
+
     @app.before_request
     async def check_request() -> Response | None:
-        decision = decide(
-            GateRequest(request.method, request.path, _lower_headers()), gate
-        )
+        decision = decide(GateRequest(request.method, request.path, lower_headers()), gate)
         if isinstance(decision, Refuse):
             raise APIError(
                 decision.status, decision.message, param=decision.param, code=decision.code
@@ -162,15 +168,6 @@ def create_app(state: ServerState) -> QuartTrio:
 
     register_responses_routes(app, state)
     return app
-
-
-def _lower_headers() -> dict[str, str]:
-    """The request's headers by lower-case name; repeated ones joined as HTTP allows."""
-    headers: dict[str, str] = {}
-    for name, value in request.headers.items():
-        key = name.lower()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return headers
 
 
 def _extensions() -> frozenset[str]:

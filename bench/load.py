@@ -158,7 +158,8 @@ async def close_mid_stream(
     """Seconds from our close to the model server seeing its connection closed."""
     stream = await trio.open_tcp_stream(host, port)
     await stream.send_all(
-        f"POST {path}/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"POST {path}/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        "Content-Type: application/json\r\n"
         f"Content-Length: {len(REQUEST)}\r\n\r\n".encode()
         + REQUEST
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -166,6 +167,12 @@ class ApiServerConfig(_HoldsSecrets):
     port: int = 8642
     key: str | None = field(default=None, repr=False)
     cors_origins: list[str] = field(default_factory=list)
+    """Web origins (``scheme://host[:port]``, ``*`` for any) whose pages may
+    call the server besides its own; beyond these, browser requests get 403."""
+    allowed_hosts: list[str] = field(default_factory=list)
+    """Host names requests may be addressed to besides loopback ones
+    (``name``, ``name:port``, ``.domain`` for it and its subdomains, ``*``
+    for any). Empty: without a key loopback names only, with a key any."""
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
     max_concurrent: int = 8
@@ -183,6 +190,16 @@ class ApiServerConfig(_HoldsSecrets):
     max_sessions: int = 1000
     """Most ``X-Session-ID`` sessions kept at once; beyond it the least
     recently used one is dropped."""
+    max_connections: int = 256
+    """Client connections open at once; beyond, a connection gets 503 and is closed."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send a request's headers (a new connection:
+    from its accept); then 408 and the connection is closed."""
+    body_timeout: float = 60.0
+    """Seconds a client has to send a request's body; then 408 and the
+    connection is closed."""
+    idle_timeout: float = 30.0
+    """Seconds a kept-alive connection may sit idle between requests."""
 
 
 @dataclass(frozen=True)
@@ -282,6 +299,8 @@ ENV_OVERRIDES: dict[str, str] = {
     "API_SERVER_PORT": "api_server.port",
     "API_SERVER_KEY": "api_server.key",
     "API_SERVER_CORS_ORIGINS": "api_server.cors_origins",
+    "API_SERVER_ALLOWED_HOSTS": "api_server.allowed_hosts",
+    "API_SERVER_MAX_CONNECTIONS": "api_server.max_connections",
     "API_SERVER_MODEL_NAME": "api_server.model_name",
     "API_SERVER_EXTRA_PARAMS": "api_server.extra_params",
     "TELEGRAM_BOT_TOKEN": "platforms.telegram.token",
@@ -535,6 +554,7 @@ def _check(config: Config) -> None:
         raise ConfigError("api_server.session_max_bytes: expected an integer of at least 1024")
     if config.api_server.max_sessions < 1:
         raise ConfigError("api_server.max_sessions: expected an integer of at least 1")
+    _check_api_edge(config.api_server)
     if config.agent.approval_timeout <= 0:
         raise ConfigError("agent.approval_timeout: expected a number of seconds above 0")
     if config.agent.channel_size < 1:
@@ -542,3 +562,30 @@ def _check(config: Config) -> None:
     for key in ("connect", "first_token", "idle", "request"):
         if getattr(config.model.timeouts, key) <= 0:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")
+
+
+_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+/?", re.IGNORECASE)
+_HOST = re.compile(
+    r"(\.?[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])(:[0-9]{1,5})?", re.IGNORECASE
+)
+
+
+def _check_api_edge(api: ApiServerConfig) -> None:
+    """The settings of the server's HTTP edge: connections and the request gate."""
+    if api.max_connections < 1:
+        raise ConfigError("api_server.max_connections: expected an integer of at least 1")
+    for key in ("header_timeout", "body_timeout", "idle_timeout"):
+        if getattr(api, key) <= 0:
+            raise ConfigError(f"api_server.{key}: expected a number of seconds above 0")
+    for i, origin in enumerate(api.cors_origins):
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise ConfigError(
+                f"api_server.cors_origins[{i}]: expected an origin like "
+                f"'http://localhost:3000' (scheme://host[:port], no path) or '*', got {origin!r}"
+            )
+    for i, host in enumerate(api.allowed_hosts):
+        if host != "*" and not _HOST.fullmatch(host):
+            raise ConfigError(
+                f"api_server.allowed_hosts[{i}]: expected a host name like 'hermes.lan', "
+                f"'hermes.lan:8642', '.example.com' or '*', got {host!r}"
+            )

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 import trio
-from quart import Response, request
+from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
@@ -34,6 +34,7 @@ from .bodies import (
 )
 from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
+from .gate import Answer, GateRequest, GateSettings, Refuse, decide
 from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
 from .store import ResponseStore, wall_clock
@@ -42,30 +43,6 @@ from .turns import RunningTurn, TurnSlots, start_turn, turn_options
 __all__ = ["ServerState", "create_app"]
 
 log = logging.getLogger("hermes_trio.server")
-
-# What the official SDKs send on every request; browsers preflight them.
-SDK_HEADERS = (
-    "authorization",
-    "content-type",
-    "x-session-id",
-    "x-hermes-stream-extensions",
-    "openai-organization",
-    "openai-project",
-    "openai-beta",
-    "x-stainless-arch",
-    "x-stainless-async",
-    "x-stainless-helper-method",
-    "x-stainless-lang",
-    "x-stainless-os",
-    "x-stainless-package-version",
-    "x-stainless-retry-count",
-    "x-stainless-runtime",
-    "x-stainless-runtime-version",
-    "x-stainless-timeout",
-    "x-stainless-poll-helper",
-    "x-stainless-custom-poll-interval",
-)
-
 
 @dataclass(eq=False)
 class ServerState:
@@ -91,8 +68,7 @@ def create_app(state: ServerState) -> QuartTrio:
     app.config["MAX_CONTENT_LENGTH"] = api.max_body_bytes
     # Quart would end a long stream after RESPONSE_TIMEOUT (DESIGN §7).
     app.config["RESPONSE_TIMEOUT"] = None
-    app.config["BODY_TIMEOUT"] = 60
-    origins = frozenset(api.cors_origins)
+    app.config["BODY_TIMEOUT"] = api.body_timeout
 
     @app.errorhandler(APIError)
     async def on_api_error(exc: APIError) -> Response:
@@ -107,6 +83,12 @@ def create_app(state: ServerState) -> QuartTrio:
             message = f"no such endpoint: {request.method} {request.path}"
         elif status == 405:
             message = f"method {request.method} not allowed for {request.path}"
+        elif status == 408:
+            message = (
+                "the request body did not arrive within api_server.body_timeout "
+                f"({api.body_timeout:g} s)"
+            )
+            return json_response(error_body(message, status=408, code="request_timeout"), 408)
         else:
             message = exc.description or exc.name
         return json_response(error_body(message, status=status), status)
@@ -116,14 +98,28 @@ def create_app(state: ServerState) -> QuartTrio:
         log.exception("unexpected error in %s %s", request.method, request.path)
         return json_response(error_body(f"internal error: {type(exc).__name__}", status=500), 500)
 
+    gate = GateSettings.of(
+        key=api.key, allowed_hosts=api.allowed_hosts, cors_origins=api.cors_origins
+    )
+
+    def lower_headers() -> dict[str, str]:
+        """The request's headers by lower-case name; repeats joined as HTTP allows."""
+        headers: dict[str, str] = {}
+        for name, value in request.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        return headers
+
     @app.before_request
     async def check_request() -> Response | None:
-        origin = request.headers.get("Origin")
-        if origin is not None and origin not in origins and request.path.startswith("/v1"):
-            if request.method == "OPTIONS" or origins:
-                raise APIError(403, f"origin {origin} is not allowed", code="cors_origin_denied")
-        if request.method == "OPTIONS":
-            return _preflight(origin)
+        decision = decide(GateRequest(request.method, request.path, lower_headers()), gate)
+        if isinstance(decision, Refuse):
+            raise APIError(
+                decision.status, decision.message, param=decision.param, code=decision.code
+            )
+        if isinstance(decision, Answer):
+            return Response("", status=decision.status, headers=decision.headers)
+        g.cors = decision.cors
         if request.path.startswith("/v1") and api.key:
             if not hmac.compare_digest(bearer_token().encode(), api.key.encode()):
                 raise APIError(
@@ -136,23 +132,11 @@ def create_app(state: ServerState) -> QuartTrio:
             raise APIError(413, f"request body too large (limit {api.max_body_bytes} bytes)")
         return None
 
-    def _preflight(origin: str | None) -> Response:
-        response = Response("", status=204)
-        if origin is not None and origin in origins:
-            response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Access-Control-Allow-Methods"] = "GET, POST, DELETE, OPTIONS"
-            response.headers["Access-Control-Allow-Headers"] = ", ".join(SDK_HEADERS)
-            response.headers["Access-Control-Max-Age"] = "600"
-            response.headers["Vary"] = "Origin"
-        return response
-
     @app.after_request
     async def add_cors(response: Response) -> Response:
-        origin = request.headers.get("Origin")
-        if origin is not None and origin in origins:
-            response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Access-Control-Expose-Headers"] = "Retry-After, X-Session-ID"
-            response.headers["Vary"] = "Origin"
+        # Only requests the gate let through carry CORS headers: a refused
+        # origin's page must not read even the refusal.
+        response.headers.update(g.get("cors", {}))
         return response
 
     @app.get("/health")

@@ -1,52 +1,337 @@
-"""A thin trio serve loop around hypercorn's protocol code.
+"""The server's own trio listener around hypercorn's protocol code.
 
-hypercorn's own ``worker_serve`` cannot end a connection whose client
-stopped reading: its socket writes are shielded, so a full send buffer holds
-shutdown forever (DESIGN §7). This loop is the same ~50 lines of nursery
-work, but it tracks the open streams and, once the graceful period is over,
-closes their sockets from outside — trio then fails the blocked write with
-``ClosedResourceError`` and every task can finish.
+hypercorn's trio ``TCPServer`` closes a connection from inside the app's
+task: when an answer ends a connection (``Connection: close``, HTTP/1.0, an
+answer sent before the body was read), ``H11Protocol`` sends ``Closed`` from
+the request task, whose nursery quart-trio cancels as soon as the response
+is out — and ``TCPServer._close`` starts with a checkpoint (``send_eof``),
+so the cancel wins and the socket stays open for good. Its keep-alive timer
+is restarted the same way and is lost the same way.
+
+So the connection is owned here: :class:`_Connection` drives the same
+hypercorn protocol, turns ``Closed`` into a synchronous half-close that no
+cancel can undo, and keeps one deadline per connection from
+:class:`~.lifetime.ConnectionLifetime` (slow heads, idle keep-alive,
+lingering close). The accept loop bounds how many connections are open and
+answers the ones beyond with a 503. Shutdown closes idle connections at
+once, gives busy ones the grace period, then cuts what is left from outside
+(hypercorn's writes are shielded, so a client that stopped reading would
+otherwise hold shutdown for ever).
 """
 
 from __future__ import annotations
 
+import errno
+import logging
+import socket
 from collections.abc import Awaitable, Callable
 from functools import partial
 
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.events import Closed, Event, RawData, Updated
+from hypercorn.protocol import ProtocolWrapper
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.statsd import StatsdLogger
-from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.trio.task_group import TaskGroup
 from hypercorn.trio.worker_context import WorkerContext
-from hypercorn.typing import AppWrapper, ConnectionState
+from hypercorn.typing import AppWrapper, ConnectionState, LifespanState
+from hypercorn.utils import parse_socket_addr
 
-__all__ = ["serve_hypercorn"]
+from .lifetime import ConnectionLifetime, ConnectionLimits, Expiry, raw_error_response
+
+__all__ = ["ConnectionLimits", "serve_hypercorn"]
+
+log = logging.getLogger("hermes_trio.server")
 
 # Seconds the app gets, after ``before_close``, to write its last frames.
 LAST_WORDS = 0.5
+# Connections answered 503 that may linger at once; beyond, accepting waits.
+REFUSING_AT_MOST = 64
+# Seconds a refused connection may take to read its 503.
+REFUSAL_LINGER = 1.0
+MAX_RECV = 2**16
+# accept() failing with these means "out of something, try again soon".
+_ACCEPT_CAPACITY_ERRNOS = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+)
+_WARN_EVERY = 10.0
+
+
+class _Connection:
+    """One client connection: hypercorn's HTTP protocol on a socket whose
+    lifetime this class decides."""
+
+    def __init__(
+        self,
+        app: AppWrapper,
+        config: HypercornConfig,
+        context: WorkerContext,
+        state: LifespanState,
+        stream: trio.SocketStream,
+        limits: ConnectionLimits,
+        registry: _Connections,
+    ) -> None:
+        self.app = app
+        self.config = config
+        self.context = context
+        self.state = state
+        self.stream = stream
+        self.registry = registry
+        self.lifetime = ConnectionLifetime(limits, trio.current_time())
+        self.protocol: ProtocolWrapper
+        self._send_lock = trio.Lock()
+        self._timer = trio.CancelScope(deadline=self.lifetime.deadline)
+
+    async def run(self) -> None:
+        sock = self.stream.socket
+        try:
+            client = parse_socket_addr(sock.family, sock.getpeername())
+            server = parse_socket_addr(sock.family, sock.getsockname())
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch)
+                async with TaskGroup() as task_group:
+                    self.protocol = ProtocolWrapper(
+                        self.app,
+                        self.config,
+                        self.context,
+                        task_group,
+                        ConnectionState(self.state.copy()),
+                        False,
+                        client,
+                        server,
+                        self._protocol_send,
+                        "http/1.1",
+                    )
+                    await self.protocol.initiate()
+                    await self._read()
+                nursery.cancel_scope.cancel()
+        except* (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except* Exception:
+            # One broken connection must not take the server down with it.
+            log.exception("a connection failed")
+        finally:
+            self.close_now()
+
+    def close_now(self) -> None:
+        # Synchronous: wakes any task blocked on this socket with
+        # ClosedResourceError, and cannot be lost to a cancel.
+        self.stream.socket.close()
+
+    def close_if_quiet(self) -> None:
+        """At shutdown: a connection with no request in flight goes now."""
+        if self.lifetime.quiet:
+            self.close_now()
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                data = await self.stream.receive_some(MAX_RECV)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                break
+            if self.stream.socket.did_shutdown_SHUT_WR:
+                # Lingering close: what the client still sends is dropped.
+                if not data:
+                    break
+                continue
+            if data:
+                self.lifetime.received(trio.current_time())
+                self._rearm()
+            await self.protocol.handle(RawData(bytes(data)))
+            if not data:
+                break
+        await self.protocol.handle(Closed())
+
+    async def _protocol_send(self, event: Event) -> None:
+        if isinstance(event, RawData):
+            async with self._send_lock:
+                try:
+                    with trio.CancelScope(shield=True):
+                        await self.stream.send_all(event.data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    await self.protocol.handle(Closed())
+        elif isinstance(event, Closed):
+            self._half_close()
+            await self.protocol.handle(Closed())
+        elif isinstance(event, Updated):
+            # Runs in the request's task, which quart-trio cancels right
+            # after the response: nothing here may await.
+            now = trio.current_time()
+            if event.idle:
+                self.lifetime.response_finished(now)
+            else:
+                self.lifetime.request_started(now)
+            self._rearm()
+
+    def _half_close(self) -> None:
+        """The server has nothing more to say: send FIN now, drain a while."""
+        self.lifetime.closing(trio.current_time())
+        self._rearm()
+        sock = self.stream.socket
+        if self.registry.terminating:
+            self.close_now()
+        elif sock.fileno() != -1 and not sock.did_shutdown_SHUT_WR:
+            try:
+                sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                self.close_now()
+
+    def _rearm(self) -> None:
+        self._timer.deadline = self.lifetime.deadline
+
+    async def _watch(self) -> None:
+        while self.stream.socket.fileno() != -1:
+            with self._timer:
+                await trio.sleep_forever()
+            self._timer = trio.CancelScope(deadline=self.lifetime.deadline)
+            expiry = self.lifetime.expired(trio.current_time())
+            if expiry is Expiry.HEAD:
+                await self._say(self.registry.slow_head)
+                self._half_close()
+            elif expiry is not None:
+                self.close_now()
+                return
+
+    async def _say(self, answer: bytes) -> None:
+        with trio.move_on_after(self.lifetime.limits.linger):
+            async with self._send_lock:
+                try:
+                    await self.stream.send_all(answer)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
 
 
 class _Connections:
-    def __init__(self) -> None:
-        self.streams: set[trio.SocketStream] = set()
+    """The open connections, and room for more."""
+
+    def __init__(self, limit: int, limits: ConnectionLimits) -> None:
+        self.limit = limit
+        self.limits = limits
+        self.open: set[_Connection] = set()
+        self.refusing = 0
+        self.terminating = False
         self.empty = trio.Event()
         self.empty.set()
+        self._room = trio.Event()
+        self._room.set()
+        self._warned_at = -_WARN_EVERY
+        self.slow_head = raw_error_response(
+            408,
+            "the request's headers did not arrive within api_server.header_timeout "
+            f"({limits.header_timeout:g} s)",
+            code="request_timeout",
+        )
+        self.too_many = raw_error_response(
+            503,
+            f"the server already has api_server.max_connections ({limit}) connections "
+            "open; retry shortly",
+            code="too_many_connections",
+            headers={"retry-after": "1"},
+        )
 
-    def add(self, stream: trio.SocketStream) -> None:
-        self.streams.add(stream)
+    @property
+    def full(self) -> bool:
+        return len(self.open) >= self.limit
+
+    def add(self, connection: _Connection) -> None:
+        self.open.add(connection)
         if self.empty.is_set():
             self.empty = trio.Event()
 
-    def discard(self, stream: trio.SocketStream) -> None:
-        self.streams.discard(stream)
-        if not self.streams:
+    def discard(self, connection: _Connection) -> None:
+        self.open.discard(connection)
+        if not self.open:
             self.empty.set()
 
+    def refusal_started(self) -> None:
+        self.refusing += 1
+        now = trio.current_time()
+        if now - self._warned_at >= _WARN_EVERY:
+            self._warned_at = now
+            log.warning(
+                "api_server.max_connections (%d) reached: new connections get 503", self.limit
+            )
+        if self.refusing >= REFUSING_AT_MOST:
+            self._room = trio.Event()
+
+    def refusal_done(self) -> None:
+        self.refusing -= 1
+        self._room.set()
+
+    async def room(self) -> None:
+        await self._room.wait()
+
+    def close_quiet(self) -> None:
+        for connection in list(self.open):
+            connection.close_if_quiet()
+
     def close_all(self) -> None:
-        for stream in list(self.streams):
-            # A synchronous close wakes any task blocked on this socket.
-            stream.socket.close()
+        for connection in list(self.open):
+            connection.close_now()
+
+
+async def _refuse(stream: trio.SocketStream, connections: _Connections) -> None:
+    """A clear 503 instead of a hang, then close (after letting the client
+    finish sending, so the answer is not lost to a reset)."""
+    try:
+        with trio.move_on_after(REFUSAL_LINGER):
+            await stream.send_all(connections.too_many)
+            stream.socket.shutdown(socket.SHUT_WR)
+            while await stream.receive_some(MAX_RECV):
+                pass
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        stream.socket.close()
+        connections.refusal_done()
+
+
+async def _accept(
+    listener: trio.SocketListener,
+    connections: _Connections,
+    serve: Callable[[trio.SocketStream], _Connection],
+    handlers: trio.Nursery,
+    refusals: trio.Nursery,
+) -> None:
+    try:
+        await _accept_until_cancelled(listener, connections, serve, handlers, refusals)
+    finally:
+        # Synchronous, so a cancel from outside still frees the port.
+        listener.socket.close()
+
+
+async def _accept_until_cancelled(
+    listener: trio.SocketListener,
+    connections: _Connections,
+    serve: Callable[[trio.SocketStream], _Connection],
+    handlers: trio.Nursery,
+    refusals: trio.Nursery,
+) -> None:
+    while True:
+        await connections.room()
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                raise
+            log.warning("cannot accept a connection (%s); retrying", exc.strerror or exc)
+            await trio.sleep(0.1)
+            continue
+        if connections.full:
+            connections.refusal_started()
+            refusals.start_soon(_refuse, stream, connections)
+            continue
+        connection = serve(stream)
+        connections.add(connection)
+
+        async def run(connection: _Connection) -> None:
+            try:
+                await connection.run()
+            finally:
+                connections.discard(connection)
+
+        handlers.start_soon(run, connection)
 
 
 async def serve_hypercorn(
@@ -55,6 +340,8 @@ async def serve_hypercorn(
     listener: trio.SocketListener,
     stop: trio.Event,
     *,
+    limits: ConnectionLimits | None = None,
+    max_connections: int = 256,
     app_idle: Callable[[], Awaitable[None]] | None = None,
     before_close: Callable[[], None] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
@@ -62,24 +349,29 @@ async def serve_hypercorn(
     """Serve ``app`` on ``listener`` until ``stop`` is set, then shut down
     within ``config.graceful_timeout`` seconds whatever the clients do.
 
-    ``app_idle`` returns once the app has no work in flight; idle keep-alive
-    connections do not then hold shutdown for the whole grace period.
-    ``before_close`` runs when the grace period is over, just before the
-    remaining connections are cut: the app's chance to end its streams with
-    a word to the client.
+    At most ``max_connections`` connections are open at once; ``limits``
+    bound how long each may take to ask and may sit idle. ``app_idle``
+    returns once the app has no work in flight; idle keep-alive connections
+    do not then hold shutdown for the whole grace period. ``before_close``
+    runs when the grace period is over, just before the remaining
+    connections are cut: the app's chance to end its streams with a word to
+    the client.
     """
     config.set_statsd_logger_class(StatsdLogger)
-    lifespan_state: dict[str, object] = {}
+    limits = limits or ConnectionLimits()
+    lifespan_state: LifespanState = {}
     lifespan = Lifespan(app, config, lifespan_state)
     context = WorkerContext(None)
-    connections = _Connections()
-
-    async def handle(stream: trio.SocketStream) -> None:
-        connections.add(stream)
-        try:
-            await TCPServer(app, config, context, ConnectionState(lifespan_state.copy()), stream)
-        finally:
-            connections.discard(stream)
+    connections = _Connections(max_connections, limits)
+    serve = partial(
+        _Connection,
+        app,
+        config,
+        context,
+        lifespan_state,
+        limits=limits,
+        registry=connections,
+    )
 
     async with trio.open_nursery() as lifespan_nursery:
         await lifespan_nursery.start(lifespan.handle_lifespan)
@@ -87,15 +379,15 @@ async def serve_hypercorn(
         async with trio.open_nursery() as server_nursery:
             async with trio.open_nursery() as accept_nursery:
                 accept_nursery.start_soon(
-                    partial(
-                        trio.serve_listeners, handle, [listener], handler_nursery=server_nursery
-                    )
+                    _accept, listener, connections, serve, server_nursery, accept_nursery
                 )
                 task_status.started()
                 await stop.wait()
                 accept_nursery.cancel_scope.cancel()
-            # Idle keep-alive connections close on this; busy ones get the grace period.
+            # No new requests on kept-alive connections from here on.
             await context.terminated.set()
+            connections.terminating = True
+            connections.close_quiet()
             with trio.move_on_after(config.graceful_timeout):
                 async with trio.open_nursery() as waiters:
 
@@ -106,7 +398,7 @@ async def serve_hypercorn(
                     waiters.start_soon(first_of, connections.empty.wait)
                     if app_idle is not None:
                         waiters.start_soon(first_of, app_idle)
-            if before_close is not None and connections.streams:
+            if before_close is not None and connections.open:
                 before_close()
                 with trio.move_on_after(LAST_WORDS):
                     await connections.empty.wait()

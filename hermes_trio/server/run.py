@@ -27,7 +27,7 @@ from ..agent import Agent, open_agent
 from ..config import Config
 from ..llm import NO_MODEL_SERVER
 from .app import ServerState, create_app
-from .listener import serve_hypercorn
+from .listener import ConnectionLimits, serve_hypercorn
 from .sessions import SessionStore
 from .store import StoreOpenError, open_response_store, wall_clock
 from .turns import TurnSlots
@@ -98,9 +98,12 @@ def _listening_socket(host: str, port: int, write_timeout: float) -> socket.sock
 
 
 def _hypercorn_config(config: Config) -> HypercornConfig:
+    api = config.api_server
     hc = HypercornConfig()
     hc.graceful_timeout = 2.0
-    hc.keep_alive_timeout = 75.0
+    # Our listener enforces connection deadlines (ConnectionLimits); this
+    # value only reaches hypercorn's HTTP/2 code.
+    hc.keep_alive_timeout = api.idle_timeout
     hc.accesslog = None
     # hypercorn's own "Running on …" line would repeat ours.
     hc.errorlog = logging.getLogger("hypercorn.error")
@@ -108,6 +111,11 @@ def _hypercorn_config(config: Config) -> HypercornConfig:
     hc.backlog = 1024
     hc.h11_max_incomplete_size = 64 * 1024
     return hc
+
+
+def _connection_limits(config: Config) -> ConnectionLimits:
+    api = config.api_server
+    return ConnectionLimits(header_timeout=api.header_timeout, idle_timeout=api.idle_timeout)
 
 
 @asynccontextmanager
@@ -155,6 +163,8 @@ async def open_api_server(
                     hc,
                     trio.SocketListener(trio.socket.from_stdlib_socket(sock)),
                     stop,
+                    limits=_connection_limits(config),
+                    max_connections=api.max_connections,
                     app_idle=state.slots.wait_idle,
                     before_close=partial(state.stop_turns, "the server is shutting down"),
                 )

@@ -182,7 +182,8 @@ async def test_auth_and_request_errors() -> None:
             missing = await client.post(url, json=CHAT)
             wrong = await client.post(url, json=CHAT, headers={"Authorization": "Bearer nope"})
             health = await client.get(f"{api.url}/health")
-            not_json = await client.post(url, content=b"{nope", headers=good)
+            not_json = await client.post(
+                url, content=b"{nope", headers={**good, "Content-Type": "application/json"})
             no_messages = await client.post(url, json={"model": "m"}, headers=good)
             bad_role = await client.post(
                 url, json={"messages": [{"role": "robot", "content": "x"}]}, headers=good)

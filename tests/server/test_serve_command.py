@@ -66,7 +66,7 @@ async def test_sigterm_exits_quickly_with_a_stuck_client(tmp_path) -> None:
             stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             body = b'{"messages":[{"role":"user","content":"go"}],"stream":true}'
             stuck.sendall(
-                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\nContent-Length: "
                 + str(len(body)).encode() + b"\r\n\r\n" + body
             )

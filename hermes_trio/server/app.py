@@ -38,7 +38,7 @@ from .gate import Answer, GateRequest, GateSettings, Refuse, decide
 from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
 from .store import ResponseStore, wall_clock
-from .turns import RunningTurn, TurnSlots, start_turn, turn_options
+from .turns import INTERNAL_ERROR, RunningTurn, TurnSlots, start_turn, turn_options
 
 __all__ = ["ServerState", "create_app"]
 
@@ -96,7 +96,10 @@ def create_app(state: ServerState) -> QuartTrio:
     @app.errorhandler(Exception)
     async def on_unexpected(exc: Exception) -> Response:
         log.exception("unexpected error in %s %s", request.method, request.path)
-        return json_response(error_body(f"internal error: {type(exc).__name__}", status=500), 500)
+        body = error_body(
+            f"internal error: {type(exc).__name__}", status=500, code=INTERNAL_ERROR
+        )
+        return json_response(body, 500)
 
     gate = GateSettings.of(
         key=api.key, allowed_hosts=api.allowed_hosts, cors_origins=api.cors_origins

@@ -38,7 +38,7 @@ from ..wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent,
 from .bodies import StreamedBody
 from .responses_request import ResponsesRequest
 from .store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
-from .turns import RunningTurn, turn_options
+from .turns import RunningTurn, run_with_consumer, turn_options
 
 if TYPE_CHECKING:
     # app.py imports the routes, which import this module.
@@ -214,30 +214,28 @@ class LiveResponses:
             turn.done.set()
             raise
         try:
-            with turn.scope:
-                send, receive = trio.open_memory_channel[StreamEvent](
-                    agent.config.agent.channel_size
-                )
-                task_status.started()
-                async with trio.open_nursery() as outer:
-                    if stored:
-                        outer.start_soon(self._persist, live)
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(
-                            partial(
-                                write_response_events,
-                                receive,
-                                live.builder,
-                                live.log,
-                                admit=partial(self._admit, live) if stored else None,
-                            )
-                        )
-                        turn.result = await agent.run_turn(live.conversation, send, **kwargs)
-                    # What the persister has not written yet goes with the
-                    # final write below.
-                    outer.cancel_scope.cancel()
+            task_status.started()
+            async with trio.open_nursery() as outer:
+                if stored:
+                    outer.start_soon(self._persist, live)
+
+                async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+                    await write_response_events(
+                        receive,
+                        live.builder,
+                        live.log,
+                        admit=partial(self._admit, live) if stored else None,
+                    )
+
+                # The turn's own crash policy: a bug in a tool or the agent
+                # ends this response as failed (internal_error), never the
+                # server.
+                await run_with_consumer(turn, agent, live.conversation, consumer, kwargs)
+                # What the persister has not written yet goes with the
+                # final write below.
+                outer.cancel_scope.cancel()
         except Exception as exc:
-            # A bug in a tool or the agent fails this response, not the server.
+            # A bug in the store writer fails this response, not the server.
             log.exception("response %s failed", live.id)
             failure = f"internal error: {type(exc).__name__}"
         finally:

@@ -229,3 +229,15 @@ async def test_a_crashing_stream_writer_on_the_real_server(monkeypatch, wrote_fi
         assert reply.status_code == 500
         assert reply.json()["error"]["code"] == INTERNAL_ERROR
     assert after.status_code == 200
+
+
+async def test_responses_crash_not_streamed_is_one_500() -> None:
+    script = [_crash("Looking."), TextReply("fine")]
+    async with crashing_stack(script) as (api, _):
+        async with httpx.AsyncClient(base_url=api.base_url, timeout=10) as http:
+            with trio.fail_after(10):
+                crashed = await http.post("/responses", json={"model": "m", "input": "hi"})
+                after = await http.post("/responses", json={"model": "m", "input": "hi"})
+    assert crashed.status_code == 500
+    assert crashed.json()["error"]["code"] == "internal_error"
+    assert after.status_code == 200

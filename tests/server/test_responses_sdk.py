@@ -350,7 +350,7 @@ async def test_length_limit_is_incomplete() -> None:
         ({"model": "m", "input": ""}, "input"),
         ({"model": "m", "input": "x", "user": 7}, "user"),
         ({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
-        ({"model": "m", "input": "x", "include": ["reasoning.encrypted_content"]}, "include"),
+        ({"model": "m", "input": "x", "include": ["no.such.thing"]}, "include[0]"),
         ({"model": "m", "input": "x", "truncation": "sometimes"}, "truncation"),
         ({"model": "m", "input": "x", "temperature": 5}, "temperature"),
         ({"model": "m", "input": "x", "stream": "yes"}, "stream"),

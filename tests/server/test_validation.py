@@ -347,3 +347,27 @@ def test_extra_params_setting_from_the_environment() -> None:
         load_config(env={"API_SERVER_EXTRA_PARAMS": "keep"})
     with pytest.raises(ConfigError, match=r"api_server\.session_max_bytes"):
         load_config(overrides={"api_server.session_max_bytes": 10}, env={})
+
+
+async def test_responses_include_is_accepted_and_checked() -> None:
+    """llm, pydantic-ai and the AI SDK send ``include`` for reasoning models
+    (``reasoning.encrypted_content``); the server has nothing more to add,
+    but a value OpenAI does not know is still a 400 naming it."""
+    ok = {"model": "m", "input": "hi", "include": ["reasoning.encrypted_content"]}
+    async with api_stack([TextReply("Hello.")]) as (api, model):
+        async with http_for(api) as http:
+            with trio.fail_after(10):
+                accepted = await http.post("/responses", json=ok)
+                unknown = await http.post(
+                    "/responses", json={**ok, "include": ["reasoning.encrypted_content", "x.y"]}
+                )
+                not_a_list = await http.post("/responses", json={**ok, "include": "x"})
+                items = await http.get(
+                    f"/responses/{accepted.json()['id']}/input_items",
+                    params={"include[]": "message.input_image.image_url"},
+                )
+    assert accepted.status_code == 200, accepted.text
+    assert "include" not in model.model_requests[0].json
+    _assert_400(unknown, "include[1]")
+    _assert_400(not_a_list, "include")
+    assert items.status_code == 200, items.text

@@ -17,7 +17,7 @@ from hermes_trio.agent import open_agent
 from hermes_trio.events import TurnFinished
 from hermes_trio.llm import ModelRequest
 from hermes_trio.llm import client as model_client
-from hermes_trio.testing import RawReply, Step, TextReply, open_scripted_server
+from hermes_trio.testing import RawReply, Step, TextReply, ToolCallReply, open_scripted_server
 
 DEEP = "[" * 1000 + "]" * 1000
 
@@ -228,3 +228,22 @@ async def test_a_complete_answer_on_a_connection_held_open_ends_at_once(api_mode
     assert record.closed_by == "client"
     assert second.text == "next one"
     assert requests[1].connection_id != requests[0].connection_id
+
+
+# -- a lone surrogate a tool produced --------------------------------------------
+
+
+async def test_a_lone_surrogate_in_a_tool_result_does_not_crash_the_turn() -> None:
+    # The model asks for a working directory named with a lone surrogate;
+    # the tool's error names it, and that result goes back to the model.
+    call = ToolCallReply([("terminal", '{"command": "ls", "workdir": "x\\ud800"}')])
+    body = {"model": "hermes-agent", "messages": [{"role": "user", "content": "go"}]}
+    async with api_stack([call, TextReply("done")]) as (api, model):
+        async with http_for(api) as http:
+            answer = await http.post("/chat/completions", json=body)
+        requests = model.model_requests
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"] == "done"
+    assert len(requests) == 2
+    tool = requests[1].json["messages"][-1]
+    assert tool["role"] == "tool" and "x\ufffd" in tool["content"]

@@ -314,7 +314,7 @@ class ModelClient:
         attempt = 0
         while True:
             try:
-                if stream and self._streams.allows(target.base_url, now=trio.current_time()):
+                if stream and self._streams.allows(_stream_key(target), now=trio.current_time()):
                     try:
                         return await self._stream_once(target, request, delivery)
                     except _StreamRefused as refused:
@@ -391,10 +391,11 @@ class ModelClient:
 
     def _no_streaming(self, target: Target, reason: str) -> None:
         """A stream request was refused and answered without streaming."""
-        self._streams.refused(target.base_url, now=trio.current_time())
+        self._streams.refused(_stream_key(target), now=trio.current_time())
         log.warning(
-            "model server %s cannot stream (%s); using non-streaming requests "
+            "model %s at %s cannot stream (%s); asking it without streaming "
             "for the next %g minutes",
+            target.name,
             target.base_url,
             reason,
             StreamSupport.TTL / 60,
@@ -599,6 +600,10 @@ class ModelClient:
                 code="model_timeout",
             )
         return await _plain_answer(raw, target.api_mode == "responses", delivery)
+
+
+def _stream_key(target: Target) -> tuple[str, str]:
+    return (target.base_url, target.name)
 
 
 async def _plain_answer(raw: bytes, responses_mode: bool, delivery: _Delivery) -> ModelResponse:

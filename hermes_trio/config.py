@@ -97,6 +97,9 @@ class TimeoutsConfig:
     from the first token on."""
     request: float = 600.0
     """Seconds a whole non-streaming request may take."""
+    total: float = 1800.0
+    """Seconds a whole streamed answer may take, from the request to its
+    end, however steadily it streams."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,10 @@ class ModelConfig(_HoldsSecrets):
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     fallbacks: list[FallbackModel] = field(default_factory=list)
     extra_body: dict[str, Any] = field(default_factory=dict)
+    max_answer_bytes: int = 64 * 1024 * 1024
+    """Most bytes one answer of the model server may have, streamed (the
+    whole event stream) or not (after decompression); beyond it the answer
+    ends with an error naming this setting."""
 
 
 @dataclass(frozen=True)
@@ -577,9 +584,11 @@ def _check(config: Config) -> None:
         raise ConfigError("agent.approval_timeout: expected a number of seconds above 0")
     if config.agent.channel_size < 1:
         raise ConfigError("agent.channel_size: expected an integer of at least 1")
-    for key in ("connect", "first_token", "idle", "request"):
+    for key in ("connect", "first_token", "idle", "request", "total"):
         if getattr(config.model.timeouts, key) <= 0:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")
+    if config.model.max_answer_bytes < 1024:
+        raise ConfigError("model.max_answer_bytes: expected an integer of at least 1024")
 
 
 _ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+/?", re.IGNORECASE)

@@ -27,6 +27,7 @@ from hermes_trio.config import (
 )
 from hermes_trio.gateway import open_gateway
 from hermes_trio.llm import ModelError
+from hermes_trio.server.run import open_api_server
 from hermes_trio.testing import ErrorFrame, ErrorReply, open_scripted_server
 from hermes_trio.testing.fake_telegram import open_fake_telegram
 
@@ -269,6 +270,27 @@ async def test_an_echoed_model_key_never_reaches_a_chat_user() -> None:
         shown = "\n".join(telegram.texts(42))
     assert "Incorrect API key" in shown
     assert not leaks(shown), shown
+
+
+async def test_a_password_in_the_model_url_reaches_no_api_client_and_no_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    password = "Pr0xyPassw0rdSecret"
+    script = [ErrorReply(500, "boom"), ErrorReply(500, "boom")]
+    async with open_scripted_server(script) as model:
+        url = model.base_url.replace("http://", f"http://proxyuser:{password}@")
+        config = make_config(url, model={"max_retries": 0}, api_server=ApiServerConfig())
+        async with open_api_server(config, port=0) as api, http_for(api) as http:
+            plain = await http.post("/chat/completions", json=CHAT)
+            streamed = await http.post("/chat/completions", json={**CHAT, "stream": True})
+    for answer in (plain, streamed):
+        assert answer.status_code == 502, answer.text
+        message = answer.json()["error"]["message"]
+        assert "boom" in message and model.base_url in message
+        assert password not in answer.text and "proxyuser" not in answer.text
+    assert "HTTP Request: POST" in caplog.text
+    assert password not in caplog.text and "proxyuser:" not in caplog.text
 
 
 async def test_a_platform_error_echoing_part_of_its_token_is_redacted() -> None:

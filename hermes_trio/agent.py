@@ -9,6 +9,7 @@ extended in place with what the turn adds, including an interrupted turn.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -446,11 +447,31 @@ class Agent:
                 nursery.start_soon(hint)
             result = await self.tools.execute(call.name, call.arguments, ctx)
             nursery.cancel_scope.cancel()
+        result = _encodable_result(result)
         results[index] = result
         duration = trio.current_time() - started
         await send.send(
             ToolCallFinished(call.name, duration, result.ok, index, call.id, result.content)
         )
+
+
+def _encodable_result(result: ToolResult) -> ToolResult:
+    """``result`` with any lone surrogate in its text as U+FFFD.
+
+    A tool's output can carry one (a path the model wrote with ``\\ud800``
+    in it, quoted back in an error; a file name that is not UTF-8): the
+    result joins the conversation, which goes to the model server, to
+    stores and to clients as UTF-8, where a lone surrogate cannot go.
+    """
+    text = result.content
+    if text.isascii():
+        return result
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return dataclasses.replace(result, content=text)
+    return result
 
 
 @asynccontextmanager

@@ -23,7 +23,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
-from .redaction import register_secret
+from .redaction import register_secret, register_url
 from .wire.think import DEFAULT_THINK_TAGS
 
 __all__ = [
@@ -53,18 +53,36 @@ class ConfigError(ValueError):
     """A bad configuration value; ``str()`` is the one line shown to the user."""
 
 
+def _secret() -> Any:
+    """A field that holds a secret: no repr shows it, and it joins the
+    redaction registry when its section is built."""
+    return field(default=None, repr=False, metadata={"holds": "secret"})
+
+
+def _url(default: str | None = None) -> Any:
+    """A field that holds a URL: the credentials in it (user information, a
+    key in its query) join the redaction registry when its section is built."""
+    return field(default=default, metadata={"holds": "url"})
+
+
 class _HoldsSecrets:
-    """A section with secret fields, declared ``repr=False`` so no repr shows
-    them. They join the redaction registry as the section is built, so every
+    """A section with fields declared :func:`_secret` or :func:`_url`. Their
+    secrets join the redaction registry as the section is built, so every
     secret the process holds is registered however its config was made (a
     file, the environment, ``dataclasses.replace``, a library user's code)."""
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):  # type: ignore[arg-type]
-            if not spec.repr:
-                value = getattr(self, spec.name)
-                if isinstance(value, str):
-                    register_secret(value)
+            holds = spec.metadata.get("holds")
+            if holds is None:
+                continue
+            value = getattr(self, spec.name)
+            if not isinstance(value, str):
+                continue
+            if holds == "secret":
+                register_secret(value)
+            elif holds == "url":
+                register_url(value)
 
 
 @dataclass(frozen=True)
@@ -79,20 +97,23 @@ class TimeoutsConfig:
     from the first token on."""
     request: float = 600.0
     """Seconds a whole non-streaming request may take."""
+    total: float = 1800.0
+    """Seconds a whole streamed answer may take, from the request to its
+    end, however steadily it streams."""
 
 
 @dataclass(frozen=True)
 class FallbackModel(_HoldsSecrets):
     name: str = ""
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = _url()
+    api_key: str | None = _secret()
     api_mode: Literal["chat_completions", "responses"] | None = None
 
 
 @dataclass(frozen=True)
 class ModelConfig(_HoldsSecrets):
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = _url()
+    api_key: str | None = _secret()
     api_key_env: str | None = None
     name: str | None = None
     """None: the first model the server lists at ``GET /models``."""
@@ -104,6 +125,10 @@ class ModelConfig(_HoldsSecrets):
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     fallbacks: list[FallbackModel] = field(default_factory=list)
     extra_body: dict[str, Any] = field(default_factory=dict)
+    max_answer_bytes: int = 64 * 1024 * 1024
+    """Most bytes one answer of the model server may have, streamed (the
+    whole event stream) or not (after decompression); beyond it the answer
+    ends with an error naming this setting."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +190,7 @@ class ApiServerConfig(_HoldsSecrets):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = 8642
-    key: str | None = field(default=None, repr=False)
+    key: str | None = _secret()
     cors_origins: list[str] = field(default_factory=list)
     """Web origins (``scheme://host[:port]``, ``*`` for any) whose pages may
     call the server besides its own; beyond these, browser requests get 403."""
@@ -218,8 +243,8 @@ class DisplayConfig:
 @dataclass(frozen=True)
 class TelegramConfig(_HoldsSecrets):
     enabled: bool | None = None
-    token: str | None = field(default=None, repr=False)
-    api_base_url: str = "https://api.telegram.org"
+    token: str | None = _secret()
+    api_base_url: str = _url("https://api.telegram.org")
     allowed_users: list[int] = field(default_factory=list)
     edit_interval: float | None = None
     poll_timeout: int = 30
@@ -228,11 +253,11 @@ class TelegramConfig(_HoldsSecrets):
 @dataclass(frozen=True)
 class WhatsAppConfig(_HoldsSecrets):
     enabled: bool = False
-    access_token: str | None = field(default=None, repr=False)
+    access_token: str | None = _secret()
     phone_number_id: str | None = None
-    app_secret: str | None = field(default=None, repr=False)
-    verify_token: str | None = field(default=None, repr=False)
-    api_base_url: str = "https://graph.facebook.com/v21.0"
+    app_secret: str | None = _secret()
+    verify_token: str | None = _secret()
+    api_base_url: str = _url("https://graph.facebook.com/v21.0")
     webhook_host: str = "127.0.0.1"
     webhook_port: int = 8643
     allowed_users: list[str] = field(default_factory=list)
@@ -241,12 +266,12 @@ class WhatsAppConfig(_HoldsSecrets):
 @dataclass(frozen=True)
 class HomeAssistantConfig(_HoldsSecrets):
     enabled: bool = False
-    url: str = "http://127.0.0.1:8123"
-    token: str | None = field(default=None, repr=False)
+    url: str = _url("http://127.0.0.1:8123")
+    token: str | None = _secret()
     allowed_users: list[str] = field(default_factory=list)
     webhook_host: str = "127.0.0.1"
     webhook_port: int = 8644
-    webhook_secret: str | None = field(default=None, repr=False)
+    webhook_secret: str | None = _secret()
     reply_event: str = "hermes_reply"
     notify_service: str | None = None
 
@@ -559,9 +584,11 @@ def _check(config: Config) -> None:
         raise ConfigError("agent.approval_timeout: expected a number of seconds above 0")
     if config.agent.channel_size < 1:
         raise ConfigError("agent.channel_size: expected an integer of at least 1")
-    for key in ("connect", "first_token", "idle", "request"):
+    for key in ("connect", "first_token", "idle", "request", "total"):
         if getattr(config.model.timeouts, key) <= 0:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")
+    if config.model.max_answer_bytes < 1024:
+        raise ConfigError("model.max_answer_bytes: expected an integer of at least 1024")
 
 
 _ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+/?", re.IGNORECASE)

@@ -2,9 +2,9 @@
 out of every error text and log line.
 
 Every secret the process holds joins the registry when it comes to exist as
-a configuration value (the config sections register their secret fields as
-they are built), so no code path has to remember to add one. Two places
-apply it:
+a configuration value (the config sections register the fields they declare
+secret, and the credentials in the URLs they hold, as they are built), so
+no code path has to remember to add one. Two places apply it:
 
 - :func:`redact`, on text that came from outside (a model server's error
   message that echoes the key it was sent, an httpx error naming a URL
@@ -13,6 +13,10 @@ apply it:
   every record when it is created: every logger (ours, httpx, httpcore,
   hypercorn, any other) and every handler (the CLI's, a test's caplog, a
   library user's own) sees the cleaned text, tracebacks included.
+
+A URL in a message of our own is written with :func:`shown_url`: without
+its user name, password and query, which are nobody's business but the
+server's.
 
 What counts as a leak:
 
@@ -33,16 +37,16 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
-from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
     "MIN_LENGTH",
     "PARTIAL_FROM",
     "REDACTED",
-    "RedactFilter",
     "redact",
     "register_secret",
+    "register_url",
+    "shown_url",
 ]
 
 REDACTED = "<redacted>"
@@ -79,18 +83,9 @@ def register_secret(secret: str | None) -> None:
     _install_record_factory()
 
 
-def redact(text: str, secrets: Iterable[str | None] | None = None) -> str:
+def redact(text: str) -> str:
     """``text`` with every registered secret (whole or echoed in part)
-    replaced by :data:`REDACTED`.
-
-    With ``secrets`` only those are replaced, whole and whatever their
-    length (a caller naming a secret means it); empty ones are skipped.
-    """
-    if secrets is not None:
-        for secret in secrets:
-            if secret and secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+    replaced by :data:`REDACTED`."""
     if not _SECRETS:
         return text
     for secret in _ordered:
@@ -103,6 +98,49 @@ def redact(text: str, secrets: Iterable[str | None] | None = None) -> str:
         if tail in text:
             text = _cut_tails(text, tail, secret)
     return text
+
+
+# Query parameters that carry a credential when a URL has one (Azure's
+# ``api-key``, Gemini's ``key``, signed URLs' ``sig``); other parameters
+# (``api-version=2024-06-01``) are ordinary text that must stay readable.
+_CREDENTIAL_PARAMS = ("key", "token", "secret", "password", "passwd", "sig", "signature", "auth")
+
+
+def register_url(url: str | None) -> None:
+    """Register the credentials a URL carries: its user information (whole,
+    and the password alone) and the values of query parameters named like
+    a credential (``api_key``, ``access_token``, …)."""
+    if not url:
+        return
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if at:
+        register_secret(userinfo)
+        register_secret(urllib.parse.unquote(userinfo))
+        _, colon, password = userinfo.partition(":")
+        if colon:
+            register_secret(password)
+            register_secret(urllib.parse.unquote(password))
+    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=False):
+        lowered = name.lower()
+        if any(word in lowered for word in _CREDENTIAL_PARAMS):
+            register_secret(value)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message may show it: scheme, host, port and path,
+    without user information, query or fragment."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return redact(url)
+    if not parts.scheme or not parts.netloc:
+        return redact(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _has_space(text: str) -> bool:
@@ -141,16 +179,6 @@ def _cut_tails(text: str, tail: str, secret: str) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
-
-
-class RedactFilter(logging.Filter):
-    """A filter for handlers or loggers of your own: rewrites records that
-    would print a registered secret. (Records created while a secret is
-    registered are already clean; this also catches ones created earlier.)"""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        _clean(record)
-        return True
 
 
 def _clean(record: logging.LogRecord) -> None:

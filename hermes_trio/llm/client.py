@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
@@ -25,6 +26,7 @@ import trio
 
 from ..config import ModelConfig
 from ..events import Usage
+from ..redaction import shown_url
 from ..wire.chat_chunks import (
     AssistantMessage,
     ChatChunkAccumulator,
@@ -42,11 +44,12 @@ from ..wire.responses_stream import (
 )
 from ..wire.sse import SSEDecoder, SSEError, SSEEvent
 from ..wire.upstream_json import loads_upstream
+from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
 from .backoff import backoff_delay, parse_retry_after
 from .errors import NO_MODEL_SERVER, ModelError, caller_status
 from .pool import PooledTransport
 from .stream_support import StreamSupport
-from .watchdog import StreamWatchdog
+from .watchdog import Expiry, StreamWatchdog
 
 __all__ = ["ModelClient", "ModelRequest", "ModelResponse", "OnDelta", "Target", "make_http_client"]
 
@@ -65,19 +68,15 @@ _MAX_RETRY_AFTER = 60.0
 # (measured: 5 ms slices added ~4 ms to the first token of a burst, 0.2 ms
 # slices cost ~10% of burst throughput).
 _TIME_SLICE = 0.0002
-# How long the body's end may lag behind ``[DONE]`` before the connection is
-# dropped instead of going back to the pool.
-_DRAIN_GRACE = 0.05
-# After the answer's finish_reason, how long to wait for the usage chunk that
-# include_usage asked for. The answer is complete either way: a server that
-# then holds the connection open without ``[DONE]`` costs this, not a timeout.
-_USAGE_GRACE = 2.0
-# Bounds on what a model server can make us hold: one SSE event still being
-# received (a line that never ends), a whole non-streamed answer (after
-# decompression: a small gzip body can unpack to gigabytes), an error body.
+# Bounds on what a model server can make us hold besides a whole answer
+# (``model.max_answer_bytes``): one SSE event still being received (a line
+# that never ends), an error body.
 _MAX_EVENT_BYTES = 16 * 1024 * 1024
-_MAX_BODY_BYTES = 32 * 1024 * 1024
 _MAX_ERROR_BYTES = 64 * 1024
+# A non-streamed answer from this size on is parsed in a worker thread:
+# tens of megabytes hold the event loop, and every other stream, for up to
+# a second.
+_THREAD_FROM = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +87,11 @@ class Target:
     base_url: str
     api_key: str | None
     api_mode: str
+
+    @property
+    def where(self) -> str:
+        """The server's URL as messages show it: no credentials, no query."""
+        return shown_url(self.base_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +126,15 @@ class _Delivery:
 class _EventReader:
     """Reads one SSE body: events to the accumulator, deltas to the consumer."""
 
-    def __init__(self, responses_mode: bool, delivery: _Delivery, watchdog: StreamWatchdog) -> None:
+    def __init__(
+        self,
+        responses_mode: bool,
+        delivery: _Delivery,
+        watchdog: StreamWatchdog,
+        *,
+        wants_usage: bool,
+        max_bytes: int,
+    ) -> None:
         self.responses_mode = responses_mode
         self.acc: ChatChunkAccumulator | ResponsesStreamAccumulator = (
             ResponsesStreamAccumulator() if responses_mode else ChatChunkAccumulator()
@@ -130,14 +142,21 @@ class _EventReader:
         self.decoder = SSEDecoder(max_buffer=_MAX_EVENT_BYTES)
         self.delivery = delivery
         self.watchdog = watchdog
+        self.end = AnswerEnd(wants_usage=wants_usage)
+        self.max_bytes = max_bytes
+        self.received = 0
         self.got_event = False
         #: ``[DONE]``, or the Responses stream's terminal event.
         self.finished = False
-        #: Choice 0 said it is done; ``[DONE]`` may still never come.
-        self.finish_reason = False
+        #: The answer said it finished, then the stream went quiet (or broke)
+        #: for the grace ``end`` gave: complete, and not read to its end.
+        self.went_quiet = False
+        # Whether the last piece changed what ``end`` knows.
+        self._noted = False
 
     def _feed(self, raw: bytes) -> list[ChunkDelta]:
         deltas: list[ChunkDelta] = []
+        end = self.end
         for event in self.decoder.feed(raw):
             if not isinstance(event, SSEEvent):
                 continue
@@ -145,24 +164,58 @@ class _EventReader:
             delta, self.finished = _feed(self.acc, event, self.responses_mode)
             if delta is not None:
                 deltas.append(delta)
+                if delta.finish_reason:
+                    end.finish(
+                        with_answer=bool(delta.content or delta.reasoning or delta.tool_calls),
+                        usage_known=self.acc.usage is not None,
+                    )
+                    self._noted = True
+                elif end.said:
+                    if delta.content or delta.reasoning or delta.tool_calls:
+                        end.more()
+                        self._noted = True
+                    elif end.finishing and self.acc.usage is not None:
+                        end.usage()
+                        self._noted = True
             if self.finished:
                 break
         return deltas
 
     async def read(self, chunks: AsyncIterator[bytes]) -> None:
-        """Until the stream ends, finishes, or its answer has a finish_reason."""
+        """Until the stream ends or finishes, or its answer said it finished
+        and the stream then went quiet for the grace ``end`` gives."""
         watchdog = self.watchdog
+        end = self.end
         slice_start = trio.current_time()
-        async for raw in chunks:
-            deltas = self._feed(raw)
+        quiet_at = math.inf
+        while True:
+            if end.said:
+                raw = await self._read_after_finish(chunks, quiet_at)
+                if raw is None:
+                    return
+            else:
+                try:
+                    raw = await anext(chunks)
+                except StopAsyncIteration:
+                    return
+            self.received += len(raw)
+            if self.received > self.max_bytes:
+                raise _too_big(self.max_bytes)
+            self._noted = False
+            try:
+                deltas = self._feed(raw)
+            except SSEError:
+                if end.finishing:
+                    # Garbage after a complete answer costs the connection only.
+                    self.went_quiet = True
+                    return
+                raise
             if deltas:
                 delta = merge_deltas(deltas)
                 if delta.content or delta.reasoning or delta.tool_calls or delta.finish_reason:
                     # Some of the answer; empty and role-only chunks are not.
                     first = not watchdog.seen
                     watchdog.beat()
-                    if delta.finish_reason:
-                        self.finish_reason = True
                     # What arrived in one read goes on as one delta: a burst
                     # costs the consumers one event, not one per token.
                     watchdog.busy = True  # a slow consumer is not model silence
@@ -175,48 +228,44 @@ class _EventReader:
                         # other stream) would wait for its end.
                         await trio.lowlevel.checkpoint()
                         slice_start = trio.current_time()
-            if self.finished or self.finish_reason:
+            if self.finished:
                 return
+            if self._noted:
+                # From the first finish_reason on, silence ends the answer
+                # instead of failing it, after the grace ``end`` gives.
+                grace = end.grace(watchdog.idle)
+                assert grace is not None
+                quiet_at = trio.current_time() + grace
+                watchdog.paused = True
 
-    async def read_tail(self, chunks: AsyncIterator[bytes], *, wants_usage: bool) -> None:
-        """After choice 0's finish_reason the answer is complete: read on only
-        for the usage chunk and ``[DONE]``, briefly. A server that holds the
-        connection open after it costs a grace, not a timeout, and that
-        connection is closed instead of pooled (it was not read to its end)."""
-        waiting_for_usage = wants_usage and self.acc.usage is None
-        late: list[ChunkDelta] = []
-        with trio.move_on_after(_USAGE_GRACE if waiting_for_usage else _DRAIN_GRACE) as scope:
+    async def _read_after_finish(
+        self, chunks: AsyncIterator[bytes], quiet_at: float
+    ) -> bytes | None:
+        """The next piece of a stream whose answer said it finished; None
+        when the stream ends, or stays quiet until ``quiet_at``."""
+        with trio.move_on_at(quiet_at):
             try:
-                async for raw in chunks:
-                    late += self._feed(raw)
-                    if self.finished:
-                        break
-                    if waiting_for_usage and self.acc.usage is not None:
-                        waiting_for_usage = False
-                        scope.deadline = min(scope.deadline, trio.current_time() + _DRAIN_GRACE)
-            except (httpx.HTTPError, SSEError):
+                return await anext(chunks)
+            except StopAsyncIteration:
+                return None
+            except httpx.HTTPError:
+                if not self.end.finishing:
+                    raise
                 # The answer is complete; a connection that ends badly after
                 # it is just not reused.
-                pass
-        if self.finished:
-            await _drain(chunks)
-        if late:
-            # Outside the grace's scope, so a late delta is never cut in half.
-            await self.delivery(merge_deltas(late))
+                self.went_quiet = True
+                return None
+        self.went_quiet = True
+        return None
 
 
 class _StreamRefused(Exception):
-    """The streamed request failed in a way a non-streamed one may not.
+    """The server refused a streamed request with a status that may mean it
+    cannot stream (a 4xx); only a successful non-streamed retry shows that."""
 
-    ``confirmable``: the server refused the stream itself (a 4xx), so a
-    successful non-streamed retry shows it cannot stream. Otherwise (the
-    connection broke before the first byte) the retry proves nothing.
-    """
-
-    def __init__(self, reason: str, *, confirmable: bool) -> None:
+    def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.confirmable = confirmable
 
 
 def make_http_client(config: ModelConfig) -> httpx.AsyncClient:
@@ -248,6 +297,8 @@ class ModelClient:
         self._rng = rng or random.Random()
         self._streams = StreamSupport()
         self._listed_model: str | None = None
+        # Model servers already said to hold answers without their usage.
+        self._usage_missing: set[str] = set()
 
     def targets(self, model: str | None = None) -> list[Target]:
         cfg = self.config
@@ -314,7 +365,7 @@ class ModelClient:
         attempt = 0
         while True:
             try:
-                if stream and self._streams.allows(target.base_url, now=trio.current_time()):
+                if stream and self._streams.allows(_stream_key(target), now=trio.current_time()):
                     try:
                         return await self._stream_once(target, request, delivery)
                     except _StreamRefused as refused:
@@ -322,8 +373,7 @@ class ModelClient:
                         # the same 4xx again means the request was bad, and
                         # nothing is remembered.
                         response = await self._plain_once(target, request, delivery)
-                        if refused.confirmable:
-                            self._no_streaming(target, refused.reason)
+                        self._no_streaming(target, refused.reason)
                         return response
                 return await self._plain_once(target, request, delivery)
             except ModelError as exc:
@@ -386,18 +436,33 @@ class ModelClient:
                 "model.name is not set: using %r, the first model %s lists "
                 "(set model.name or HERMES_MODEL to choose)",
                 first,
-                base_url,
+                shown_url(base_url),
             )
 
     def _no_streaming(self, target: Target, reason: str) -> None:
         """A stream request was refused and answered without streaming."""
-        self._streams.refused(target.base_url, now=trio.current_time())
+        self._streams.refused(_stream_key(target), now=trio.current_time())
         log.warning(
-            "model server %s cannot stream (%s); using non-streaming requests "
+            "model %s at %s cannot stream (%s); asking it without streaming "
             "for the next %g minutes",
-            target.base_url,
+            target.name,
+            target.where,
             reason,
             StreamSupport.TTL / 60,
+        )
+
+    def _no_usage(self, target: Target) -> None:
+        """Say once per model server that it holds answers without their usage."""
+        if target.base_url in self._usage_missing:
+            return
+        self._usage_missing.add(target.base_url)
+        log.warning(
+            "the model server at %s ended an answer but sent neither the usage "
+            "chunk it was asked for nor [DONE] within %g s, and held the connection "
+            "open; such answers count no tokens (said once; model.include_usage: "
+            "false stops asking for it)",
+            target.where,
+            USAGE_GRACE,
         )
 
     # -- one HTTP exchange -------------------------------------------------
@@ -450,7 +515,9 @@ class ModelClient:
         failure: Exception | None = None
         result: ModelResponse | None = None
         with trio.CancelScope() as scope:
-            watchdog = StreamWatchdog(scope, first_token=timeouts.first_token, idle=timeouts.idle)
+            watchdog = StreamWatchdog(
+                scope, first_token=timeouts.first_token, idle=timeouts.idle, total=timeouts.total
+            )
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watchdog.run)
                 try:
@@ -461,23 +528,33 @@ class ModelClient:
                     failure = exc
                 finally:
                     nursery.cancel_scope.cancel()
-        if scope.cancelled_caught and not watchdog.finished:
-            if watchdog.seen:
-                raise ModelError(
-                    f"the model server at {target.base_url} went silent for "
-                    f"{timeouts.idle:g} s in the middle of its answer",
-                    code="model_timeout",
-                    retryable=True,
-                )
-            raise ModelError(
-                f"no answer from the model server at {target.base_url} within "
-                f"{timeouts.first_token:g} s",
-                code="model_timeout",
-            )
+        if scope.cancelled_caught and watchdog.expired is not None:
+            raise self._expired(target, watchdog.expired)
         if failure is not None:
             raise failure
         assert result is not None
         return result
+
+    def _expired(self, target: Target, which: Expiry) -> ModelError:
+        timeouts = self.config.timeouts
+        if which == "idle":
+            return ModelError(
+                f"the model server at {target.where} went silent for {timeouts.idle:g} s "
+                "in the middle of its answer (model.timeouts.idle)",
+                code="model_timeout",
+                retryable=True,
+            )
+        if which == "total":
+            return ModelError(
+                f"the model server at {target.where} was still answering after "
+                f"{timeouts.total:g} s, the longest model.timeouts.total allows",
+                code="model_timeout",
+            )
+        return ModelError(
+            f"no answer from the model server at {target.where} within "
+            f"{timeouts.first_token:g} s (model.timeouts.first_token)",
+            code="model_timeout",
+        )
 
     async def _read_stream(
         self,
@@ -487,7 +564,13 @@ class ModelClient:
         watchdog: StreamWatchdog,
     ) -> ModelResponse:
         responses_mode = target.api_mode == "responses"
-        reader = _EventReader(responses_mode, delivery, watchdog)
+        reader = _EventReader(
+            responses_mode,
+            delivery,
+            watchdog,
+            wants_usage=self.config.include_usage and not responses_mode,
+            max_bytes=self.config.max_answer_bytes,
+        )
         try:
             async with self.http.stream(
                 "POST",
@@ -500,13 +583,12 @@ class ModelClient:
                     if response.status_code in _STREAM_REFUSAL_STATUSES:
                         raise _StreamRefused(
                             f"HTTP {response.status_code} for stream: true: "
-                            f"{_error_fields(raw)[0]}",
-                            confirmable=True,
+                            f"{_error_fields(raw)[0]}"
                         )
                     raise _status_error(target, response, raw)
                 ctype = response.headers.get("content-type", "")
                 if "text/event-stream" not in ctype:
-                    raw = await _read_body(response)
+                    raw = await _read_body(response, self.config.max_answer_bytes)
                     answer = await _plain_answer(raw, responses_mode, delivery)
                     # Only now, with an answer in hand: a 200 with a proxy's
                     # HTML page in it says nothing about streaming.
@@ -514,22 +596,23 @@ class ModelClient:
                     return answer
                 async with aclosing(_body_chunks(response)) as chunks:
                     await reader.read(chunks)
+                    watchdog.finish()
                     if reader.finished:
-                        watchdog.finish()
                         await _drain(chunks)
-                    elif reader.finish_reason:
-                        watchdog.finish()
-                        await reader.read_tail(chunks, wants_usage=self.config.include_usage)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise _unreachable(target, exc) from None
         except httpx.TransportError as exc:
+            # Before the first event too: a stale kept-alive connection or a
+            # restarting server says nothing about streaming, so the retry
+            # streams again.
             if not reader.got_event:
-                raise _StreamRefused(
-                    f"stream failed before its first byte ({type(exc).__name__})",
-                    confirmable=False,
+                raise ModelError(
+                    f"the connection to the model server at {target.where} broke before "
+                    f"the answer started ({type(exc).__name__}: {exc})",
+                    retryable=True,
                 ) from None
             raise ModelError(
-                f"the model server at {target.base_url} dropped the stream "
+                f"the model server at {target.where} dropped the stream "
                 f"({type(exc).__name__}: {exc})",
                 code="model_error",
                 retryable=True,
@@ -549,7 +632,12 @@ class ModelClient:
         except ChunkError as exc:
             raise ModelError(f"the model server sent a malformed chunk: {exc}") from None
         if not reader.got_event:
-            raise _StreamRefused("the stream ended before its first event", confirmable=False)
+            raise ModelError(
+                f"the model server at {target.where} ended the stream before its first event",
+                retryable=True,
+            )
+        if reader.went_quiet and reader.end.owes_usage:
+            self._no_usage(target)
         message = reader.acc.result()
         if isinstance(reader.acc, ResponsesStreamAccumulator):
             # Only its terminal event (completed, incomplete) ends an answer.
@@ -559,7 +647,7 @@ class ModelClient:
             unfinished = not reader.finished and message.finish_reason is None
         if unfinished:
             raise ModelError(
-                f"the model server at {target.base_url} ended the stream before finishing",
+                f"the model server at {target.where} ended the stream before finishing",
                 retryable=True,
             )
         return ModelResponse(message, reader.acc.usage)
@@ -582,35 +670,44 @@ class ModelClient:
                     if status != 200:
                         raw = await _read_capped(response, _MAX_ERROR_BYTES)
                         raise _status_error(target, response, raw)
-                    raw = await _read_body(response)
+                    raw = await _read_body(response, self.config.max_answer_bytes)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 raise _unreachable(target, exc) from None
             except httpx.TransportError as exc:
                 raise ModelError(
-                    f"the model server at {target.base_url} failed: {type(exc).__name__}: {exc}",
+                    f"the model server at {target.where} failed: {type(exc).__name__}: {exc}",
                     retryable=True,
                 ) from None
             except httpx.HTTPError as exc:
                 raise _broken_body(target, exc) from None
         if scope.cancelled_caught:
             raise ModelError(
-                f"no answer from the model server at {target.base_url} within "
-                f"{timeouts.request:g} s",
+                f"no answer from the model server at {target.where} within "
+                f"{timeouts.request:g} s (model.timeouts.request)",
                 code="model_timeout",
             )
         return await _plain_answer(raw, target.api_mode == "responses", delivery)
 
 
+def _stream_key(target: Target) -> tuple[str, str]:
+    return (target.base_url, target.name)
+
+
 async def _plain_answer(raw: bytes, responses_mode: bool, delivery: _Delivery) -> ModelResponse:
     """A whole (non-streamed) answer, delivered as one delta."""
-    message, usage = _parse_plain(raw, responses_mode)
+    if len(raw) >= _THREAD_FROM:
+        message, usage = await trio.to_thread.run_sync(
+            _parse_plain, raw, responses_mode, abandon_on_cancel=True
+        )
+    else:
+        message, usage = _parse_plain(raw, responses_mode)
     await delivery(ChunkDelta(content=message.content, reasoning=message.reasoning))
     return ModelResponse(message, usage)
 
 
 def _unreachable(target: Target, exc: httpx.TransportError) -> ModelError:
     return ModelError(
-        f"cannot connect to the model server at {target.base_url}: {exc}",
+        f"cannot connect to the model server at {target.where}: {exc}",
         code="model_unreachable",
         retryable=True,
     )
@@ -620,9 +717,18 @@ def _json_bytes(body: dict[str, Any]) -> bytes:
     try:
         return orjson.dumps(body)
     except TypeError:
-        # orjson refuses integers beyond 64 bits, which a client may pass
-        # through (a "seed"); the model server is the one to judge them.
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        pass
+    # orjson refuses integers beyond 64 bits, which a client may pass through
+    # (a "seed"): the model server is the one to judge them. It also refuses
+    # a lone surrogate, which UTF-8 cannot carry: that goes as U+FFFD.
+    try:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ModelError(f"the request cannot be written as JSON: {exc}") from None
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
 
 
 _CHAT_EVENTS = frozenset({"message", "error"})
@@ -650,19 +756,23 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
     return b"".join(parts)[:limit]
 
 
-async def _read_body(response: httpx.Response) -> bytes:
-    """The whole (decoded) body of an answer, or a ModelError past the bound."""
-    raw = await _read_capped(response, _MAX_BODY_BYTES + 1)
-    if len(raw) > _MAX_BODY_BYTES:
-        raise ModelError(
-            f"the model server's answer is larger than {_MAX_BODY_BYTES // (1024 * 1024)} MiB"
-        )
+async def _read_body(response: httpx.Response, limit: int) -> bytes:
+    """The whole (decoded) body of an answer, or a ModelError past ``limit``."""
+    raw = await _read_capped(response, limit + 1)
+    if len(raw) > limit:
+        raise _too_big(limit)
     return raw
+
+
+def _too_big(limit: int) -> ModelError:
+    return ModelError(
+        f"the model server's answer is larger than model.max_answer_bytes ({limit} bytes)"
+    )
 
 
 def _broken_body(target: Target, exc: httpx.HTTPError) -> ModelError:
     return ModelError(
-        f"the model server at {target.base_url} sent a body that cannot be read "
+        f"the model server at {target.where} sent a body that cannot be read "
         f"({type(exc).__name__}: {exc})"
     )
 
@@ -670,7 +780,7 @@ def _broken_body(target: Target, exc: httpx.HTTPError) -> ModelError:
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
     """Read the body's end after ``[DONE]``: a response closed half-read
     takes its connection with it, and the next request would reconnect."""
-    with trio.move_on_after(_DRAIN_GRACE):
+    with trio.move_on_after(DRAIN_GRACE):
         try:
             async for _ in chunks:
                 pass
@@ -755,7 +865,7 @@ def _status_error(target: Target, response: httpx.Response, raw: bytes) -> Model
     if caller_status(status) is not None:
         # The request's own fault: the caller gets the model server's words
         # (and code), as if it had asked the model server itself.
-        log.info("the model server at %s refused the request: HTTP %d", target.base_url, status)
+        log.info("the model server at %s refused the request: HTTP %d", target.where, status)
         return ModelError(
             message,
             code=code or "model_error",
@@ -764,7 +874,7 @@ def _status_error(target: Target, response: httpx.Response, raw: bytes) -> Model
             retry_after=retry_after if status == 429 else None,
         )
     return ModelError(
-        f"the model server at {target.base_url} answered HTTP {status}: {message}",
+        f"the model server at {target.where} answered HTTP {status}: {message}",
         code="model_error",
         status=status,
         retryable=retryable,

@@ -130,7 +130,6 @@ class HomeAssistantAdapter:
             f"{self._base}{path}",
             what=what,
             request_timeout=self.request_timeout,
-            secrets=(self._token,),
             json=json,
             headers={"Authorization": f"Bearer {self._token}"},
         )
@@ -145,7 +144,7 @@ class HomeAssistantAdapter:
                 retry_after = 1.0
             raise RateLimited(retry_after, f"{what}: too many requests")
         if response.status_code >= 400:
-            detail = redact(response.text.strip()[:200], (self._token,))
+            detail = redact(response.text.strip()[:200])
             raise PlatformError(f"{what}: HTTP {response.status_code}: {detail}")
         try:
             return response.json()

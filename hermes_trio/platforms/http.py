@@ -43,7 +43,6 @@ async def send_request(
     *,
     what: str,
     request_timeout: float,
-    secrets: Iterable[str | None] | None = None,
     name_if_empty: bool = False,
     json: Any = None,
     params: dict[str, Any] | None = None,
@@ -53,7 +52,8 @@ async def send_request(
     ("{what}: network error: {type}: {detail}").
 
     httpx puts the request URL in its messages, so ``detail`` is redacted
-    with ``secrets`` (default: every registered one). ``name_if_empty``
+    (every registered secret: the config's tokens and the credentials in
+    its URLs). ``name_if_empty``
     shows the exception type again when its message is empty (Telegram's
     wording; the others leave the detail empty).
     """
@@ -67,7 +67,7 @@ async def send_request(
             timeout=httpx.Timeout(request_timeout, connect=CONNECT_TIMEOUT),
         )
     except httpx.HTTPError as exc:
-        detail = redact(str(exc), secrets)
+        detail = redact(str(exc))
         if name_if_empty and not detail:
             detail = type(exc).__name__
         raise PlatformError(f"{what}: network error: {type(exc).__name__}: {detail}") from None

@@ -288,7 +288,6 @@ class WhatsAppAdapter:
             url,
             what=f"whatsapp {what}",
             request_timeout=self.request_timeout,
-            secrets=(self.config.access_token,),
             json=json,
             params=params,
             headers=headers,
@@ -303,9 +302,7 @@ class WhatsAppAdapter:
             return body
         error = body.get("error") if isinstance(body.get("error"), dict) else {}
         code = error.get("code")
-        message = redact(
-            str(error.get("message") or f"HTTP {response.status_code}"), (self.config.access_token,)
-        )
+        message = redact(str(error.get("message") or f"HTTP {response.status_code}"))
         if response.status_code == 429 or code in _RATE_CODES:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             if retry_after is None:

@@ -1207,6 +1207,8 @@ class ScriptedModelServer:
                         size = 0
                     await trio.sleep_until(due)
             if chunked:
+                if not frame:
+                    continue  # an empty chunk would end the body there
                 frame = b"%x\r\n%b\r\n" % (len(frame), frame)
             buf.append(frame)
             size += len(frame)

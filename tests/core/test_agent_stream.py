@@ -24,6 +24,7 @@ from hermes_trio.testing import (
     ErrorFrame,
     ErrorReply,
     JSONInsteadOfStream,
+    RawReply,
     RefuseStream,
     Stall,
     TextReply,
@@ -189,13 +190,36 @@ async def test_fallback_when_the_server_answers_json_to_a_stream_request() -> No
     assert result.error is None and len(server.requests) == 1
 
 
-async def test_fallback_when_the_stream_fails_before_its_first_byte() -> None:
-    script = [Drop(text=""), TextReply("recovered")]
+async def test_a_stream_dropped_before_its_first_byte_is_retried_as_a_stream() -> None:
+    # A stale pooled connection, a restarting server: nothing says the
+    # server cannot stream, so the retry streams too, and nothing is remembered.
+    script = [Drop(text=""), TextReply("recovered"), TextReply("still streamed")]
+    async with open_scripted_server(script) as server:
+        async with open_agent(make_config(server.base_url)) as agent:
+            events, result = await run_turn(agent, "q")
+            later, _ = await run_turn(agent, "again")
+    assert texts(events) == ["recovered"]
+    assert texts(later) == ["still", " streamed"]
+    assert [r.stream for r in server.requests] == [True, True, True]
+
+
+async def test_a_stream_that_ends_before_its_first_event_is_retried_as_a_stream() -> None:
+    script = [RawReply(b""), TextReply("recovered")]
     async with open_scripted_server(script) as server:
         async with open_agent(make_config(server.base_url)) as agent:
             events, result = await run_turn(agent, "q")
     assert texts(events) == ["recovered"]
-    assert [r.stream for r in server.requests] == [True, False]
+    assert [r.stream for r in server.requests] == [True, True]
+
+
+async def test_a_stream_dropped_before_its_first_byte_without_retries_is_an_error() -> None:
+    async with open_scripted_server([Drop(text=""), TextReply("never")]) as server:
+        config = make_config(server.base_url, model={"max_retries": 0})
+        async with open_agent(config) as agent:
+            events, result = await run_turn(agent, "q")
+    assert result.finish_reason == "error"
+    assert "broke before the answer started" in (result.error or "")
+    assert [r.stream for r in server.requests] == [True]
 
 
 async def test_retry_before_the_first_token() -> None:

@@ -17,7 +17,7 @@ from hermes_trio.agent import open_agent
 from hermes_trio.events import TurnFinished
 from hermes_trio.llm import ModelRequest
 from hermes_trio.llm import client as model_client
-from hermes_trio.testing import RawReply, Step, TextReply, open_scripted_server
+from hermes_trio.testing import RawReply, Step, TextReply, ToolCallReply, open_scripted_server
 
 DEEP = "[" * 1000 + "]" * 1000
 
@@ -143,16 +143,15 @@ async def test_an_endless_line_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> No
     assert "256 KiB" in (result.error or "") and "event" in (result.error or "")
 
 
-async def test_a_gzip_bomb_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(model_client, "_MAX_BODY_BYTES", 1024 * 1024)
+async def test_a_gzip_bomb_is_cut_off() -> None:
     bomb = gzip.compress(b" " * (12 * 1024 * 1024), compresslevel=9)
     assert len(bomb) < 30_000
     script: list[Step] = [
         RawReply(bomb, content_type="application/json", headers={"Content-Encoding": "gzip"})
     ]
-    events, result, _ = await turn(script, max_retries=0)
+    events, result, _ = await turn(script, max_retries=0, max_answer_bytes=1024 * 1024)
     assert result.finish_reason == "error"
-    assert "larger than 1 MiB" in (result.error or "")
+    assert "model.max_answer_bytes (1048576 bytes)" in (result.error or "")
 
 
 async def test_a_compressed_event_stream_is_read() -> None:
@@ -228,3 +227,73 @@ async def test_a_complete_answer_on_a_connection_held_open_ends_at_once(api_mode
     assert record.closed_by == "client"
     assert second.text == "next one"
     assert requests[1].connection_id != requests[0].connection_id
+
+
+# -- bounds on a streamed answer -------------------------------------------------
+
+
+async def test_a_streamed_answer_beyond_max_answer_bytes_reaches_the_client_as_an_error() -> None:
+    pieces = [ROLE, *[chunk({"content": "x" * 1000})] * 200, END]
+    body = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hi"}]}
+    model = {"max_answer_bytes": 50_000, "max_retries": 0}
+    async with api_stack([RawReply(pieces)], model=model) as (api, _):
+        async with http_for(api) as http:
+            answer = await http.post("/chat/completions", json={**body, "stream": True})
+    frames = [json.loads(line[6:]) for line in answer.text.splitlines() if line[:7] == "data: {"]
+    errors = [f["error"]["message"] for f in frames if "error" in f]
+    assert len(errors) == 1, answer.text
+    assert "model.max_answer_bytes" in errors[0] and "50000" in errors[0]
+    deltas = [f["choices"][0]["delta"] for f in frames if f.get("choices")]
+    text = "".join(d.get("content") or "" for d in deltas)
+    assert 40_000 <= len(text) <= 50_000
+
+
+# -- big bodies stay off the event loop ------------------------------------------
+
+
+async def test_a_big_plain_answer_is_parsed_in_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    threaded: list[str] = []
+    run_sync = trio.to_thread.run_sync
+
+    async def spy(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        threaded.append(getattr(fn, "__name__", repr(fn)))
+        return await run_sync(fn, *args, **kwargs)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", spy)
+    words = "word " * 400_000  # 2 MB
+    script: list[Step] = [plain_answer(words), plain_answer("small")]
+    events, result, _ = await turn(script)
+    assert result.text == words
+    assert len(threaded) == 1, threaded
+    events, result, _ = await turn(script[1:])
+    assert result.text == "small" and len(threaded) == 1
+
+
+# -- a lone surrogate a tool produced --------------------------------------------
+
+
+async def test_a_lone_surrogate_in_a_tool_result_does_not_crash_the_turn() -> None:
+    # The model asks for a working directory named with a lone surrogate;
+    # the tool's error names it, and that result goes back to the model.
+    call = ToolCallReply([("terminal", '{"command": "ls", "workdir": "x\\ud800"}')])
+    body = {"model": "hermes-agent", "messages": [{"role": "user", "content": "go"}]}
+    async with api_stack([call, TextReply("done")]) as (api, model):
+        async with http_for(api) as http:
+            answer = await http.post("/chat/completions", json=body)
+        requests = model.model_requests
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"] == "done"
+    assert len(requests) == 2
+    tool = requests[1].json["messages"][-1]
+    assert tool["role"] == "tool" and "x\ufffd" in tool["content"]
+
+
+def plain_answer(text: str) -> RawReply:
+    message = {"role": "assistant", "content": text}
+    answer = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    return RawReply(json.dumps(answer).encode(), content_type="application/json")
+
+
+def test_a_request_body_with_a_lone_surrogate_is_still_utf8() -> None:
+    raw = model_client._json_bytes({"messages": [{"content": "a\ud800b", "seed": 2**70}]})
+    assert json.loads(raw.decode("utf-8")) == {"messages": [{"content": "a\ufffdb", "seed": 2**70}]}

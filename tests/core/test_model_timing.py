@@ -4,11 +4,14 @@ to wait any longer: on MockClock with the default timeouts (first token
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 import trio.testing
 from timed_upstream import Timed, TimedUpstream, chunk, sse
 
+from hermes_trio.config import TimeoutsConfig
 from hermes_trio.llm import ModelError, ModelRequest
 from hermes_trio.wire.chat_chunks import ChunkDelta
 
@@ -198,3 +201,136 @@ async def test_done_ends_a_responses_stream_too(autojump_clock: trio.testing.Moc
     took, outcome = await _complete(TimedUpstream([Timed(pieces)]), api_mode="responses")
     assert isinstance(outcome, ModelError)
     assert "ended the stream before finishing" in outcome.message
+
+
+# -- a finish_reason is "probably done", not the end --------------------------
+
+
+async def test_finish_reason_on_every_chunk_does_not_cut_the_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Proxies that put finish_reason on every chunk (one-api before Gemini,
+    # litellm, Open WebUI's Ollama proxy), tokens 2.5 s apart.
+    pieces = [
+        (0.0, chunk("Hello", "stop")),
+        (2.5, chunk(" world", "stop")),
+        (5.0, chunk(" again", "stop")),
+        (7.5, b"data: [DONE]\n\n"),
+    ]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces, hang=True)]))
+    assert not isinstance(outcome, ModelError), outcome
+    assert outcome.message.content == "Hello world again"  # type: ignore[attr-defined]
+    assert 7.5 <= took <= 7.6  # [DONE], then a short wait for the body's end
+
+
+async def test_a_reasoning_chunk_with_finish_reason_is_not_the_end(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pieces = [
+        (0.0, chunk(reasoning_content="thinking...", finish="stop")),
+        (2.5, chunk("The answer is 42")),
+        (5.0, chunk(finish="stop")),
+        (7.5, b"data: [DONE]\n\n"),
+    ]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces, hang=True)]))
+    assert not isinstance(outcome, ModelError), outcome
+    assert outcome.message.content == "The answer is 42"  # type: ignore[attr-defined]
+    assert outcome.message.reasoning == "thinking..."  # type: ignore[attr-defined]
+    assert 7.5 <= took <= 7.6  # [DONE], then a short wait for the body's end
+
+
+async def test_an_answer_after_an_empty_finish_chunk_is_read_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The finish chunk looked final, then more of the answer came within the
+    # grace: from then on the stream is read as usual until it ends.
+    pieces = [
+        (0.0, chunk("Hello")),
+        (1.0, chunk(finish="stop")),
+        (2.0, chunk(" world")),
+        (4.5, chunk(" again", "stop")),
+        (7.0, b"data: [DONE]\n\n"),
+    ]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces, hang=True)]))
+    assert not isinstance(outcome, ModelError), outcome
+    assert outcome.message.content == "Hello world again"  # type: ignore[attr-defined]
+    assert 7.0 <= took <= 7.1
+
+
+async def test_a_finish_reason_with_text_then_silence_is_a_complete_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Text and finish_reason in one chunk may be followed by more text, so
+    # only the idle limit says it was the end; the answer is complete, not
+    # an error.
+    pieces = [(0.0, chunk("Hello", "stop"))]
+    upstream = TimedUpstream([Timed(pieces, hang=True)])
+    took, outcome = await _complete(upstream)
+    assert not isinstance(outcome, ModelError), outcome
+    assert outcome.message.content == "Hello"  # type: ignore[attr-defined]
+    assert took == 60.0
+    assert upstream.closed
+
+
+async def test_a_usage_chunk_after_a_finish_with_text_ends_the_answer_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    usage = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    pieces = [(0.0, chunk("Hello", "stop")), (1.0, sse(usage))]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces, hang=True)]))
+    assert not isinstance(outcome, ModelError), outcome
+    assert outcome.usage.total_tokens == 4  # type: ignore[attr-defined]
+    assert 1.0 < took <= 1.1
+
+
+async def test_usage_that_never_comes_is_logged_once(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="hermes_trio.llm")
+    pieces = [(0.0, chunk("Hi")), (1.0, chunk(finish="stop"))]
+    upstream = TimedUpstream([Timed(pieces, hang=True), Timed(pieces, hang=True)])
+    client, http = upstream.client()
+
+    async def on_delta(delta: ChunkDelta) -> None:
+        pass
+
+    async with http:
+        for _ in range(2):
+            response = await client.complete(REQUEST, stream=True, on_delta=on_delta)
+            assert response.message.content == "Hi" and response.usage is None
+    said = [r.getMessage() for r in caplog.records if "usage" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "2 s" in said[0] and "http://upstream.test/v1" in said[0]
+
+
+# -- bounds on a whole streamed answer ------------------------------------------
+
+
+async def test_an_endless_steady_stream_is_cut_off_at_the_total_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pieces = [(30.0 * n, chunk(f"t{n} ")) for n in range(200)]
+    took, outcome = await _complete(TimedUpstream([Timed(pieces, hang=True)]))
+    assert isinstance(outcome, ModelError)
+    assert took == 1800.0
+    assert outcome.code == "model_timeout"
+    assert "model.timeouts.total" in outcome.message and "1800 s" in outcome.message
+
+
+async def test_the_total_limit_is_configurable(autojump_clock: trio.testing.MockClock) -> None:
+    pieces = [(1.0 * n, chunk(f"t{n} ")) for n in range(200)]
+    upstream = TimedUpstream([Timed(pieces, hang=True)])
+    took, outcome = await _complete(upstream, timeouts=TimeoutsConfig(total=30))
+    assert isinstance(outcome, ModelError) and took == 30.0
+    assert "model.timeouts.total" in outcome.message
+
+
+async def test_a_streamed_answer_beyond_max_answer_bytes_is_cut_off(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pieces = [(0.01 * n, chunk("x" * 1000)) for n in range(100)]
+    upstream = TimedUpstream([Timed(pieces, hang=True)])
+    took, outcome = await _complete(upstream, max_answer_bytes=20_000)
+    assert isinstance(outcome, ModelError)
+    assert "model.max_answer_bytes" in outcome.message and "20000" in outcome.message
+    assert took < 0.5

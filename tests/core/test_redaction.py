@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 from support import api_stack, clean_env, http_for, make_config
@@ -26,6 +27,7 @@ from hermes_trio.config import (
 )
 from hermes_trio.gateway import open_gateway
 from hermes_trio.llm import ModelError
+from hermes_trio.server.run import open_api_server
 from hermes_trio.testing import ErrorFrame, ErrorReply, open_scripted_server
 from hermes_trio.testing.fake_telegram import open_fake_telegram
 
@@ -114,6 +116,52 @@ def test_every_secret_of_a_config_joins_the_registry() -> None:
     text = " ".join(secrets.values())
     assert redaction.redact(text) == " ".join([redaction.REDACTED] * len(secrets))
     assert not any(s in repr(config) for s in secrets.values())
+
+
+def test_url_userinfo_and_key_parameters_of_url_fields_join_the_registry() -> None:
+    ModelConfig(base_url="http://proxyuser:Pr0xy-Field-Passw0rd@proxy.test:3128/v1")
+    FallbackModel(name="fb", base_url="https://fbuser:short1@fb.test/v1?api_key=Query-Key-0123456789")
+    HomeAssistantConfig(url="http://hauser:Ha-Url-Passw0rd-42@ha.test:8123")
+    for leaked in (
+        "http://proxyuser:Pr0xy-Field-Passw0rd@proxy.test:3128/v1/chat/completions",
+        "https://fbuser:short1@fb.test/v1/chat/completions?api_key=Query-Key-0123456789",
+        "wrong password Pr0xy-Field-Passw0rd",
+        "http://hauser:Ha-Url-Passw0rd-42@ha.test:8123/api/",
+    ):
+        cleaned = redaction.redact(leaked)
+        for secret in ("Pr0xy-Field-Passw0rd", "fbuser:short1", "Query-Key-0123456789"):
+            assert secret not in cleaned, cleaned
+        assert "Ha-Url-Passw0rd-42" not in cleaned
+    # Host, path and parameters that are no key stay readable.
+    ModelConfig(base_url="https://example.test/openai/v1?api-version=2024-06-01")
+    assert redaction.redact("api-version=2024-06-01") == "api-version=2024-06-01"
+
+
+def test_a_url_is_shown_without_its_userinfo_and_query() -> None:
+    assert (
+        redaction.shown_url("http://u:p@[::1]:8080/v1?api_key=k#frag") == "http://[::1]:8080/v1"
+    )
+    assert redaction.shown_url("https://host.test/v1") == "https://host.test/v1"
+    assert redaction.shown_url("not a url") == "not a url"
+
+
+def test_config_secrets_are_declared_not_guessed_from_repr() -> None:
+    import dataclasses
+
+    from hermes_trio import config as config_module
+
+    secret_words = ("key", "token", "secret", "password")
+    for name in config_module.__all__:
+        section = getattr(config_module, name)
+        if not dataclasses.is_dataclass(section):
+            continue
+        for spec in dataclasses.fields(section):
+            kinds = spec.metadata.get("holds")
+            if spec.name.endswith(secret_words) and "str" in str(spec.type):
+                assert kinds == "secret", f"{name}.{spec.name} is not declared a secret"
+                assert not spec.repr, f"{name}.{spec.name} is shown by repr"
+            if spec.name.endswith("url"):
+                assert kinds == "url", f"{name}.{spec.name} is not declared a URL"
 
 
 def test_model_errors_are_redacted_when_they_are_made() -> None:
@@ -222,3 +270,40 @@ async def test_an_echoed_model_key_never_reaches_a_chat_user() -> None:
         shown = "\n".join(telegram.texts(42))
     assert "Incorrect API key" in shown
     assert not leaks(shown), shown
+
+
+async def test_a_password_in_the_model_url_reaches_no_api_client_and_no_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    password = "Pr0xyPassw0rdSecret"
+    script = [ErrorReply(500, "boom"), ErrorReply(500, "boom")]
+    async with open_scripted_server(script) as model:
+        url = model.base_url.replace("http://", f"http://proxyuser:{password}@")
+        config = make_config(url, model={"max_retries": 0}, api_server=ApiServerConfig())
+        async with open_api_server(config, port=0) as api, http_for(api) as http:
+            plain = await http.post("/chat/completions", json=CHAT)
+            streamed = await http.post("/chat/completions", json={**CHAT, "stream": True})
+    for answer in (plain, streamed):
+        assert answer.status_code == 502, answer.text
+        message = answer.json()["error"]["message"]
+        assert "boom" in message and model.base_url in message
+        assert password not in answer.text and "proxyuser" not in answer.text
+    assert "HTTP Request: POST" in caplog.text
+    assert password not in caplog.text and "proxyuser:" not in caplog.text
+
+
+async def test_a_platform_error_echoing_part_of_its_token_is_redacted() -> None:
+    from hermes_trio.platforms.base import PlatformError
+    from hermes_trio.platforms.homeassistant import HomeAssistantAdapter
+    from hermes_trio.testing.fake_homeassistant import open_fake_homeassistant
+
+    token = "ha-echoed-long-lived-token-0123456789"
+    async with open_fake_homeassistant(token) as fake, httpx.AsyncClient() as client:
+        config = HomeAssistantConfig(url=fake.base_url, token=token)
+        adapter = HomeAssistantAdapter(config, client, webhook_port=0)
+        fake.fail_next(500, f"invalid token {token[:14]}…{token[-9:]}")
+        with pytest.raises(PlatformError) as info:
+            await adapter.check()
+    assert "invalid token" in str(info.value)
+    assert token[:14] not in str(info.value) and token[-9:] not in str(info.value)

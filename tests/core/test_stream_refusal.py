@@ -92,17 +92,38 @@ async def test_a_server_without_streaming_is_remembered_until_the_expiry(
     assert [r.stream for r in server.model_requests] == [True, False, False, True, False]
 
 
+async def test_a_model_that_cannot_stream_leaves_other_models_of_its_server_streaming() -> None:
+    # An o1-style model refuses streams; another model on the same server streams.
+    script = [RefuseStream(TextReply("plain")), TextReply("streamed"), TextReply("again")]
+    api = {"allow_model_override": True}
+    async with api_stack(script, api=api) as (server, model):
+        async with http_for(server) as http:
+            for name in ("o1-no-stream", "gpt-streams", "o1-no-stream"):
+                body = {**CHAT, "model": name, "stream": True}
+                answer = await http.post("/chat/completions", json=body)
+                assert answer.status_code == 200, answer.text
+        seen = [(r.json["model"], r.stream) for r in model.model_requests]
+    assert seen == [
+        ("o1-no-stream", True),
+        ("o1-no-stream", False),
+        ("gpt-streams", True),
+        ("o1-no-stream", False),
+    ]
+
+
 # -- the decision itself --------------------------------------------------------
 
 
 def test_streaming_is_allowed_until_a_refusal_is_confirmed() -> None:
     support = StreamSupport()
-    assert support.allows("http://a/v1", now=0.0)
-    support.refused("http://a/v1", now=10.0)
-    assert not support.allows("http://a/v1", now=10.0)
-    assert support.allows("http://b/v1", now=10.0)  # per model server
-    assert not support.allows("http://a/v1", now=10.0 + StreamSupport.TTL - 0.001)
-    assert support.allows("http://a/v1", now=10.0 + StreamSupport.TTL)
+    a = ("http://a/v1", "m")
+    assert support.allows(a, now=0.0)
+    support.refused(a, now=10.0)
+    assert not support.allows(a, now=10.0)
+    assert support.allows(("http://b/v1", "m"), now=10.0)  # per model server
+    assert support.allows(("http://a/v1", "other"), now=10.0)  # and per model
+    assert not support.allows(a, now=10.0 + StreamSupport.TTL - 0.001)
+    assert support.allows(a, now=10.0 + StreamSupport.TTL)
     # Expired means forgotten: a new refusal starts a new period.
-    support.refused("http://a/v1", now=1000.0)
-    assert not support.allows("http://a/v1", now=1000.0 + StreamSupport.TTL - 1)
+    support.refused(a, now=1000.0)
+    assert not support.allows(a, now=1000.0 + StreamSupport.TTL - 1)

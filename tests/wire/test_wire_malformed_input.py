@@ -413,3 +413,84 @@ def test_events_under_the_limit_flow_however_many_there_are() -> None:
     for i in range(0, len(frame) * 3, 7):
         events += decoder.feed((frame * 3)[i : i + 7])
     assert len(events) == 3
+
+
+# -- lone surrogate escapes: repaired exactly, and cheaply ----------------------
+
+# Pieces of JSON string content, each valid on its own, so any sequence is
+# valid JSON text: escapes of each kind, backslash runs that make the letters
+# after them no escape, a proper pair, an escape split from its partner.
+_STRING_PIECES = [
+    "a",
+    "é",
+    "u",
+    "d800",
+    "\\\\",
+    '\\"',
+    "\\n",
+    "\\u0041",
+    "\\ud800",
+    "\\uDBFF",
+    "\\udc00",
+    "\\uDFFF",
+    "\\ud83d\\ude00",
+    "\\\\ud800",
+    "\\\\\\ud800",
+]
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    key=st.lists(st.sampled_from(_STRING_PIECES)),
+    value=st.lists(st.sampled_from(_STRING_PIECES)),
+)
+def test_lone_surrogate_escapes_become_replacement_characters_and_nothing_else_changes(
+    key: list[str], value: list[str]
+) -> None:
+    text = '{"' + "".join(key) + '": "' + "".join(value) + '", "n": 1}'
+    # Python's own parser keeps lone surrogates: the reference is its
+    # result with exactly those replaced.
+    expected = _without_lone_surrogates(json.loads(text))
+    assert loads_upstream(text) == expected
+    assert loads_upstream(text.encode()) == expected
+
+
+def test_repairing_one_lone_surrogate_in_a_big_body_costs_about_a_parse() -> None:
+    import time
+
+    words = b"word \\\\ " * 1_000_000  # 8 MB, with escaped backslashes throughout
+    # The same result, parsed without repair.
+    good = b'{"content": "' + words + b'\\ufffd"}'
+    lone = b'{"content": "' + words + b'\\ud800"}'
+
+    def best(raw: bytes) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            loads_upstream(raw)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    plain, repaired = best(good), best(lone)
+    assert loads_upstream(lone) == loads_upstream(good)
+    # The refused parse, the repair and the parse: about three parses. A
+    # regular expression over the whole text cost 30-40.
+    assert repaired < 6 * plain + 0.02, (plain, repaired)
+
+
+def test_bodies_orjson_refuses_for_other_reasons_keep_its_reason() -> None:
+    # Truncated, with backslashes in it: no repair can help.
+    body = '{"content": "' + "a\\\\b" * 10 + '\\ud800'
+    with pytest.raises(ValueError, match="unexpected end of data"):
+        loads_upstream(body)
+    with pytest.raises(ValueError):
+        loads_upstream(b'{"a": "\xff\\ud800", ')
+    assert loads_upstream(b'{"a": "\xff\\ud800"}') == {"a": "\ufffd\ufffd"}

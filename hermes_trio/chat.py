@@ -44,6 +44,7 @@ from .config import Config
 from .consumers.terminal import TerminalSettings, TerminalView
 from .events import StreamEvent, TurnFinished, Usage
 from .llm import NO_MODEL_SERVER
+from .redaction import shown_url
 from .tools import ApprovalDecision, ApprovalRequest, ToolContext
 
 __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
@@ -483,7 +484,7 @@ class Chat:
             else:
                 self.console.print(
                     f"  model [bold]{escape(self.model_name)}[/] at "
-                    f"{escape(self.config.model.base_url or '?')}"
+                    f"{escape(shown_url(self.config.model.base_url or '?'))}"
                     f" [dim]· /model NAME switches[/]"
                 )
         elif name == "/yolo":
@@ -502,7 +503,7 @@ class Chat:
         yolo = " · [yellow]yolo[/]" if self.ctx.yolo else ""
         self.console.print(
             f"[bold cyan]⚕ Hermes[/] · [bold]{escape(self.model_name)}[/] at "
-            f"{escape(self.config.model.base_url or '?')} · {mode}{yolo}"
+            f"{escape(shown_url(self.config.model.base_url or '?'))} · {mode}{yolo}"
         )
         self.console.print(
             "[dim]  /help for commands · Ctrl-C interrupts the agent · Ctrl-D exits[/]"

@@ -200,3 +200,18 @@ async def test_query_error_exits_1_and_no_server_exits_2(tmp_path: Path) -> None
     message = ANSI.sub("", done.stderr.decode())
     assert "model.base_url" in message and "HERMES_MODEL_BASE_URL" in message
     assert "OPENAI_BASE_URL" in message and message.count("\n") == 1
+
+
+async def test_credentials_in_the_model_url_are_not_shown(tmp_path: Path) -> None:
+    async with open_scripted_server([TextReply("Hi.")]) as server:
+        url = server.base_url.replace("http://", "http://someone:Sup3rSecretPassw0rd@")
+        async with spawn_chat(url, tmp_path) as pty:
+            screen = ANSI.sub("", await pty.expect_prompt())
+            pty.sendline("/model")
+            screen += ANSI.sub("", await pty.expect("switches"))
+            pty.sendline("/exit")
+            assert await pty.wait_exit() == 0
+    assert "Sup3rSecretPassw0rd" not in screen
+    assert "someone" not in screen
+    # The banner and /model still say which server it is.
+    assert screen.count(server.base_url.removeprefix("http://")) == 2

@@ -6,86 +6,129 @@ text, so quoting (``\\rm``, ``"rm"``, ``r''m``, ``$'\\x72m'``), line
 continuations and brace expansion cannot hide a command name, and ``echo
 "rm -rf /"`` or ``grep reboot log.txt`` are not mistaken for one.  Every
 simple command anywhere in the text is judged — after ``;``, ``&&``, ``|``,
-inside ``$(...)``, backquotes, ``<(...)``, loops, functions and here-documents
-fed to a shell, and inside scripts the shell parses again (``sh -c``,
-``bash -lc``, ``eval``, ``su -c``, ``watch``, ``trap``, ``env -S``,
-``parallel``) — by its command name, after unwrapping the commands that run
-other commands:
+inside ``$(...)``, backquotes, ``<(...)`` and ``>(...)``, loops, functions
+(again where they are called), aliases and here-documents fed to a shell,
+and inside scripts the shell parses again (``sh -c``, ``bash -lc``,
+``eval``, ``su -c``, ``flock -c``, ``script -c``, ``watch``, ``trap``, ``env
+-S``, ``parallel``, ``ssh host CMD``, ``git -c alias.x=!CMD``, text piped
+into ``sh``, ``su``, ``ssh`` or ``at``) — by its command name, after
+unwrapping the commands that run other commands:
 
-    sudo, doas, env, nice, ionice, nohup, timeout, time, command, builtin,
-    exec, stdbuf, chroot, setsid, unbuffer, taskset, chrt, flock, strace,
-    coproc, busybox, toybox, xargs (its command gets one more argument:
-    whatever arrives on stdin), find -exec/-execdir/-ok/-okdir (``{}`` is
-    one of the files found under the start points).
+    sudo, doas, pkexec, su, runuser, sg, env, nice, ionice, nohup, timeout,
+    time, command, builtin, exec, stdbuf, chroot, setsid, unbuffer,
+    taskset, chrt, flock, strace, coproc, busybox, toybox, systemd-run,
+    unshare, nsenter, fakeroot, firejail, xargs (its command gets one more
+    argument: whatever arrives on stdin), find -exec/-execdir/-ok/-okdir
+    (``{}`` is one of the files found under the start points).
 
-A command name given with a path counts as its last component
-(``/usr/bin/rm`` is ``rm``).  ``~``, ``~user``, ``$HOME`` and ``${HOME}`` are
-the home directory, ``$PWD`` the working directory, and a variable the
-script sets only from ``mktemp`` a specific path; any other expansion is
-unknown and may be anything (empty, ``/``, several words).  Control flow is
-not followed: ``true || rm -rf /`` is judged as if ``rm`` ran.
+Options are read the way each tool reads them (GNU tools take them after
+operands too: ``rm build -rf``, ``su root -c CMD``), with one option
+scanner.  A command name given with a path counts as its last component
+(``/usr/bin/rm`` is ``rm``; ``$(which rm)`` too).
+
+Paths are judged where the command runs: relative ones from the terminal
+tool's working directory, following ``cd``, ``pushd`` and ``popd``,
+``env -C``, ``sudo -D``, a login shell's home (``su -``, ``sudo -i``,
+``ssh``) and ``systemd-run``'s ``/``.  A ``cd`` that may fail leaves both
+directories possible (``cd x; rm -rf *``); after ``cd`` to a directory an
+expansion decides, relative paths are as unknown as that directory.  The
+working directory itself and the directories above it are broad.
+
+``~``, ``~user``, ``$HOME`` and ``${HOME}`` are a home directory, ``$PWD``
+and ``$(pwd)`` the current directory, ``$(git rev-parse --show-toplevel)``
+the checkout, a variable the script sets only from ``mktemp`` a specific
+path, one it sets only to one literal text that text, and a ``for``
+variable each of its words in turn.  A capitalised variable the script
+never sets (and cannot set: no ``eval``, ``source``) is the user's
+environment: ``"$SCRIPT_DIR/build"`` is a directory named build, and
+``$EDITOR file`` runs the user's program — unless the arguments would be
+dangerous for some command (``$CMD -rf /``).  Any other expansion is unknown
+and may be anything (empty, ``/``, several words, or an option such as
+``-r``).  Control flow is not followed: ``true || rm -rf /`` is judged as if
+``rm`` ran.
 
 =====================  ==========================================================
 key                    what needs approval
 =====================  ==========================================================
-rm_broad               ``rm`` with ``-r``/``-R``/``--recursive`` on a broad path:
+rm_broad               ``rm`` with ``-r``/``-R``/``--recursive`` (or a word the
+                       script decides, which may be ``-r``) on a broad path:
                        ``/``, a top-level dir (``/usr``, ``/tmp/*``),
                        ``/home/X``, ``/Users/X``, ``/usr/X``, ``/var/lib``, a
-                       home (``~``, ``$HOME``, ``~/*``, ``~/.*``), ``.``,
-                       ``..``, ``../..``, ``*``, ``./*``, or a path an unknown
-                       expansion decides (``"$DIR"``, ``"$x"/*``,
+                       home (``~``, ``$HOME``, ``~/*``, ``~/.*``), the working
+                       directory or one above it (``.``, ``..``, ``*``,
+                       ``./*``, its own absolute path), or a path an unknown
+                       expansion decides (``"$dir"``, ``"$x"/*``,
                        ``/tmp/$x``, ``xargs rm -rf``); or any ``rm
                        --no-preserve-root``.  Not ``rm -rf ./build``,
                        ``rm -rf /tmp/foo/bar``, ``rm -rf "$HOME/.cache"``,
-                       ``rm -rf build/$x``, ``rm -rf ./*.o``.
+                       ``rm -rf build/$x``, ``rm -rf ./*.o``,
+                       ``rm -rf "$SCRIPT_DIR/build"``.
 find_delete_broad      ``find -delete`` under ``/``, a top-level dir, a home or
-                       an unknown path; under ``.`` only without a test that
-                       selects files (``-name``, ``-path``, ``-mtime``, …; not
-                       ``-type``, and not under ``!`` or beside ``-o``).
-                       ``find … -exec CMD {}`` judges CMD with ``{}`` standing
-                       for the start point by the same measure.
+                       an unknown path; under ``.`` (or ``/tmp``) only without
+                       a test that selects files (``-name`` with a pattern
+                       that is not ``*``, ``-path``, ``-mtime``, ``-size``, …;
+                       not ``-type`` or ``-user``, and not under ``!`` or
+                       beside ``-o``).  ``find … -exec CMD {}`` judges CMD with
+                       ``{}`` standing for the start point by the same measure.
 mkfs                   ``mkfs``, ``mkfs.*``, ``mke2fs``, ``mkswap``, ``wipefs``,
                        ``mkdosfs``, ``mkntfs``
 dd_device              ``dd … of=/dev/X``, except ``/dev/null`` and friends
 write_device           a redirection (``>``, ``>>``, ``&>``, ``<>``) or ``tee``
                        onto a raw disk (``/dev/sda``, ``/dev/nvme0n1``, …)
 fork_bomb              a function that starts itself in a pipe or in the
-                       background (``:(){ :|:& };:``)
+                       background (``:(){ :|:& };:``, also quoted: ``\\:``)
 pipe_to_shell          downloaded code run by a shell or an interpreter (sh, bash,
                        zsh, dash, ksh, python, perl, ruby, node, php, lua, …):
                        ``curl … | sh``, ``wget -O- … | sudo python3``,
                        ``bash <(curl …)``, ``source <(curl …)``, ``sh -c
                        "$(curl …)"``, ``python3 -c "$(curl …)"``, ``eval
-                       "$(curl …)"``, ``bash <<< "$(curl …)"``.  Downloaders:
-                       curl, wget, fetch, httpie, xh, aria2c, nc.  Not ``curl …
-                       | jq``, ``curl … | python -m json.tool``, ``curl … |
-                       python3 -c 'code'``.
+                       "$(curl …)"``, ``bash <<< "$(curl …)"``, ``curl … | tee
+                       >(sh)``, and a file a download wrote in the same
+                       command run as a script (``curl -o i.sh …; sh i.sh``,
+                       ``./i.sh``, ``. i.sh``).  Downloaders: curl, wget,
+                       fetch, httpie, xh, aria2c, nc.  Not ``curl … | jq``,
+                       ``curl … | python -m json.tool``, ``curl … | python3 -c
+                       'code'``.
 power                  ``shutdown``, ``reboot``, ``halt``, ``poweroff``,
                        ``init 0``/``6``, ``systemctl``/``loginctl``
                        ``reboot|poweroff|halt|kexec``
 chmod_chown_broad      ``chmod``/``chown``/``chgrp`` ``-R`` on ``/``, a
                        top-level dir, a home or an unknown path (not on ``.``)
 kill_all               ``kill`` with ``-1`` as the process (every process)
-git_force_push_main    ``git push`` with ``--force``/``-f``/``+ref`` (or
-                       ``--delete``/``:ref``) naming main or master, or
-                       ``--force`` with ``--all``/``--mirror``
-unreadable             what the parser cannot read or follow: unbalanced quotes,
+git_force_push_main    ``git push`` with ``--force``/``-f``/``--force-with-lease``
+                       or a ``+ref`` (or ``--delete``/``:ref``) naming main,
+                       master, ``HEAD`` or a branch an expansion decides;
+                       a force push with no branch named (the current one may
+                       be main) or with ``--all``/``--mirror``
+unreadable             what the check cannot read or follow: unbalanced quotes,
                        unterminated constructs, nesting deeper than 24, a
-                       command name that an expansion decides (``$CMD -rf /``,
-                       ``$(…) args``), ``eval`` or ``sh -c`` of a string whose
-                       command an expansion decides, a shell reading its script
-                       from another command's output (``cat x | sh``)
+                       command name that the script computes (``$cmd -rf /``,
+                       ``$(…) args``, ``"$@"``), ``eval`` or ``sh -c`` of text
+                       that is only expansions (``eval "$cmd"``), a shell
+                       reading its script from another command's output (``cat
+                       x | sh`` is fine for a file ``x``; ``make-script | sh``
+                       is not), an alias whose text an expansion decides, more
+                       than 100,000 characters, or more work than the check
+                       spends on a command of its length (``eval eval … ``)
 =====================  ==========================================================
+
+The output of a few setup tools is trusted as shell code (``eval
+"$(ssh-agent -s)"``, ``eval "$(pyenv init -)"``, ``eval "$(direnv hook
+bash)"``, ``source <(kubectl completion bash)``, …): the user installed them.
 
 It is a guard rail against an over-eager model, not a sandbox: a script file,
 ``make``, ``npm run``, ``python -c`` code or a program that deletes files
-itself runs without question.  The function is pure and takes time linear in
-the length of the command.
+itself runs without question.  The function is pure, and its work is bounded
+by a budget linear in the length of the command.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from hermes_trio.tools.command_programs import (
     DOWNLOADERS,
@@ -94,13 +137,15 @@ from hermes_trio.tools.command_programs import (
     STDIN_PATHS,
     Feed,
     Output,
+    downloaded_files,
     feed_of,
-    generic_source,
     interpreter,
-    output_text,
-    shell_source,
+    is_setup_command,
+    output_of,
+    program_source,
 )
 from hermes_trio.tools.command_rules import (
+    ARGUMENT_RULES,
     DANGEROUS_PATTERNS,
     DangerPattern,
     device_write,
@@ -108,9 +153,20 @@ from hermes_trio.tools.command_rules import (
     shorten,
     words_text,
 )
-from hermes_trio.tools.command_wrappers import WRAPPERS
+from hermes_trio.tools.command_wrappers import HOME, WRAPPERS, Call
+from hermes_trio.tools.shell_options import OptionSpec, Scan, scan
+from hermes_trio.tools.shell_paths import (
+    START,
+    Place,
+    breadth,
+    merge_dirs,
+    normalize_dir,
+    rooted,
+)
 from hermes_trio.tools.shell_syntax import (
+    COMMAND_COST,
     MAX_DEPTH,
+    PLACEHOLDERS,
     AndOr,
     Command,
     Compound,
@@ -120,66 +176,215 @@ from hermes_trio.tools.shell_syntax import (
     Script,
     ShellSyntaxError,
     Simple,
+    Var,
     Word,
     parse,
 )
-from hermes_trio.tools.shell_variables import temporary_variables
+from hermes_trio.tools.shell_variables import Facts, facts_of
 from hermes_trio.tools.shell_words import (
+    UNKNOWN,
+    Segment,
     Value,
     command_name,
     expand,
+    lit_value,
     literal,
     placeholder_text,
+    word_literal,
 )
 
-__all__ = ["DANGEROUS_PATTERNS", "DangerPattern", "find_danger", "find_dangers"]
+__all__ = [
+    "DANGEROUS_PATTERNS",
+    "MAX_COMMAND_LENGTH",
+    "DangerPattern",
+    "Verdict",
+    "assess",
+    "find_danger",
+    "find_dangers",
+    "work_budget",
+]
+
+# Longer commands are not read (the kernel refuses a single argument over
+# 128 KiB to `sh -c` anyway).
+MAX_COMMAND_LENGTH = 65_536
+# The work the check may spend on a command, in units of about one character
+# parsed: a base for short commands, and a multiple of the length for the
+# re-parsing (eval, sh -c), loops and function calls of long ones.
+WORK_BASE = 4_000
+WORK_PER_CHAR = 24
+# Distinct words a for loop's body is judged with; more make it unknown.
+MAX_LOOP_VALUES = 16
 
 _ORDER = {pattern.key: i for i, pattern in enumerate(DANGEROUS_PATTERNS)}
 _BY_KEY = {pattern.key: pattern for pattern in DANGEROUS_PATTERNS}
 
+Dirs = tuple[tuple[Segment, ...], ...]
 
-def find_dangers(command: str) -> tuple[DangerPattern, ...]:
-    """Every rule ``command`` breaks, in table order, each with a detail."""
-    judge = _Judge()
-    try:
-        judge.text(command, "the command")
-    except RecursionError:
-        judge.flag("unreadable", "nested too deeply")
+
+def work_budget(length: int) -> int:
+    """The work units the check may spend on a command of ``length`` characters."""
+    return WORK_BASE + WORK_PER_CHAR * length
+
+
+@dataclass(frozen=True)
+class Verdict:
+    dangers: tuple[DangerPattern, ...]
+    # Work units spent, and the budget they were counted against.
+    work: int
+    budget: int
+
+
+def assess(command: str, workdir: str | None = None) -> Verdict:
+    """Every rule ``command`` breaks when run in ``workdir`` (an absolute
+    path; None if unknown), with the work spent judging it."""
+    budget = work_budget(len(command))
+    start = os.path.normpath(workdir) if workdir and workdir.startswith("/") else None
+    judge = _Judge(start, budget)
+    if len(command) > MAX_COMMAND_LENGTH:
+        judge.flag(
+            "unreadable",
+            f"the command is {len(command)} characters long; the check reads at most "
+            f"{MAX_COMMAND_LENGTH}",
+        )
+    else:
+        try:
+            judge.top(command)
+        except _OverBudget:
+            judge.flag(
+                "unreadable",
+                f"too much to check for its length (work budget of {budget} units spent)",
+            )
+        except RecursionError:
+            judge.flag("unreadable", "nested too deeply")
     found = sorted(judge.found.items(), key=lambda item: _ORDER[item[0]])
-    return tuple(_BY_KEY[key]._replace(detail=detail) for key, detail in found)
+    dangers = tuple(_BY_KEY[key]._replace(detail=detail) for key, detail in found)
+    return Verdict(dangers, judge.work, budget)
 
 
-def find_danger(command: str) -> DangerPattern | None:
+def find_dangers(command: str, workdir: str | None = None) -> tuple[DangerPattern, ...]:
+    """Every rule ``command`` breaks, in table order, each with a detail."""
+    return assess(command, workdir).dangers
+
+
+def find_danger(command: str, workdir: str | None = None) -> DangerPattern | None:
     """The first rule ``command`` breaks, or None."""
-    dangers = find_dangers(command)
+    dangers = find_dangers(command, workdir)
     return dangers[0] if dangers else None
 
 
+class _OverBudget(Exception):
+    pass
+
+
+# Names whose words a for loop's body is judged with one by one; other plain
+# words (file names, numbers) all behave alike, so one stands for them all.
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_NOTABLE_WORDS = frozenset({"main", "master", "HEAD", "0", "6", "1"})
+_CD_OPTIONS = OptionSpec(only=frozenset({"-L", "-P", "-e", "-@"}))
+_SET_ERREXIT = re.compile(r"-[a-zA-Z]*e")
+_PLACEHOLDER_CHARS = frozenset(PLACEHOLDERS)
+# A command whose name the user's environment decides is tried as each of
+# these; if one would need approval, so does the command.
+_EXPLORED = (
+    *sorted(ARGUMENT_RULES),
+    "sh",
+    "perl",
+    "node",
+    "source",
+    *sorted(set(WRAPPERS) - {"trap"}),
+)
+# Leading words that run the next one as the command (for fork bombs).
+_PREFIXES = frozenset({"command", "builtin", "exec", "nohup", "setsid", "time", "nice"})
+
+
 class _Judge:
-    def __init__(self) -> None:
+    """Walks a parsed command, judging every simple command in it."""
+
+    def __init__(self, start: str | None, budget: int) -> None:
         self.found: dict[str, str] = {}
+        self.work = 0
+        self.budget = budget
         self.depth = 0
-        # Variables that hold a fresh mktemp directory in the script being judged.
-        self.temporary: frozenset[str] = frozenset()
+        self.start = start
+        self.facts = Facts()
+        # Loop variables bound to one of their words while a body is judged.
+        self.bindings: dict[str, Value] = {}
+        # Where the command may be now, where it was before the last cd,
+        # pushd's stack, and every directory it went to.
+        self.cwds: Dirs = (START,)
+        self.previous: Dirs | None = None
+        self.dirstack: list[Dirs] = []
+        self.visited: dict[tuple[Segment, ...], None] = {START: None}
+        # The last command was a cd: where it leads if it works, and if not.
+        self.cd_result: tuple[Dirs, Dirs] | None = None
+        self.exits = False
+        self.errexit = False
+        self.functions: dict[str, Command] = {}
+        self.called: set[tuple[str, Dirs]] = set()
+        self.calling: set[str] = set()
+        self.aliases: dict[str, str | None] = {}
+        self.expanding: set[str] = set()
+        # Names of files a download wrote ("*": one whose name is unknown).
+        self.downloaded: set[str] = set()
+        self.deferred: list[tuple[Value, str, Facts]] = []
+        # >(...) scripts, judged with what the command around them writes.
+        self.outputs: list[Script] = []
+        self.exploring = 0
+
+    # -- bookkeeping --
+
+    def spend(self, units: int) -> None:
+        self.work += units
+        if self.work > self.budget:
+            self.work = self.budget
+            raise _OverBudget
 
     def flag(self, key: str, detail: str) -> None:
         self.found.setdefault(key, shorten(detail))
 
+    def place(self) -> Place:
+        return Place(self.cwds, self.start)
+
+    def breadth(self, value: Value) -> int:
+        self.spend(len(value.segments) + sum(len(d) for d in self.cwds))
+        return breadth(value, self.place())
+
+    def scan(self, words: Sequence[Value], spec: OptionSpec, start: int = 0) -> Scan:
+        found = scan(words, spec, start)
+        self.spend(found.examined)
+        return found
+
+    def defer(self, action: Value, what: str) -> None:
+        if not self.exploring:
+            self.deferred.append((action, what, self.facts))
+
     # -- scripts --
+
+    def top(self, command: str) -> None:
+        self.text(command, "the command")
+        if self.deferred and len(self.visited) > 1:
+            # Traps run later, wherever the script went by then.
+            self.cwds = merge_dirs(tuple(self.visited))
+            for action, what, facts in self.deferred:
+                self.facts = facts
+                self.inline([action], what)
 
     def text(self, source: str, what: str) -> Output:
         """Parse and judge ``source``; ``what`` names it in messages."""
         try:
-            script = parse(source, depth=self.depth)
+            script = parse(source, depth=self.depth, meter=self.spend)
         except ShellSyntaxError as exc:
             self.flag("unreadable", f"{what}: {exc}")
             return NOTHING
-        outer = self.temporary
-        self.temporary = temporary_variables(script, outer)
+        self.spend(len(source))
+        outer, errexit = self.facts, self.errexit
+        self.facts = facts_of(script, outer)
         try:
-            return self.script(script, NO_FEED)
+            out = self.script(script, NO_FEED)
+            self.drain_outputs(Feed("computed"))
+            return out
         finally:
-            self.temporary = outer
+            self.facts, self.errexit = outer, errexit
 
     def script(self, script: Script, feed: Feed) -> Output:
         self.depth += 1
@@ -190,181 +395,641 @@ class _Judge:
             downloads = False
             out = NOTHING
             for item in script.items:
-                for pipeline in item.pipelines:
-                    out = self.pipeline(pipeline, feed)
-                    downloads = downloads or out.downloads
+                out = self.and_or(item, feed)
+                downloads = downloads or out.downloads
             single = len(script.items) == 1 and len(script.items[0].pipelines) == 1
-            return Output(downloads, out.text if single else None)
+            if not single:
+                return Output(downloads)
+            return Output(downloads, out.text, out.file, out.setup)
         finally:
             self.depth -= 1
 
+    def and_or(self, item: AndOr, feed: Feed) -> Output:
+        entry = self.cwds
+        # Where the list may stop: after a cd that failed before `&&`, ...
+        stops: list[Dirs] = []
+        cd: tuple[Dirs, Dirs] | None = None
+        dead = False
+        downloads = False
+        out = NOTHING
+        for k, pipeline in enumerate(item.pipelines):
+            if k:
+                op = item.ops[k - 1] if k - 1 < len(item.ops) else "&&"
+                if cd is not None:
+                    success, failure = cd
+                    stops.append(failure if op == "&&" else success)
+                    self.cwds = success if op == "&&" else failure
+                else:
+                    stops.append(self.cwds)
+            self.cd_result = None
+            self.exits = False
+            out = self.pipeline(pipeline, feed)
+            downloads = downloads or out.downloads
+            single = len(pipeline.commands) == 1
+            cd = self.cd_result if single else None
+            dead = self.exits and single
+        if cd is not None:
+            ends = [cd[0]] if self.errexit else [cd[0], cd[1]]
+        else:
+            ends = [] if dead else [self.cwds]
+        if stops or ends:
+            self.cwds = merge_dirs(*stops, *ends)
+        if item.background:
+            self.cwds = entry  # a background job runs in a subshell
+        for d in self.cwds:
+            self.visited[d] = None
+        return Output(downloads, out.text, out.file, out.setup)
+
     def pipeline(self, pipeline: Pipeline, feed: Feed) -> Output:
+        several = len(pipeline.commands) > 1
         downloaded = False
         out = NOTHING
         for j, command in enumerate(pipeline.commands):
             if j:
                 feed = Feed("download") if downloaded else feed_of(out)
+            entry = self.cwds
             out = self.command(command, feed)
+            if several:
+                self.cwds = entry  # each part of a pipeline runs in a subshell
             downloaded = downloaded or out.downloads
-        return Output(downloaded, out.text)
+        return Output(downloaded, out.text, out.file, out.setup)
 
     def command(self, command: Command, feed: Feed) -> Output:
         if isinstance(command, Simple):
             return self.simple(command, feed)
         if isinstance(command, FuncDef):
-            if _starts_itself_concurrently(command.body, command.name, False):
-                self.flag("fork_bomb", f"{command.name}() calls itself in a pipe or background")
-            return Output(self.command(command.body, NO_FEED).downloads)
-        feed, downloads = self.redirects(command.redirects, feed)
-        for word in command.words:
-            downloads = any([v.downloads for v in self.expand(word)]) or downloads
-        for sub in command.subs:
-            downloads = self.script(sub, NO_FEED).downloads or downloads
+            return self.define(command)
+        outer_outputs, self.outputs = self.outputs, []
+        entry = self.cwds
+        feed, downloads, writes = self.redirects(command.redirects, feed)
         text = None
-        for body in command.bodies:
-            out = self.script(body, feed)
+        if command.kind in ("for", "select"):
+            downloads = self.loop(command, feed) or downloads
+        else:
+            for word in command.words:
+                downloads = any([v.downloads for v in self.expand(word)]) or downloads
+            for sub in command.subs:
+                downloads = self.script(sub, NO_FEED).downloads or downloads
+            out = self.bodies(command, feed)
             downloads = downloads or out.downloads
             text = out.text
+        if command.kind == "subshell":
+            self.cwds = entry
+        elif command.kind != "group":
+            self.cwds = merge_dirs(entry, self.cwds)  # the bodies may not run
+        self.after_output(writes, downloads, feed)
+        self.outputs = outer_outputs
         keeps_text = command.kind in ("group", "subshell") and len(command.bodies) == 1
         return Output(downloads, text if keeps_text else None)
 
-    def simple(self, command: Simple, feed: Feed) -> Output:
+    def bodies(self, command: Compound, feed: Feed) -> Output:
+        entry = self.cwds
         downloads = False
-        for word in command.assigns:
-            downloads = any([v.downloads for v in self.expand(word)]) or downloads
-        feed, redirected = self.redirects(command.redirects, feed)
+        out = NOTHING
+        for body in command.bodies:
+            out = self.script(body, feed)
+            downloads = downloads or out.downloads
+        if command.kind in ("while", "until") and self.cwds != entry:
+            # A later round starts where the last one ended.
+            self.cwds = merge_dirs(entry, self.cwds)
+            for body in command.bodies:
+                self.script(body, feed)
+        return Output(downloads, out.text)
+
+    def loop(self, command: Compound, feed: Feed) -> bool:
+        name = word_literal(command.words[0]) if command.words else None
         values: list[Value] = []
-        for word in command.words:
-            values.extend(self.expand(word))
-        downloads = downloads or redirected or any(v.downloads for v in values)
-        if not values:
-            return Output(downloads)
-        out = self.run(values, feed)
-        return Output(downloads or out.downloads, out.text)
+        downloads = False
+        for word in command.words[1:]:
+            expanded = self.expand(word)
+            downloads = downloads or any(v.downloads for v in expanded)
+            values.extend(expanded)
+        for sub in command.subs:
+            downloads = self.script(sub, NO_FEED).downloads or downloads
+        choices: list[Value | None] = [None]
+        if name is not None and name in self.facts.loops and len(command.words) > 1:
+            distinct: dict[object, Value] = {}
+            for value in values:
+                distinct.setdefault(_loop_signature(value), value)
+            if 0 < len(distinct) <= MAX_LOOP_VALUES:
+                choices = list(distinct.values())
+        outer = self.bindings.get(name) if name else None
+        entry = self.cwds
+        after: list[Dirs] = []
+        try:
+            for value in choices:
+                if name is not None and value is not None:
+                    self.bindings[name] = value
+                self.cwds = entry
+                downloads = self.bodies(command, feed).downloads or downloads
+                after.append(self.cwds)
+                if self.cwds != entry:
+                    # A later round starts where this one ended.
+                    self.cwds = merge_dirs(entry, self.cwds)
+                    self.bodies(command, feed)
+                    after.append(self.cwds)
+        finally:
+            if name is not None:
+                if outer is None:
+                    self.bindings.pop(name, None)
+                else:
+                    self.bindings[name] = outer
+        self.cwds = merge_dirs(*after)
+        return downloads
+
+    def define(self, definition: FuncDef) -> Output:
+        if _starts_itself_concurrently(definition.body, definition.name, False):
+            self.flag("fork_bomb", f"{definition.name}() calls itself in a pipe or background")
+        self.functions[definition.name] = definition.body
+        entry = self.cwds
+        self.calling.add(definition.name)
+        try:
+            out = self.command(definition.body, NO_FEED)
+        finally:
+            self.calling.discard(definition.name)
+            self.cwds = entry
+        self.called.add((definition.name, entry))
+        return Output(out.downloads)
+
+    def call(self, name: str) -> None:
+        """Judge a function's body again where it is called."""
+        key = (name, self.cwds)
+        if name in self.calling or key in self.called:
+            return
+        self.called.add(key)
+        self.calling.add(name)
+        try:
+            self.command(self.functions[name], NO_FEED)
+        finally:
+            self.calling.discard(name)
+
+    # -- words --
 
     def expand(self, word: Word) -> list[Value]:
-        return expand(
-            word,
-            lambda script: self.script(script, NO_FEED),
-            lambda out: isinstance(out, Output) and out.downloads,
-            self.temporary,
-        )
+        values = expand(word, self)
+        if "HOME" in self.facts.assigned:
+            # The script changes HOME, so ~ is no longer the user's home.
+            values = [_unknown_homes(v) for v in values]
+        return values
 
-    def redirects(self, redirects: Sequence[Redirect], feed: Feed) -> tuple[Feed, bool]:
+    def variable(self, var: Var) -> tuple[Segment, ...]:
+        if var.prefix == "#":
+            return (("item", ""),)
+        if var.prefix == "!":
+            return UNKNOWN
+        name, op = var.name, var.op
+        plain = op in ("", "?", ":?")
+        if name in self.bindings and plain:
+            return self.bindings[name].segments
+        facts = self.facts
+        if name in ("HOME", "PWD") and name not in facts.assigned:
+            if plain or op[:1] in "-=" or op[:2] in (":-", ":="):
+                return (("home", ""),) if name == "HOME" else (("pwd", ""),)
+        if not plain:
+            return UNKNOWN
+        if name in facts.temporary:
+            return (("item", ""),)
+        if name in facts.constants:
+            text = facts.constants[name]
+            if var.quoted:
+                return (("lit", text),)
+            return UNKNOWN if any(c.isspace() for c in text) else (("raw", text),)
+        if facts.from_environment(name):
+            return (("env", ""),)
+        return UNKNOWN
+
+    def substitution(self, script: Script, how: str) -> object:
+        if how == ">(":
+            self.outputs.append(script)
+            return NOTHING
+        entry = self.cwds
+        try:
+            return self.script(script, NO_FEED)
+        finally:
+            self.cwds = entry  # it runs in a subshell
+
+    @staticmethod
+    def downloads(result: object) -> bool:
+        return isinstance(result, Output) and result.downloads
+
+    def redirects(
+        self, redirects: Sequence[Redirect], feed: Feed
+    ) -> tuple[Feed, bool, list[Value]]:
+        """The command's stdin, whether a redirection downloads, and the
+        files its output is written to."""
         downloads = False
+        writes: list[Value] = []
         for redirect in redirects:
             if redirect.heredoc is not None:
                 body = redirect.heredoc.body or Word((), "")
                 value = self.expand(body)[0]
                 downloads = downloads or value.downloads
-                feed = self.word_feed(value, "")
+                feed = _word_feed(value, "")
                 continue
             assert redirect.target is not None
             values = self.expand(redirect.target)
             downloads = downloads or any(v.downloads for v in values)
             op = redirect.op
             if op == "<<<":
-                feed = self.word_feed(values[0], "\n")
+                feed = _word_feed(values[0], "\n")
             elif op == "<" and redirect.fd in (None, "0"):
-                feed = feed_of(values[0].feed) if values[0].feed is not None else NO_FEED
+                value = values[0]
+                if value.feed is not None:
+                    feed = feed_of(value.feed)
+                else:
+                    feed = Feed("file", _basename(value))
             if op in (">", ">>", ">|", "&>", "&>>", "<>"):
                 for value in values:
-                    device_write(self.flag, value, f"{op} {redirect.target.text}")
-        return feed, downloads
+                    device_write(self, value, f"{op} {redirect.target.text}")
+                if redirect.fd in (None, "1") or op.startswith("&"):
+                    writes.extend(values)
+        return feed, downloads, writes
 
-    @staticmethod
-    def word_feed(value: Value, suffix: str) -> Feed:
-        if value.downloads:
-            return Feed("download")
-        return Feed("text", placeholder_text(value) + suffix)
+    def after_output(self, writes: Sequence[Value], downloads: bool, feed: Feed) -> None:
+        """Remember files a download was written to, and judge the ``>(...)``
+        scripts that read the output."""
+        if downloads:
+            self.downloaded.update(_basename(v) for v in writes)
+        self.drain_outputs(Feed("download") if downloads else Feed("computed"))
+
+    def drain_outputs(self, feed: Feed) -> None:
+        while self.outputs:
+            script = self.outputs.pop()
+            entry = self.cwds
+            try:
+                self.script(script, feed)
+            finally:
+                self.cwds = entry
 
     # -- one command --
 
-    def run(self, words: list[Value], feed: Feed) -> Output:
-        """Judge one command given as its expanded words."""
-        while words:
-            name = command_name(words[0])
-            if name is None:
-                self.flag("unreadable", f"the command name is computed: {words[0].text}")
-                return NOTHING
-            wrapper = WRAPPERS.get(name)
-            if wrapper is None:
-                return self.rules(name, words, feed)
-            step = wrapper(self, words[1:], feed)
-            if step is None:
-                return NOTHING
-            if isinstance(step, Output):
-                return step
-            words = step
-        return NOTHING
+    def simple(self, command: Simple, feed: Feed) -> Output:
+        outer_outputs, self.outputs = self.outputs, []
+        try:
+            return self.simple_command(command, feed)
+        finally:
+            self.outputs = outer_outputs
 
-    def rules(self, name: str, words: list[Value], feed: Feed) -> Output:
-        args = words[1:]
+    def simple_command(self, command: Simple, feed: Feed) -> Output:
+        self.spend(COMMAND_COST)
+        downloads = False
+        for word in command.assigns:
+            downloads = any([v.downloads for v in self.expand(word)]) or downloads
+        feed, redirected, writes = self.redirects(command.redirects, feed)
+        values: list[Value] = []
+        for word in command.words:
+            values.extend(self.expand(word))
+        downloads = downloads or redirected or any(v.downloads for v in values)
+        if not values:
+            self.after_output(writes, downloads, feed)
+            return Output(downloads)
+        k = 0
+        while k < len(values) - 1 and command_name(values[k]) in ("builtin", "command"):
+            k += 1
+        name = command_name(values[k])
+        if name in ("cd", "pushd", "popd"):
+            self.change_dir(name, values, k + 1)
+            return Output(downloads)
+        if name in ("exit", "return") or (name == "exec" and len(values) > 1):
+            self.exits = True
+        elif name == "set":
+            self.set_options(values[1:])
+        elif name in ("alias", "unalias"):
+            self.alias_definitions(name, values[1:])
+        first = command_name(values[0])
+        if first in self.functions and not self.exploring:
+            self.call(first)
+        out = self.run(values, feed, direct=True)
+        downloads = downloads or out.downloads
+        self.after_output(writes, downloads or feed.kind == "download", feed)
+        return Output(downloads, out.text, out.file, out.setup)
+
+    def run(
+        self, words: Sequence[Value], feed: Feed, start: int = 0, *, direct: bool = False
+    ) -> Output:
+        """Judge one command given as its expanded words from ``start``."""
+        entry = self.cwds
+        try:
+            i = start
+            while i < len(words):
+                self.spend(2)
+                name = command_name(words[i])
+                if name is None:
+                    return self.computed(words, i, feed)
+                if direct and i == start and name in self.aliases:
+                    if name not in self.expanding:
+                        return self.alias(name, words, i)
+                wrapper = WRAPPERS.get(name)
+                if wrapper is None:
+                    return self.rules(name, words, i, feed)
+                step = wrapper(self, words, i + 1, feed)
+                if step is None:
+                    return NOTHING
+                if isinstance(step, Output):
+                    return step
+                assert isinstance(step, Call)
+                words, i = step.words, step.start
+                if step.cwd is not None:
+                    self.cwds = self.directories(step.cwd)
+            return NOTHING
+        finally:
+            self.cwds = entry
+
+    def rules(self, name: str, words: Sequence[Value], i: int, feed: Feed) -> Output:
+        args = words[i + 1 :]
+        self.spend(len(args))
         rule = rule_for(name)
         if rule is not None:
-            rule(self.flag, args, words)
+            rule(self, args, words[i:])
         downloads = name in DOWNLOADERS
+        if downloads:
+            self.downloaded.update(downloaded_files(name, args))
+        if name == "tee" and feed.kind == "download":
+            self.downloaded.update(_basename(v) for v in args if not v.text.startswith("-"))
+        if "/" in (literal(words[i]) or "") and self.is_downloaded(_basename(words[i])):
+            self.flag("pipe_to_shell", f"runs a downloaded file: {words_text(words[i:])}")
         spec = interpreter(name)
         if spec is not None:
-            source = shell_source(args) if spec.shell else generic_source(spec, args)
-            downloads = self.program(spec.shell, source, feed, name).downloads or downloads
+            kind, value = program_source(spec, args, self.spend)
+            downloads = self.program(spec.shell, kind, value, feed, name).downloads or downloads
         elif name in ("source", ".") and args:
-            downloads = self.program(True, ("file", args[0]), feed, name).downloads or downloads
-        elif name == "eval":
-            downloads = self.eval(args).downloads or downloads
-        return Output(downloads, output_text(name, args, feed))
+            downloads = self.program(True, "file", args[0], feed, name).downloads or downloads
+        if is_setup_command(name, args):
+            return Output(downloads, setup=True)
+        out = output_of(name, args, feed)
+        return Output(downloads, out.text, out.file)
 
-    def program(
-        self, shell: bool, source: tuple[str, Value | None], feed: Feed, name: str
-    ) -> Output:
+    def computed(self, words: Sequence[Value], i: int, feed: Feed) -> Output:
+        """A command whose name an expansion decides."""
+        word = words[i]
+        var = word.var
+        default = _default_name(var) if var is not None else None
+        if (
+            var is None
+            or var.prefix
+            or (var.op not in ("", "?", ":?") and default is None)
+            or not self.facts.from_environment(var.name)
+        ):
+            self.flag("unreadable", f"the command name is computed: {word.text}")
+            return NOTHING
+        if default is not None:
+            self.run([lit_value(default), *words[i + 1 :]], feed)
+        danger = self.explore(words, i, feed)
+        if danger is not None:
+            self.flag(
+                "unreadable",
+                f"the command name comes from ${var.name}; as {danger} it would need "
+                f"approval: {words_text(words[i:])}",
+            )
+        return NOTHING
+
+    def explore(self, words: Sequence[Value], i: int, feed: Feed) -> str | None:
+        """The first command name that would make ``words[i:]`` need approval."""
+        if self.exploring:
+            return "<any command>"
+        trial = list(words[i:])
+        self.spend(len(trial))
+        found, self.found = self.found, {}
+        self.exploring += 1
+        try:
+            for name in _EXPLORED:
+                trial[0] = lit_value(name)
+                self.run(trial, feed)
+                # What the check cannot read is no reason on its own here.
+                if any(key != "unreadable" for key in self.found):
+                    return name
+                self.found.clear()
+            return None
+        finally:
+            self.exploring -= 1
+            self.found = found
+
+    def alias(self, name: str, words: Sequence[Value], i: int) -> Output:
+        value = self.aliases[name]
+        if value is None:
+            self.flag("unreadable", f"the alias {name} has computed text")
+            return NOTHING
+        args = [_requote(v) for v in words[i + 1 :]]
+        # An alias ending in a blank makes the next word an alias too.
+        if value[-1:].isspace() and args and args[0] in self.aliases:
+            if args[0] not in self.expanding and self.aliases[args[0]] is not None:
+                args[0] = self.aliases[args[0]] or ""
+        rest = " ".join(args)
+        self.spend(len(rest) + len(value))
+        self.expanding.add(name)
+        try:
+            return self.text(f"{value} {rest}", f"the alias {name}")
+        finally:
+            self.expanding.discard(name)
+
+    def alias_definitions(self, name: str, args: Sequence[Value]) -> None:
+        for value in args:
+            text = literal(value)
+            if text is None:
+                self.flag("unreadable", f"{name} with computed text: {value.text}")
+                continue
+            if name == "unalias":
+                if text == "-a":
+                    self.aliases.clear()
+                self.aliases.pop(text, None)
+            elif "=" in text and not text.startswith("-"):
+                alias, _, body = text.partition("=")
+                self.aliases[alias] = body
+
+    def set_options(self, args: Sequence[Value]) -> None:
+        texts = [literal(v) or "" for v in args]
+        for k, text in enumerate(texts):
+            if text == "--":
+                break
+            if _SET_ERREXIT.match(text):
+                self.errexit = True
+            elif text.startswith("+") and "e" in text:
+                self.errexit = False
+            elif text == "-o" and k + 1 < len(texts) and texts[k + 1] == "errexit":
+                self.errexit = True
+
+    # -- the working directory --
+
+    def directories(self, target: Value) -> Dirs:
+        """The directories ``cd target`` may lead to from here."""
+        self.spend(len(target.segments) + sum(len(d) for d in self.cwds))
+        return merge_dirs(tuple(normalize_dir(rooted(target.segments, d)) for d in self.cwds))
+
+    def change_dir(self, name: str, values: Sequence[Value], start: int) -> None:
+        old = self.cwds
+        found = self.scan(values, _CD_OPTIONS, start)
+        operands = [values[i] for i in found.operands]
+        new: Dirs
+        if name == "popd":
+            new = self.dirstack.pop() if self.dirstack and not operands else (UNKNOWN,)
+        elif not operands:
+            new = (UNKNOWN,) if name == "pushd" else self.directories(HOME)
+        else:
+            target = operands[0]
+            text = literal(target)
+            if text == "-":
+                new = self.previous or (UNKNOWN,)
+            elif name == "pushd" and text is not None and text[:1] in "+-":
+                new = (UNKNOWN,)
+            else:
+                new = self.directories(target)
+        if name == "pushd":
+            self.dirstack.append(old)
+        self.previous = old
+        self.cd_result = (new, old)
+        self.cwds = new
+        for d in new:
+            self.visited[d] = None
+
+    # -- programs --
+
+    def program(self, shell: bool, kind: str, value: Value | None, feed: Feed, name: str) -> Output:
         """Judge the program an interpreter runs: inline, a file, or stdin."""
-        kind, value = source
         if kind == "inline":
             assert value is not None
-            if value.downloads:
-                self.flag("pipe_to_shell", f"{name} runs a download: {value.text}")
-                return NOTHING
-            if not shell:
-                return NOTHING
-            return self.text(placeholder_text(value), f"the script given to {name}")
+            return self.inline([value], f"the script given to {name}", shell=shell)
         if kind == "file":
             assert value is not None
-            if value.feed is not None:
-                program = feed_of(value.feed)
-            elif literal(value) in STDIN_PATHS:
-                program = feed
-            else:
-                return NOTHING  # a script file: not ours to read
-        elif kind == "stdin":
-            program = feed
-        else:
-            return NOTHING
-        return self.run_program(program, shell, name)
+            return self.program_file(value, shell, name, feed)
+        if kind == "stdin":
+            return self.run_program(feed, shell, name)
+        return NOTHING
+
+    def program_file(self, value: Value, shell: bool, name: str, feed: Feed = NO_FEED) -> Output:
+        if value.feed is not None:
+            return self.run_program(feed_of(value.feed), shell, name)
+        if literal(value) in STDIN_PATHS:
+            return self.run_program(feed, shell, name)
+        if self.is_downloaded(_basename(value)):
+            self.flag("pipe_to_shell", f"{name} runs a downloaded file: {value.text}")
+        return NOTHING  # a script file: not ours to read
 
     def run_program(self, program: Feed, shell: bool, name: str) -> Output:
         if program.kind == "download":
             self.flag("pipe_to_shell", f"{name} runs what a download printed")
+        elif program.kind == "file":
+            if self.is_downloaded(program.text):
+                self.flag("pipe_to_shell", f"{name} runs a downloaded file: {program.text}")
         elif shell and program.kind == "text":
             return self.text(program.text, f"the script given to {name}")
         elif shell and program.kind == "computed":
             self.flag("unreadable", f"{name} runs a script that another command printed")
         return NOTHING
 
-    def eval(self, args: Sequence[Value]) -> Output:
-        if any(v.downloads for v in args):
-            self.flag("pipe_to_shell", f"eval runs a download: {words_text(args)}")
+    def inline(
+        self,
+        values: Sequence[Value],
+        what: str,
+        *,
+        text: str | None = None,
+        cwd: Value | None = None,
+        shell: bool = True,
+    ) -> Output:
+        """Judge a script given as text (``sh -c``, ``eval``, ``su -c``, ...)."""
+        self.spend(len(values))
+        if any(v.downloads for v in values):
+            self.flag("pipe_to_shell", f"{what} runs a download: {words_text(values)}")
             return NOTHING
-        return self.text(" ".join(placeholder_text(v) for v in args), "eval")
+        if values and all(isinstance(v.output, Output) and v.output.setup for v in values):
+            return NOTHING  # eval "$(ssh-agent -s)"
+        if not shell:
+            return NOTHING
+        source = text if text is not None else " ".join(placeholder_text(v) for v in values)
+        if source.strip() and set(source) <= _PLACEHOLDER_CHARS | set(" \t\n"):
+            self.flag("unreadable", f"{what} runs text an expansion decides: {words_text(values)}")
+            return NOTHING
+        entry = self.cwds
+        if cwd is not None:
+            self.cwds = self.directories(cwd)
+        try:
+            return self.text(source, what)
+        finally:
+            self.cwds = entry
+
+    def is_downloaded(self, name: str) -> bool:
+        if not self.downloaded:
+            return False
+        return name in self.downloaded or "*" in self.downloaded or name == "*"
+
+
+# --- helpers -----------------------------------------------------------------
+
+
+def _word_feed(value: Value, suffix: str) -> Feed:
+    if value.downloads:
+        return Feed("download")
+    return Feed("text", placeholder_text(value) + suffix)
+
+
+def _basename(value: Value) -> str:
+    text = literal(value)
+    if text is None:
+        return "*"
+    return text.rstrip("/").rsplit("/", 1)[-1] or "*"
+
+
+def _unknown_homes(value: Value) -> Value:
+    if not any(kind == "home" for kind, _ in value.segments):
+        return value
+    segments = tuple(UNKNOWN[0] if kind == "home" else (kind, t) for kind, t in value.segments)
+    return Value(segments, value.text, value.downloads, value.feed, value.output, True)
+
+
+def _default_name(var: Var) -> str | None:
+    """The literal default of ``${NAME:-default}``, if that is a command name."""
+    for op in (":-", ":=", "-", "="):
+        if var.op.startswith(op):
+            default = var.op[len(op) :]
+            return default if re.fullmatch(r"[A-Za-z0-9_./+-]+", default) else None
+    return None
+
+
+def _requote(value: Value) -> str:
+    """A word as shell text again (for an alias's arguments)."""
+    out: list[str] = []
+    for kind, text in value.segments:
+        if kind == "lit":
+            out.append(shlex.quote(text))
+        elif kind == "raw":
+            out.append(text)
+        else:
+            out.append(placeholder_text(Value(((kind, text),))))
+    return "".join(out) or "''"
+
+
+def _loop_signature(value: Value) -> object:
+    """Values of a for loop that the rules treat alike share a signature."""
+    text = literal(value)
+    if text is None:
+        return value.segments
+    if (
+        _PLAIN_WORD.fullmatch(text)
+        and text not in _NOTABLE_WORDS
+        and rule_for(text) is None
+        and text not in WRAPPERS
+        and interpreter(text) is None
+        and text not in DOWNLOADERS
+    ):
+        return "plain"
+    return text
 
 
 # --- fork bombs ------------------------------------------------------------
+
+
+def _called_name(command: Simple) -> str | None:
+    for word in command.words:
+        text = word_literal(word)
+        if text not in _PREFIXES:
+            return text
+    return None
 
 
 def _starts_itself_concurrently(node: Command | Script, name: str, concurrent: bool) -> bool:
     if isinstance(node, Script):
         return any(_and_or_starts(item, name, concurrent) for item in node.items)
     if isinstance(node, Simple):
-        return concurrent and bool(node.words) and node.words[0].text == name
+        return concurrent and _called_name(node) == name
     if isinstance(node, Compound):
         return any(_starts_itself_concurrently(b, name, concurrent) for b in node.bodies)
     return False

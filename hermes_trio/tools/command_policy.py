@@ -180,7 +180,7 @@ from hermes_trio.tools.shell_syntax import (
     Word,
     parse,
 )
-from hermes_trio.tools.shell_variables import Facts, facts_of
+from hermes_trio.tools.shell_variables import Facts, Known, assignment, facts_of
 from hermes_trio.tools.shell_words import (
     UNKNOWN,
     Segment,
@@ -211,7 +211,7 @@ MAX_COMMAND_LENGTH = 65_536
 # parsed: a base for short commands, and a multiple of the length for the
 # re-parsing (eval, sh -c), loops and function calls of long ones.
 WORK_BASE = 4_000
-WORK_PER_CHAR = 24
+WORK_PER_CHAR = 16
 # Distinct words a for loop's body is judged with; more make it unknown.
 MAX_LOOP_VALUES = 16
 
@@ -276,10 +276,25 @@ class _OverBudget(Exception):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class _State:
+    """Where the script may be, and what its variables hold."""
+
+    cwds: Dirs
+    values: dict[str, Known]
+
+
+_UNKNOWN_VALUE: Known = ("unknown", None)
+_UNSET: Known = ("unset", None)
+_DYNAMIC_SETTERS = frozenset({"eval", "source", "."})
+_DECLARATIONS = frozenset({"local", "declare", "typeset", "export", "readonly"})
+_SETTERS = frozenset({"read", "mapfile", "readarray", "getopts", "let", "unset"})
+
+
 # Names whose words a for loop's body is judged with one by one; other plain
 # words (file names, numbers) all behave alike, so one stands for them all.
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
-_NOTABLE_WORDS = frozenset({"main", "master", "HEAD", "0", "6", "1"})
+_NOTABLE_WORDS = frozenset({"main", "master", "HEAD", "0", "6"})
 _CD_OPTIONS = OptionSpec(only=frozenset({"-L", "-P", "-e", "-@"}))
 _SET_ERREXIT = re.compile(r"-[a-zA-Z]*e")
 _PLACEHOLDER_CHARS = frozenset(PLACEHOLDERS)
@@ -307,8 +322,8 @@ class _Judge:
         self.depth = 0
         self.start = start
         self.facts = Facts()
-        # Loop variables bound to one of their words while a body is judged.
-        self.bindings: dict[str, Value] = {}
+        # What the variables the script set so far hold, in the order it runs.
+        self.values: dict[str, Known] = {}
         # Where the command may be now, where it was before the last cd,
         # pushd's stack, and every directory it went to.
         self.cwds: Dirs = (START,)
@@ -320,13 +335,17 @@ class _Judge:
         self.exits = False
         self.errexit = False
         self.functions: dict[str, Command] = {}
-        self.called: set[tuple[str, Dirs]] = set()
+        # Functions judged, with the state they were called in.
+        self.called: set[object] = set()
+        self.called_names: set[str] = set()
         self.calling: set[str] = set()
         self.aliases: dict[str, str | None] = {}
         self.expanding: set[str] = set()
         # Names of files a download wrote ("*": one whose name is unknown).
         self.downloaded: set[str] = set()
         self.deferred: list[tuple[Value, str, Facts]] = []
+        # Functions defined in the text being judged, in order.
+        self.defined: list[str] = []
         # >(...) scripts, judged with what the command around them writes.
         self.outputs: list[Script] = []
         self.exploring = 0
@@ -354,37 +373,74 @@ class _Judge:
         self.spend(found.examined)
         return found
 
+    def environ(self, value: Value) -> None:
+        name = (literal(value) or value.segments[0][1]).partition("=")[0]
+        self.facts = Facts(self.facts.assigned | {name}, self.facts.dynamic)
+
     def defer(self, action: Value, what: str) -> None:
         if not self.exploring:
             self.deferred.append((action, what, self.facts))
 
+    # -- where the script is and what its variables hold --
+
+    def snapshot(self) -> _State:
+        self.spend(len(self.values))
+        return _State(self.cwds, dict(self.values))
+
+    def restore(self, state: _State) -> None:
+        self.spend(len(state.values))
+        self.cwds = state.cwds
+        self.values = dict(state.values)
+
+    def merge(self, states: Sequence[_State]) -> None:
+        """Continue in any of ``states``: every directory of them, and the
+        values they agree on."""
+        self.cwds = merge_dirs(*(state.cwds for state in states))
+        names: dict[str, None] = {}
+        for state in states:
+            names.update(dict.fromkeys(state.values))
+        self.spend(len(names) * len(states))
+        values: dict[str, Known] = {}
+        for name in names:
+            seen = {state.values.get(name, _UNSET) for state in states}
+            values[name] = seen.pop() if len(seen) == 1 else _UNKNOWN_VALUE
+        self.values = {name: v for name, v in values.items() if v is not _UNSET}
+
     # -- scripts --
 
     def top(self, command: str) -> None:
-        self.text(command, "the command")
+        self.text(command, "the command", same_shell=True)
         if self.deferred and len(self.visited) > 1:
             # Traps run later, wherever the script went by then.
             self.cwds = merge_dirs(tuple(self.visited))
             for action, what, facts in self.deferred:
                 self.facts = facts
-                self.inline([action], what)
+                self.inline([action], what, same_shell=True)
 
-    def text(self, source: str, what: str) -> Output:
-        """Parse and judge ``source``; ``what`` names it in messages."""
+    def text(self, source: str, what: str, *, same_shell: bool = False) -> Output:
+        """Parse and judge ``source``; ``what`` names it in messages.  A new
+        shell (``sh -c``) starts without the variables set so far; the same
+        one (``eval``) keeps them."""
         try:
             script = parse(source, depth=self.depth, meter=self.spend)
         except ShellSyntaxError as exc:
             self.flag("unreadable", f"{what}: {exc}")
             return NOTHING
         self.spend(len(source))
-        outer, errexit = self.facts, self.errexit
+        outer, errexit, values = self.facts, self.errexit, self.values
         self.facts = facts_of(script, outer)
+        if not same_shell:
+            self.values = {}
+        defined = len(self.defined)
         try:
             out = self.script(script, NO_FEED)
             self.drain_outputs(Feed("computed"))
+            self.uncalled(defined)
             return out
         finally:
             self.facts, self.errexit = outer, errexit
+            if not same_shell:
+                self.values = values
 
     def script(self, script: Script, feed: Feed) -> Output:
         self.depth += 1
@@ -405,9 +461,10 @@ class _Judge:
             self.depth -= 1
 
     def and_or(self, item: AndOr, feed: Feed) -> Output:
-        entry = self.cwds
-        # Where the list may stop: after a cd that failed before `&&`, ...
-        stops: list[Dirs] = []
+        entry = self.snapshot() if item.background else None
+        # Where the list may stop: after a command that failed before `&&`,
+        # or one that worked before `||`.
+        stops: list[_State] = []
         cd: tuple[Dirs, Dirs] | None = None
         dead = False
         downloads = False
@@ -415,12 +472,12 @@ class _Judge:
         for k, pipeline in enumerate(item.pipelines):
             if k:
                 op = item.ops[k - 1] if k - 1 < len(item.ops) else "&&"
+                stop = self.snapshot()
                 if cd is not None:
                     success, failure = cd
-                    stops.append(failure if op == "&&" else success)
+                    stop = _State(failure if op == "&&" else success, stop.values)
                     self.cwds = success if op == "&&" else failure
-                else:
-                    stops.append(self.cwds)
+                stops.append(stop)
             self.cd_result = None
             self.exits = False
             out = self.pipeline(pipeline, feed)
@@ -428,14 +485,19 @@ class _Judge:
             single = len(pipeline.commands) == 1
             cd = self.cd_result if single else None
             dead = self.exits and single
+        ends: list[_State] = []
         if cd is not None:
-            ends = [cd[0]] if self.errexit else [cd[0], cd[1]]
-        else:
-            ends = [] if dead else [self.cwds]
-        if stops or ends:
-            self.cwds = merge_dirs(*stops, *ends)
-        if item.background:
-            self.cwds = entry  # a background job runs in a subshell
+            ends.append(_State(cd[0], self.values))
+            if not self.errexit:
+                ends.append(_State(cd[1], self.values))  # the cd may fail
+        elif not dead:
+            ends.append(_State(self.cwds, self.values))
+        if stops:
+            self.merge([*stops, *ends])
+        elif ends:
+            self.cwds = merge_dirs(*(state.cwds for state in ends))
+        if entry is not None:
+            self.restore(entry)  # a background job runs in a subshell
         for d in self.cwds:
             self.visited[d] = None
         return Output(downloads, out.text, out.file, out.setup)
@@ -447,10 +509,10 @@ class _Judge:
         for j, command in enumerate(pipeline.commands):
             if j:
                 feed = Feed("download") if downloaded else feed_of(out)
-            entry = self.cwds
+            entry = self.snapshot() if several else None
             out = self.command(command, feed)
-            if several:
-                self.cwds = entry  # each part of a pipeline runs in a subshell
+            if entry is not None:
+                self.restore(entry)  # each part of a pipeline runs in a subshell
             downloaded = downloaded or out.downloads
         return Output(downloaded, out.text, out.file, out.setup)
 
@@ -460,7 +522,7 @@ class _Judge:
         if isinstance(command, FuncDef):
             return self.define(command)
         outer_outputs, self.outputs = self.outputs, []
-        entry = self.cwds
+        entry = self.snapshot()
         feed, downloads, writes = self.redirects(command.redirects, feed)
         text = None
         if command.kind in ("for", "select"):
@@ -474,27 +536,30 @@ class _Judge:
             downloads = downloads or out.downloads
             text = out.text
         if command.kind == "subshell":
-            self.cwds = entry
+            self.restore(entry)
         elif command.kind != "group":
-            self.cwds = merge_dirs(entry, self.cwds)  # the bodies may not run
+            self.merge([entry, self.snapshot()])  # the bodies may not run
         self.after_output(writes, downloads, feed)
         self.outputs = outer_outputs
         keeps_text = command.kind in ("group", "subshell") and len(command.bodies) == 1
         return Output(downloads, text if keeps_text else None)
 
     def bodies(self, command: Compound, feed: Feed) -> Output:
-        entry = self.cwds
+        entry = self.snapshot()
         downloads = False
         out = NOTHING
         for body in command.bodies:
             out = self.script(body, feed)
             downloads = downloads or out.downloads
-        if command.kind in ("while", "until") and self.cwds != entry:
+        if command.kind in ("while", "until") and self.changed(entry):
             # A later round starts where the last one ended.
-            self.cwds = merge_dirs(entry, self.cwds)
+            self.merge([entry, self.snapshot()])
             for body in command.bodies:
                 self.script(body, feed)
         return Output(downloads, out.text)
+
+    def changed(self, state: _State) -> bool:
+        return self.cwds != state.cwds or self.values != state.values
 
     def loop(self, command: Compound, feed: Feed) -> bool:
         name = word_literal(command.words[0]) if command.words else None
@@ -507,53 +572,44 @@ class _Judge:
         for sub in command.subs:
             downloads = self.script(sub, NO_FEED).downloads or downloads
         choices: list[Value | None] = [None]
-        if name is not None and name in self.facts.loops and len(command.words) > 1:
+        if len(command.words) > 1:
             distinct: dict[object, Value] = {}
             for value in values:
                 distinct.setdefault(_loop_signature(value), value)
             if 0 < len(distinct) <= MAX_LOOP_VALUES:
                 choices = list(distinct.values())
-        outer = self.bindings.get(name) if name else None
-        entry = self.cwds
-        after: list[Dirs] = []
-        try:
-            for value in choices:
-                if name is not None and value is not None:
-                    self.bindings[name] = value
-                self.cwds = entry
-                downloads = self.bodies(command, feed).downloads or downloads
-                after.append(self.cwds)
-                if self.cwds != entry:
-                    # A later round starts where this one ended.
-                    self.cwds = merge_dirs(entry, self.cwds)
-                    self.bodies(command, feed)
-                    after.append(self.cwds)
-        finally:
+        entry = self.snapshot()
+        after: list[_State] = [entry]  # the list may be empty
+        for value in choices:
+            self.restore(entry)
             if name is not None:
-                if outer is None:
-                    self.bindings.pop(name, None)
-                else:
-                    self.bindings[name] = outer
-        self.cwds = merge_dirs(*after)
+                # The variable holds each word in turn.
+                self.values[name] = ("value", value) if value is not None else _UNKNOWN_VALUE
+            round_start = self.snapshot()
+            downloads = self.bodies(command, feed).downloads or downloads
+            if self.changed(round_start):
+                # A later round starts where this one ended.
+                self.merge([round_start, self.snapshot()])
+                self.bodies(command, feed)
+            after.append(self.snapshot())
+        self.merge(after)
         return downloads
 
     def define(self, definition: FuncDef) -> Output:
+        """A function is judged where it is called (with the directory and
+        variables of that moment); one never called, at the end."""
         if _starts_itself_concurrently(definition.body, definition.name, False):
             self.flag("fork_bomb", f"{definition.name}() calls itself in a pipe or background")
         self.functions[definition.name] = definition.body
-        entry = self.cwds
-        self.calling.add(definition.name)
-        try:
-            out = self.command(definition.body, NO_FEED)
-        finally:
-            self.calling.discard(definition.name)
-            self.cwds = entry
-        self.called.add((definition.name, entry))
-        return Output(out.downloads)
+        self.defined.append(definition.name)
+        return NOTHING
 
     def call(self, name: str) -> None:
-        """Judge a function's body again where it is called."""
-        key = (name, self.cwds)
+        """Judge a function's body where it is called; its cd and variables
+        stay in effect after it."""
+        self.spend(len(self.values))
+        key = (name, self.cwds, frozenset(self.values.items()))
+        self.called_names.add(name)
         if name in self.calling or key in self.called:
             return
         self.called.add(key)
@@ -562,6 +618,17 @@ class _Judge:
             self.command(self.functions[name], NO_FEED)
         finally:
             self.calling.discard(name)
+
+    def uncalled(self, since: int) -> None:
+        """Judge the functions defined since index ``since`` that nothing
+        called (something this check does not follow might)."""
+        names = self.defined[since:]
+        del self.defined[since:]
+        for name in names:
+            if name not in self.called_names and name in self.functions:
+                entry = self.snapshot()
+                self.call(name)
+                self.restore(entry)
 
     # -- words --
 
@@ -579,21 +646,26 @@ class _Judge:
             return UNKNOWN
         name, op = var.name, var.op
         plain = op in ("", "?", ":?")
-        if name in self.bindings and plain:
-            return self.bindings[name].segments
         facts = self.facts
         if name in ("HOME", "PWD") and name not in facts.assigned:
             if plain or op[:1] in "-=" or op[:2] in (":-", ":="):
                 return (("home", ""),) if name == "HOME" else (("pwd", ""),)
         if not plain:
             return UNKNOWN
-        if name in facts.temporary:
-            return (("item", ""),)
-        if name in facts.constants:
-            text = facts.constants[name]
-            if var.quoted:
-                return (("lit", text),)
-            return UNKNOWN if any(c.isspace() for c in text) else (("raw", text),)
+        known = self.values.get(name)
+        if known is not None:
+            kind, data = known
+            if kind == "value":
+                assert isinstance(data, Value)
+                return data.segments
+            if kind == "item":
+                return (("item", ""),)
+            if kind == "lit":
+                assert isinstance(data, str)
+                if var.quoted:
+                    return (("lit", data),)
+                return UNKNOWN if any(c.isspace() for c in data) else (("raw", data),)
+            return UNKNOWN
         if facts.from_environment(name):
             return (("env", ""),)
         return UNKNOWN
@@ -602,11 +674,11 @@ class _Judge:
         if how == ">(":
             self.outputs.append(script)
             return NOTHING
-        entry = self.cwds
+        entry = self.snapshot()
         try:
             return self.script(script, NO_FEED)
         finally:
-            self.cwds = entry  # it runs in a subshell
+            self.restore(entry)  # it runs in a subshell
 
     @staticmethod
     def downloads(result: object) -> bool:
@@ -655,11 +727,11 @@ class _Judge:
     def drain_outputs(self, feed: Feed) -> None:
         while self.outputs:
             script = self.outputs.pop()
-            entry = self.cwds
+            entry = self.snapshot()
             try:
                 self.script(script, feed)
             finally:
-                self.cwds = entry
+                self.restore(entry)
 
     # -- one command --
 
@@ -681,8 +753,56 @@ class _Judge:
             values.extend(self.expand(word))
         downloads = downloads or redirected or any(v.downloads for v in values)
         if not values:
+            for word in command.assigns:
+                self.assign(word)
             self.after_output(writes, downloads, feed)
             return Output(downloads)
+        entry = dict(self.values) if command.assigns else None
+        for word in command.assigns:
+            self.assign(word)  # for this command only
+        try:
+            return self.simple_words(command, values, feed, writes, downloads)
+        finally:
+            if entry is not None:
+                self.values = entry
+
+    def assign(self, word: Word) -> None:
+        name, known = assignment(word)
+        if name is not None:
+            self.values[name] = known
+
+    def sets(self, name: str, args: Sequence[Word]) -> None:
+        """What a builtin that sets variables does to them."""
+        if name in _DYNAMIC_SETTERS:
+            self.values.clear()  # eval or source may set anything
+        elif name in _DECLARATIONS:
+            for word in args:
+                if "=" in (word_literal(word) or word.text):
+                    self.assign(word)
+                elif (word_literal(word) or "-").startswith("-"):
+                    continue
+                elif name == "local":
+                    self.values[word.text] = _UNKNOWN_VALUE
+        elif name == "printf":
+            texts = [word_literal(w) for w in args]
+            if "-v" in texts[:-1]:
+                target = texts[texts.index("-v") + 1]
+                if target:
+                    self.values[target.partition("[")[0]] = _UNKNOWN_VALUE
+        elif name in _SETTERS:
+            for word in args:
+                target = (word_literal(word) or "").partition("=")[0]
+                if target and not target.startswith("-"):
+                    self.values[target] = _UNKNOWN_VALUE
+
+    def simple_words(
+        self,
+        command: Simple,
+        values: list[Value],
+        feed: Feed,
+        writes: list[Value],
+        downloads: bool,
+    ) -> Output:
         k = 0
         while k < len(values) - 1 and command_name(values[k]) in ("builtin", "command"):
             k += 1
@@ -696,6 +816,8 @@ class _Judge:
             self.set_options(values[1:])
         elif name in ("alias", "unalias"):
             self.alias_definitions(name, values[1:])
+        if name is not None:
+            self.sets(name, _arguments(command.words))
         first = command_name(values[0])
         if first in self.functions and not self.exploring:
             self.call(first)
@@ -707,8 +829,10 @@ class _Judge:
     def run(
         self, words: Sequence[Value], feed: Feed, start: int = 0, *, direct: bool = False
     ) -> Output:
-        """Judge one command given as its expanded words from ``start``."""
-        entry = self.cwds
+        """Judge one command given as its expanded words from ``start``;
+        ``direct``: as the shell reads it (aliases and functions apply)."""
+        entry, facts = self.cwds, self.facts
+        keyword = False  # after `time` or `coproc`, the shell looks up functions
         try:
             i = start
             while i < len(words):
@@ -719,6 +843,9 @@ class _Judge:
                 if direct and i == start and name in self.aliases:
                     if name not in self.expanding:
                         return self.alias(name, words, i)
+                if keyword and name in self.functions and not self.exploring:
+                    self.call(name)
+                keyword = direct and name in ("time", "coproc") and (i == start or keyword)
                 wrapper = WRAPPERS.get(name)
                 if wrapper is None:
                     return self.rules(name, words, i, feed)
@@ -733,7 +860,7 @@ class _Judge:
                     self.cwds = self.directories(step.cwd)
             return NOTHING
         finally:
-            self.cwds = entry
+            self.cwds, self.facts = entry, facts
 
     def rules(self, name: str, words: Sequence[Value], i: int, feed: Feed) -> Output:
         args = words[i + 1 :]
@@ -818,7 +945,7 @@ class _Judge:
         self.spend(len(rest) + len(value))
         self.expanding.add(name)
         try:
-            return self.text(f"{value} {rest}", f"the alias {name}")
+            return self.text(f"{value} {rest}", f"the alias {name}", same_shell=True)
         finally:
             self.expanding.discard(name)
 
@@ -924,6 +1051,7 @@ class _Judge:
         text: str | None = None,
         cwd: Value | None = None,
         shell: bool = True,
+        same_shell: bool = False,
     ) -> Output:
         """Judge a script given as text (``sh -c``, ``eval``, ``su -c``, ...)."""
         self.spend(len(values))
@@ -942,7 +1070,7 @@ class _Judge:
         if cwd is not None:
             self.cwds = self.directories(cwd)
         try:
-            return self.text(source, what)
+            return self.text(source, what, same_shell=same_shell)
         finally:
             self.cwds = entry
 
@@ -953,6 +1081,14 @@ class _Judge:
 
 
 # --- helpers -----------------------------------------------------------------
+
+
+def _arguments(words: Sequence[Word]) -> Sequence[Word]:
+    """The arguments of a simple command, after ``builtin``/``command``."""
+    k = 0
+    while k < len(words) - 1 and word_literal(words[k]) in ("builtin", "command"):
+        k += 1
+    return words[k + 1 :]
 
 
 def _word_feed(value: Value, suffix: str) -> Feed:

@@ -45,9 +45,10 @@ class Judge(Protocol):
         *,
         text: str | None = None,
         cwd: Value | None = None,
+        same_shell: bool = False,
     ) -> Output:
         """Judge the shell script ``values`` hold (or ``text``), run in
-        ``cwd`` when given."""
+        ``cwd`` when given, by a new shell unless ``same_shell``."""
         ...
 
     def run(self, words: Sequence[Value], feed: Feed, start: int = 0) -> Output: ...
@@ -60,6 +61,11 @@ class Judge(Protocol):
 
     def program_file(self, value: Value, shell: bool, name: str) -> Output:
         """Judge running the script file ``value``."""
+        ...
+
+    def environ(self, value: Value) -> None:
+        """``value`` (``NAME=VALUE``) is in the environment of the command
+        being judged."""
         ...
 
     def defer(self, action: Value, what: str) -> None:
@@ -87,11 +93,13 @@ _INPUT = Value(UNKNOWN, "<input>")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def _skip_assignments(words: Sequence[Value], i: int) -> int:
+def _skip_assignments(judge: Judge, words: Sequence[Value], i: int) -> int:
+    """The index after the ``NAME=VALUE`` words at ``i`` (env, sudo)."""
     while i < len(words):
         first = words[i].segments[0] if words[i].segments else ("lit", "")
         if first[0] not in ("lit", "raw") or not _ASSIGNMENT.match(first[1]):
             break
+        judge.environ(words[i])
         i += 1
     return i
 
@@ -118,7 +126,7 @@ def _simple_wrapper(
             return None
         i = found.rest + skip
         if assignments:
-            i = _skip_assignments(words, i)
+            i = _skip_assignments(judge, words, i)
         if i >= len(words):
             if found.has(*shell):
                 return judge.run_program(feed, True, words_text(words[start - 1 : start]))
@@ -146,7 +154,7 @@ _ENV = OptionSpec(
 
 def _env(judge: Judge, words: Sequence[Value], start: int, feed: Feed) -> Step:
     found = judge.scan(words, _ENV, start)
-    i = _skip_assignments(words, found.rest)
+    i = _skip_assignments(judge, words, found.rest)
     cwd = found.value("-C", "--chdir")
     split = found.value("-S", "--split-string")
     if split is not None:
@@ -182,7 +190,7 @@ def _trap(judge: Judge, words: Sequence[Value], start: int, feed: Feed) -> Step:
     if literal(action) in ("-", ""):
         return None
     judge.defer(action, "trap")
-    return judge.inline([action], "trap")
+    return judge.inline([action], "trap", same_shell=True)
 
 
 _WATCH = OptionSpec(
@@ -202,7 +210,7 @@ def _watch(judge: Judge, words: Sequence[Value], start: int, feed: Feed) -> Step
 
 def _eval(judge: Judge, words: Sequence[Value], start: int, feed: Feed) -> Step:
     i = start + 1 if start < len(words) and literal(words[start]) == "--" else start
-    return judge.inline(words[i:], "eval")
+    return judge.inline(words[i:], "eval", same_shell=True)
 
 
 def _busybox(judge: Judge, words: Sequence[Value], start: int, feed: Feed) -> Step:
@@ -302,6 +310,9 @@ def _systemd_run(judge: Judge, words: Sequence[Value], start: int, feed: Feed) -
     found = judge.scan(words, _SYSTEMD_RUN, start)
     if found.rest >= len(words):
         return None
+    for option in found.options:
+        if option.name in ("-E", "--setenv") and option.value is not None:
+            judge.environ(option.value)
     cwd = found.value("--working-directory")
     if cwd is None and not found.has("-d", "--same-dir", "--scope"):
         # A service starts in / (a user's service in the home directory).

@@ -1,29 +1,30 @@
 """What a script's variables can hold, as far as reading it tells.
 
-Every way the script sets a variable is collected: assignments (also after
-``local``/``declare``/``export``/``readonly``), ``for``/``select`` loops,
-and the builtins that set the names they are given (``read``, ``mapfile``,
-``getopts``, ``printf -v``, ``let``, ``unset``).  Then a variable is
+Two questions, two answers:
 
-- a **constant** when every assignment gives it the same literal text
-  (``FLAGS=-rf``, ``D=/home``);
-- **temporary** when every assignment is ``NAME=$(mktemp …)``, a fresh
-  temporary directory (``tmp=$(mktemp -d); …; rm -rf "$tmp"``);
-- a **loop** variable when only ``for`` loops set it (the judge binds it to
-  each word of the loop in turn);
-- the **environment's** when the script never sets it, its name is in
-  capitals, and nothing in the script can set variables it does not name
+- **Which variables might the script set?**  (:func:`facts_of`)  Every way
+  it sets one is collected: assignments (also after ``local``/``declare``/
+  ``export``/``readonly``), ``for``/``select`` loops, ``${NAME:=x}``, and the
+  builtins that set the names they are given (``read``, ``mapfile``,
+  ``getopts``, ``printf -v``, ``let``, ``unset``).  A variable the script
+  never sets, whose name is in capitals, is the **user's environment** —
+  unless something in the script can set variables it does not name
   (``eval``, ``source``/``.``, a computed name in ``declare``/``export``):
   the user chose its value, not the model.
+- **What does an assignment give a variable?**  (:func:`assignment`)  A
+  literal text (``FLAGS=-rf``, ``D=/home``), a fresh temporary directory
+  (``tmp=$(mktemp -d)``), or something unknown.  The policy's judge applies
+  them in the order the script runs, so a variable assigned only in a
+  subshell, after ``&&`` or later in the script is not taken for set.
 
-Anything else may hold anything.  Pure.
+Pure.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from hermes_trio.tools.shell_syntax import (
     Arith,
@@ -41,7 +42,7 @@ from hermes_trio.tools.shell_syntax import (
 )
 from hermes_trio.tools.shell_words import word_literal
 
-__all__ = ["Facts", "facts_of"]
+__all__ = ["Facts", "Known", "assignment", "facts_of"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*$")
@@ -57,15 +58,14 @@ _SHELL_SET = frozenset(
     "HISTCMD LINENO MAPFILE OLDPWD OPTARG OPTIND PIPESTATUS PPID RANDOM REPLY SECONDS "
     "SRANDOM READLINE_LINE READLINE_POINT COMP_WORDS COMP_CWORD IFS".split()
 )
-# "${NAME:=x}" and "${NAME=x}" assign too.
-_DEFAULT_ASSIGN = frozenset({"=", ":="})
+
+# What a variable holds: ("lit", text), ("item", None) for a mktemp
+# result, ("value", Value) for a for loop's word, or ("unknown", None).
+Known = tuple[str, object]
 
 
 @dataclass(frozen=True)
 class Facts:
-    constants: Mapping[str, str] = field(default_factory=dict)
-    temporary: frozenset[str] = frozenset()
-    loops: frozenset[str] = frozenset()
     # Every name the script (or an enclosing one) may set.
     assigned: frozenset[str] = frozenset()
     # The script may set variables it does not name.
@@ -81,37 +81,31 @@ class Facts:
         )
 
 
-_OTHER = "\0other"
-_MKTEMP = "\0mktemp"
-_LOOP = "\0loop"
-
-
 def facts_of(script: Script, inherited: Facts | None = None) -> Facts:
-    """The facts about ``script``'s variables; ``inherited`` are those of an
-    enclosing script, which hold unless ``script`` sets the name itself."""
+    """Which variables ``script`` may set; ``inherited`` are the facts of an
+    enclosing script."""
     outer = inherited or Facts()
-    kinds: dict[str, set[str]] = {}
+    names: set[str] = set()
     dynamic = outer.dynamic
     for node in _nodes(script):
         if isinstance(node, Var):
-            if node.op[:2] in _DEFAULT_ASSIGN or node.op[:1] in _DEFAULT_ASSIGN:
-                kinds.setdefault(node.name, set()).add(_OTHER)
+            if node.op[:1] == "=" or node.op[:2] == ":=":
+                names.add(node.name)
             continue
         if isinstance(node, Compound):
             if node.kind in ("for", "select") and node.words:
-                kinds.setdefault(node.words[0].text, set()).add(_LOOP)
+                names.add(node.words[0].text)
             continue
         name = word_literal(node.words[0]) if node.words else None
         if name in _ANYTHING:
             dynamic = True
         for word in node.assigns:
-            _note(word, kinds)
+            _note(word, names)
         if name in _DECLARATIONS:
             for word in node.words[1:]:
-                text = word_literal(word)
-                if text is None and not isinstance(word.parts[0], Lit):
+                if word_literal(word) is None and not isinstance(word.parts[0], Lit):
                     dynamic = True  # export "$k=$v", declare $(cat vars)
-                _note(word, kinds)
+                _note(word, names)
         elif name in _SETTERS:
             for word in node.words[1:]:
                 text = word_literal(word)
@@ -120,52 +114,39 @@ def facts_of(script: Script, inherited: Facts | None = None) -> Facts:
                 m = _ASSIGNED.match(text)
                 target = m.group(1) if m else text
                 if _NAME.match(target):
-                    kinds.setdefault(target, set()).add(_OTHER)
-    constants = dict(outer.constants)
-    temporary = set(outer.temporary)
-    for name, seen in kinds.items():
-        constants.pop(name, None)
-        temporary.discard(name)
-        if len(seen) == 1:
-            (kind,) = seen
-            if kind == _MKTEMP:
-                temporary.add(name)
-            elif not kind.startswith("\0"):
-                constants[name] = kind
-    loops = {name for name, seen in kinds.items() if seen == {_LOOP}}
-    if dynamic:
-        # eval or source may set any of them to anything.
-        constants, temporary, loops = {}, set(), set()
-    return Facts(
-        constants,
-        frozenset(temporary),
-        frozenset(loops),
-        outer.assigned | kinds.keys(),
-        dynamic,
-    )
+                    names.add(target)
+    return Facts(outer.assigned | names, dynamic)
 
 
-def _note(word: Word, kinds: dict[str, set[str]]) -> None:
+def _note(word: Word, names: set[str]) -> None:
+    first = word.parts[0] if word.parts else None
+    if isinstance(first, Lit) and not first.quoted:
+        m = _ASSIGNED.match(first.text)
+        if m:
+            names.add(m.group(1))
+
+
+def assignment(word: Word) -> tuple[str | None, Known]:
+    """The variable an assignment word sets, and what it gives it."""
     first = word.parts[0] if word.parts else None
     if not isinstance(first, Lit) or first.quoted:
-        return
+        return None, ("unknown", None)
     m = _ASSIGNED.match(first.text)
     if not m:
-        return
-    names = kinds.setdefault(m.group(1), set())
-    plain = not m.group(2) and not m.group(3)
+        return None, ("unknown", None)
+    name = m.group(1)
+    if m.group(2) or m.group(3):
+        return name, ("unknown", None)  # an array element, or +=
     rest = [Lit(first.text[m.end() :], False), *word.parts[1:]]
     rest = [p for p in rest if not (isinstance(p, Lit) and p.text == "")]
-    if plain and len(rest) == 1 and isinstance(rest[0], CmdSub) and _is_mktemp(rest[0]):
-        names.add(_MKTEMP)
-        return
-    if plain and all(isinstance(p, Lit) for p in rest):
+    if len(rest) == 1 and isinstance(rest[0], CmdSub) and _is_mktemp(rest[0]):
+        return name, ("item", None)
+    if all(isinstance(p, Lit) for p in rest):
         unquoted = [p for p in rest if isinstance(p, Lit) and not p.quoted]
         # An unquoted ~ is expanded in an assignment; leave those unknown.
         if not any(p.text.startswith("~") or ":~" in p.text for p in unquoted):
-            names.add("".join(p.text for p in rest if isinstance(p, Lit)))
-            return
-    names.add(_OTHER)
+            return name, ("lit", "".join(p.text for p in rest if isinstance(p, Lit)))
+    return name, ("unknown", None)
 
 
 def _is_mktemp(sub: CmdSub) -> bool:

@@ -193,6 +193,20 @@ BYPASSES: list[tuple[str, str]] = [
     ("chmod $r 777 /", "chmod_chown_broad"),
     # a variable the script sets to a literal path is that path
     ('D=/home; rm -rf "$D/alice"', "rm_broad"),
+    ("eval 'CMD=rm'; $CMD -rf /", "rm_broad"),
+    # ... but only once the assignment has run, in this shell
+    ('(X=build); rm -rf "$X"/*', "rm_broad"),
+    ('false && X=build; rm -rf "$X"/*', "rm_broad"),
+    ('rm -rf "$x"/*; x=build', "rm_broad"),
+    ('x=build | true; rm -rf "$x"/*', "rm_broad"),
+    ("x=build sh -c 'rm -rf \"$x\"/*'", "rm_broad"),
+    ("x=build; sh -c 'rm -rf \"$x\"/*'", "rm_broad"),
+    ('x=build; read x; rm -rf "$x"/*', "rm_broad"),
+    ('x=build; f() { x=/; }; f; rm -rf "$x"', "rm_broad"),
+    ('for d in a b; do rm -rf "$x"/*; x=build; done', "rm_broad"),
+    ('(tmp=$(mktemp -d)); rm -rf "$tmp"/*', "rm_broad"),
+    ("env X=/home sh -c 'rm -rf \"$X/alice\"'", "rm_broad"),
+    ("sudo X=/home sh -c 'rm -rf \"$X/alice\"'", "rm_broad"),
     ("export D=/usr; rm -rf $D", "rm_broad"),
     # echo's own escapes (dash's echo decodes \0NNN; bash's echo -e \NNN)
     ("echo 'rm -rf \\0176' | sh", "rm_broad"),
@@ -254,7 +268,7 @@ UNREADABLE: list[str] = [
     '$SHELL -c "$(curl x)"',
     '"$@" -rf /',
     "CMD=$(echo rm); $CMD -rf build",
-    "eval 'CMD=rm'; $CMD",
+    'eval "CMD=$(cat f)"; $CMD',
     ". ./env.sh; $EDITOR x",
     "x=$(" * 40 + "y",
     "echo )",
@@ -437,6 +451,12 @@ EVERYDAY: list[str] = [
     "curl https://x -o a.sh; sh b.sh",
     ":(){ echo hi; }; :",
     'f(){ echo "f"|cat; }; f',
+    'x=build; rm -rf "$x"/*',
+    'x=build && rm -rf "$x"',
+    'if true; then x=build; rm -rf "$x"; fi',
+    'f() { local d=$(mktemp -d); cd "$d" && rm -rf ./*; }; f',
+    'cleanup() { rm -rf "$tmp"; }; tmp=$(mktemp -d); trap cleanup EXIT',
+    'tmp=$(mktemp -d); trap \'rm -rf "$tmp"\' EXIT; cd "$tmp"',
 ]
 
 

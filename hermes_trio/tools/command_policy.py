@@ -341,8 +341,10 @@ class _Judge:
         self.calling: set[str] = set()
         self.aliases: dict[str, str | None] = {}
         self.expanding: set[str] = set()
-        # Names of files a download wrote ("*": one whose name is unknown).
+        # Names of files a download wrote ("*": one whose name is unknown),
+        # and of files the command wrote otherwise, with their text if known.
         self.downloaded: set[str] = set()
+        self.written: dict[str, str | None] = {}
         self.deferred: list[tuple[Value, str, Facts]] = []
         # Functions defined in the text being judged, in order.
         self.defined: list[str] = []
@@ -524,7 +526,7 @@ class _Judge:
         outer_outputs, self.outputs = self.outputs, []
         entry = self.snapshot()
         feed, downloads, writes = self.redirects(command.redirects, feed)
-        text = None
+        text: str | None = None
         if command.kind in ("for", "select"):
             downloads = self.loop(command, feed) or downloads
         else:
@@ -539,10 +541,11 @@ class _Judge:
             self.restore(entry)
         elif command.kind != "group":
             self.merge([entry, self.snapshot()])  # the bodies may not run
-        self.after_output(writes, downloads, feed)
-        self.outputs = outer_outputs
         keeps_text = command.kind in ("group", "subshell") and len(command.bodies) == 1
-        return Output(downloads, text if keeps_text else None)
+        text = text if keeps_text else None
+        self.after_output(writes, downloads, Output(text=text))
+        self.outputs = outer_outputs
+        return Output(downloads, text)
 
     def bodies(self, command: Compound, feed: Feed) -> Output:
         entry = self.snapshot()
@@ -686,11 +689,11 @@ class _Judge:
 
     def redirects(
         self, redirects: Sequence[Redirect], feed: Feed
-    ) -> tuple[Feed, bool, list[Value]]:
+    ) -> tuple[Feed, bool, list[tuple[Value, bool]]]:
         """The command's stdin, whether a redirection downloads, and the
         files its output is written to."""
         downloads = False
-        writes: list[Value] = []
+        writes: list[tuple[Value, bool]] = []
         for redirect in redirects:
             if redirect.heredoc is not None:
                 body = redirect.heredoc.body or Word((), "")
@@ -714,15 +717,37 @@ class _Judge:
                 for value in values:
                     device_write(self, value, f"{op} {redirect.target.text}")
                 if redirect.fd in (None, "1") or op.startswith("&"):
-                    writes.extend(values)
+                    writes.extend((v, op in (">>", "&>>")) for v in values)
         return feed, downloads, writes
 
-    def after_output(self, writes: Sequence[Value], downloads: bool, feed: Feed) -> None:
-        """Remember files a download was written to, and judge the ``>(...)``
-        scripts that read the output."""
-        if downloads:
-            self.downloaded.update(_basename(v) for v in writes)
+    def after_output(
+        self, writes: Sequence[tuple[Value, bool]], downloads: bool, out: Output
+    ) -> None:
+        """Remember what the command wrote into files (a download, known
+        text, or something else), and judge the ``>(...)`` scripts that read
+        its output."""
+        for value, append in writes:
+            if downloads:
+                self.downloaded.add(_basename(value))
+            else:
+                self.wrote(value, None if append else out.text)
         self.drain_outputs(Feed("download") if downloads else Feed("computed"))
+
+    def wrote(self, value: Value, text: str | None) -> None:
+        name = _basename(value)
+        self.written[name] = text
+        self.downloaded.discard(name)
+
+    def copied(self, args: Sequence[Value]) -> None:
+        """cp, mv, ln, install: the target holds what the sources held."""
+        paths = [v for v in args if not (literal(v) or "").startswith("-")]
+        if len(paths) < 2:
+            return
+        sources, target = [_basename(v) for v in paths[:-1]], paths[-1]
+        if any(self.is_downloaded(name) for name in sources):
+            self.downloaded.add(_basename(target))
+        elif any(name in self.written for name in sources):
+            self.written[_basename(target)] = None
 
     def drain_outputs(self, feed: Feed) -> None:
         while self.outputs:
@@ -755,7 +780,7 @@ class _Judge:
         if not values:
             for word in command.assigns:
                 self.assign(word)
-            self.after_output(writes, downloads, feed)
+            self.after_output(writes, downloads, Output(text=""))
             return Output(downloads)
         entry = dict(self.values) if command.assigns else None
         for word in command.assigns:
@@ -800,7 +825,7 @@ class _Judge:
         command: Simple,
         values: list[Value],
         feed: Feed,
-        writes: list[Value],
+        writes: list[tuple[Value, bool]],
         downloads: bool,
     ) -> Output:
         k = 0
@@ -823,7 +848,9 @@ class _Judge:
             self.call(first)
         out = self.run(values, feed, direct=True)
         downloads = downloads or out.downloads
-        self.after_output(writes, downloads or feed.kind == "download", feed)
+        if out.setup and not self.trusts_setup(values[0]):
+            out = Output(out.downloads, out.text, out.file)
+        self.after_output(writes, downloads or feed.kind == "download", out)
         return Output(downloads, out.text, out.file, out.setup)
 
     def run(
@@ -873,14 +900,24 @@ class _Judge:
             self.downloaded.update(downloaded_files(name, args))
         if name == "tee" and feed.kind == "download":
             self.downloaded.update(_basename(v) for v in args if not v.text.startswith("-"))
-        if "/" in (literal(words[i]) or "") and self.is_downloaded(_basename(words[i])):
-            self.flag("pipe_to_shell", f"runs a downloaded file: {words_text(words[i:])}")
+        if "/" in (literal(words[i]) or ""):
+            self.run_file(_basename(words[i]), True, words[i].text)
+        if name in ("cp", "mv", "ln", "install"):
+            self.copied(args)
+        if name == "tee" and feed.kind != "download":
+            for value in args:
+                if not value.text.startswith("-"):
+                    self.wrote(value, feed.text if feed.kind == "text" else None)
         spec = interpreter(name)
         if spec is not None:
             kind, value = program_source(spec, args, self.spend)
             downloads = self.program(spec.shell, kind, value, feed, name).downloads or downloads
         elif name in ("source", ".") and args:
-            downloads = self.program(True, "file", args[0], feed, name).downloads or downloads
+            if args[0].feed is not None or literal(args[0]) in STDIN_PATHS:
+                out = self.program(True, "file", args[0], feed, name)
+            else:
+                out = self.run_file(_basename(args[0]), True, name, same_shell=True)
+            downloads = out.downloads or downloads
         if is_setup_command(name, args):
             return Output(downloads, setup=True)
         out = output_of(name, args, feed)
@@ -998,6 +1035,8 @@ class _Judge:
                 new = self.previous or (UNKNOWN,)
             elif name == "pushd" and text is not None and text[:1] in "+-":
                 new = (UNKNOWN,)
+            elif "CDPATH" in self.facts.assigned and not (text or "/").startswith(("/", ".")):
+                new = (UNKNOWN,)  # cd looks the name up in CDPATH first
             else:
                 new = self.directories(target)
         if name == "pushd":
@@ -1027,16 +1066,25 @@ class _Judge:
             return self.run_program(feed_of(value.feed), shell, name)
         if literal(value) in STDIN_PATHS:
             return self.run_program(feed, shell, name)
-        if self.is_downloaded(_basename(value)):
-            self.flag("pipe_to_shell", f"{name} runs a downloaded file: {value.text}")
+        return self.run_file(_basename(value), shell, name)
+
+    def run_file(self, file: str, shell: bool, name: str, *, same_shell: bool = False) -> Output:
+        """Judge a program running the file ``file`` (its name)."""
+        if self.is_downloaded(file):
+            self.flag("pipe_to_shell", f"{name} runs a downloaded file: {file}")
+        elif file in self.written and shell:
+            text = self.written[file]
+            if text is None:
+                self.flag("unreadable", f"{name} runs {file}, which another command wrote")
+            else:
+                return self.text(text, f"{file} run by {name}", same_shell=same_shell)
         return NOTHING  # a script file: not ours to read
 
     def run_program(self, program: Feed, shell: bool, name: str) -> Output:
         if program.kind == "download":
             self.flag("pipe_to_shell", f"{name} runs what a download printed")
         elif program.kind == "file":
-            if self.is_downloaded(program.text):
-                self.flag("pipe_to_shell", f"{name} runs a downloaded file: {program.text}")
+            return self.run_file(program.text, shell, name)
         elif shell and program.kind == "text":
             return self.text(program.text, f"the script given to {name}")
         elif shell and program.kind == "computed":
@@ -1073,6 +1121,17 @@ class _Judge:
             return self.text(source, what, same_shell=same_shell)
         finally:
             self.cwds = entry
+
+    def trusts_setup(self, word: Value) -> bool:
+        """Whether a setup tool's output is the installed tool's: not a
+        function or a relative path, and PATH is not changed."""
+        name = command_name(word)
+        path = literal(word) or ""
+        return (
+            name not in self.functions
+            and ("/" not in path or path.startswith("/"))
+            and "PATH" not in self.facts.assigned
+        )
 
     def is_downloaded(self, name: str) -> bool:
         if not self.downloaded:

@@ -176,8 +176,12 @@ def output_of(name: str, args: Sequence[Value], feed: Feed) -> Output:
             fmt, *rest = rest
         return Output(text=printf_text(fmt, rest))
     if name == "cat":
-        if all(literal(v) == "-" for v in args) and feed.kind == "text":
-            return Output(text=feed.text)
+        if all(literal(v) in STDIN_PATHS for v in args):
+            if feed.kind == "text":
+                return Output(text=feed.text)
+            if feed.kind == "file":
+                return Output(file=feed.text)
+            return Output(downloads=feed.kind == "download")
         files = [literal(v) for v in args if not (literal(v) or "").startswith("-")]
         if len(files) == 1 and files[0]:
             return Output(file=files[0])

@@ -24,7 +24,7 @@ path can reach.  Pure functions, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -216,7 +216,7 @@ def expand(word: Word, expander: Expander) -> list[Value]:
             else:
                 segments.append((kind, text))
     var = parts[0] if len(parts) == 1 and isinstance(parts[0], Var) else None
-    values = _braces(segments)
+    values = _braces(segments, expander.spend)
     expander.spend(2 * len(values))
     return [Value(tuple(_tilde(v)), word.text, downloads, feed, output, split, var) for v in values]
 
@@ -286,8 +286,9 @@ def _tilde(segments: list[Segment]) -> list[Segment]:
     return out + segments[1:]
 
 
-def _braces(segments: list[Segment]) -> list[list[Segment]]:
-    """Brace expansion (``{a,b}``, ``{1..3}``) over unquoted text."""
+def _braces(segments: list[Segment], spend: Callable[[int], None]) -> list[list[Segment]]:
+    """Brace expansion (``{a,b}``, ``{1..3}``) over unquoted text; ``spend``
+    is told the work (atoms copied and scanned)."""
     if not any(kind == "raw" and "{" in text and "}" in text for kind, text in segments):
         return [segments]
     opening = sum(text.count("{") for kind, text in segments if kind == "raw")
@@ -302,8 +303,9 @@ def _braces(segments: list[Segment]) -> list[list[Segment]]:
         else:
             atoms.append((kind, text))
     results: list[list[Segment]] = []
-    if not _expand_atoms(atoms, results):
+    if not _expand_atoms(atoms, results, spend):
         return [list(UNKNOWN)]
+    spend(sum(len(r) for r in results))
     return [_merge(r) for r in results]
 
 
@@ -317,15 +319,18 @@ def _merge(atoms: Iterable[Segment]) -> list[Segment]:
     return out
 
 
-def _expand_atoms(atoms: list[Segment], results: list[list[Segment]]) -> bool:
+def _expand_atoms(
+    atoms: list[Segment], results: list[list[Segment]], spend: Callable[[int], None]
+) -> bool:
     """Append the expansions of ``atoms`` to ``results``; False past the cap."""
+    spend(len(atoms))
     found = _find_brace(atoms)
     if found is None:
         results.append(atoms)
         return len(results) <= MAX_BRACE_WORDS
     start, end, alternatives = found
     for alternative in alternatives:
-        if not _expand_atoms(atoms[:start] + alternative + atoms[end + 1 :], results):
+        if not _expand_atoms(atoms[:start] + alternative + atoms[end + 1 :], results, spend):
             return False
     return True
 

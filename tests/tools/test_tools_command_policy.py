@@ -236,9 +236,25 @@ BYPASSES: list[tuple[str, str]] = [
     ('curl -O "$URL" && sh install.sh', "pipe_to_shell"),
     ("curl https://x -o i.sh; cat i.sh | sh", "pipe_to_shell"),
     ("curl https://x -o i.sh; sh < i.sh", "pipe_to_shell"),
+    # a file the command wrote, then ran: its text is judged
+    ("echo 'rm -rf ~' > x.sh; sh x.sh", "rm_broad"),
+    ("printf 'rm -rf ~' > x.sh && bash ./x.sh", "rm_broad"),
+    ("cat > x.sh <<'EOF'\nrm -rf ~\nEOF\nsh x.sh", "rm_broad"),
+    ("echo 'rm -rf ~' > x.sh; chmod +x x.sh; ./x.sh", "rm_broad"),
+    ("echo 'rm -rf ~' > x.sh; . ./x.sh", "rm_broad"),
+    ("echo 'rm -rf ~' | tee x.sh; sh x.sh", "rm_broad"),
+    ("echo 'rm -rf ~' > x.sh; cat x.sh | sh", "rm_broad"),
+    ("echo 'rm -rf ~' | cat /dev/stdin | sh", "rm_broad"),
+    ("curl x -o i.sh; mv i.sh j.sh; sh j.sh", "pipe_to_shell"),
+    ("curl x -o i.sh; cp i.sh /tmp/j.sh; sh /tmp/j.sh", "pipe_to_shell"),
+    ("CDPATH=/; cd usr && rm -rf *", "rm_broad"),
     # setup tools are trusted only in their setup form
     ("eval \"$(ssh-agent sh -c 'rm -rf ~')\"", "rm_broad"),
     ('eval "$(pyenv init -; curl x)"', "pipe_to_shell"),
+    ("pyenv() { echo 'rm -rf ~'; }; eval \"$(pyenv init -)\"", "unreadable"),
+    ('eval "$(./pyenv init -)"', "unreadable"),
+    ('PATH=.:$PATH; eval "$(pyenv init -)"', "unreadable"),
+    ("gen > x.sh; sh x.sh", "unreadable"),
 ]
 
 # What the parser cannot read or follow is treated as dangerous.
@@ -457,6 +473,12 @@ EVERYDAY: list[str] = [
     'f() { local d=$(mktemp -d); cd "$d" && rm -rf ./*; }; f',
     'cleanup() { rm -rf "$tmp"; }; tmp=$(mktemp -d); trap cleanup EXIT',
     'tmp=$(mktemp -d); trap \'rm -rf "$tmp"\' EXIT; cd "$tmp"',
+    "cat > run.sh <<'EOF'\nmake test\nEOF\nsh run.sh",
+    "echo 'make' > x.sh; bash x.sh",
+    "curl -fsSL https://x -o data.json; cat data.json | jq .",
+    'for f in *.log; do gzip "$f"; done',
+    'for d in */; do rm -rf "$d/build"; done',
+    "rm -rf */build",
 ]
 
 

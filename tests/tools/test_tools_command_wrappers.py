@@ -105,6 +105,12 @@ WRAPPED: list[str] = [
     "exec -cl -a x rm -rf ~",
     "builtin eval 'rm -rf ~'",
     "busybox rm -rf ~",
+    "busybox --install -s; rm -rf ~",
+    "python3 -c 'import os' && rm -rf ~",
+    "bash -c 'rm -rf \"$1\"' _ ~",
+    "sh -c 'rm -rf \"$0\"' ~",
+    "f(){ command f|f& };f",
+    "f(){ $FUNCNAME|$FUNCNAME& };f",
     # shells and their options
     "bash -c -- 'rm -rf ~'",
     "bash -xc 'rm -rf ~'",

@@ -219,7 +219,13 @@ class TerminalTool:
     parameters: dict[str, Any] = {  # noqa: RUF012 - read-only schema, part of the Tool protocol
         "type": "object",
         "properties": {
-            "command": {"type": "string", "description": "The shell command to run."},
+            "command": {
+                "type": "string",
+                "description": (
+                    f"The shell command to run (at most {MAX_COMMAND_LENGTH} characters; "
+                    "write longer scripts to a file first)."
+                ),
+            },
             "timeout": {
                 "type": "number",
                 "description": f"Seconds before the command is killed (max {MAX_TIMEOUT:g}).",

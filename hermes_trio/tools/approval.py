@@ -16,6 +16,7 @@ from hermes_trio.tools.command_policy import (
     DangerPattern,
     find_danger,
     find_dangers,
+    work_budget,
 )
 
 __all__ = [
@@ -27,15 +28,19 @@ __all__ = [
 ]
 
 
-# Commands longer than this are judged in a worker thread: judging is linear,
-# but 100 KB of shell still takes a noticeable fraction of a second.
-THREAD_THRESHOLD = 8192
+# Commands this long or longer are judged in a worker thread.  The work on
+# a command is bounded by a budget linear in its length; below this length
+# that bound keeps the event loop's pause to a few milliseconds.
+THREAD_THRESHOLD = 300
+# The most work the check may do on the event loop (in work units).
+INLINE_WORK_LIMIT = work_budget(THREAD_THRESHOLD)
 
 
-async def _find_dangers(command: str) -> tuple[DangerPattern, ...]:
+async def _find_dangers(command: str, workdir: str | None) -> tuple[DangerPattern, ...]:
     if len(command) < THREAD_THRESHOLD:
-        return find_dangers(command)
-    return await trio.to_thread.run_sync(find_dangers, command)
+        return find_dangers(command, workdir)
+    # The check is pure, so a cancelled turn need not wait for it.
+    return await trio.to_thread.run_sync(find_dangers, command, workdir, abandon_on_cancel=True)
 
 
 def _describe(dangers: list[DangerPattern]) -> str:
@@ -47,8 +52,11 @@ def _details(dangers: list[DangerPattern]) -> str:
     return f" [{'; '.join(shown)}]" if shown else ""
 
 
-async def check_approval(tool_name: str, command: str, ctx: ToolContext) -> str | None:
-    """None if ``command`` may run, else a refusal the model can read.
+async def check_approval(
+    tool_name: str, command: str, ctx: ToolContext, *, workdir: str | None = None
+) -> str | None:
+    """None if ``command`` may run in ``workdir`` (absolute; None if not
+    known), else a refusal the model can read.
 
     Only rules the user has not approved with "always" in this session are
     asked about, all of them in one question.  Cancellation while waiting
@@ -56,7 +64,7 @@ async def check_approval(tool_name: str, command: str, ctx: ToolContext) -> str 
     """
     if ctx.yolo:
         return None
-    found = await _find_dangers(command)
+    found = await _find_dangers(command, workdir)
     dangers = [d for d in found if d.key not in ctx.approved_patterns]
     if not dangers:
         return None

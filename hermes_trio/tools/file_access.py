@@ -11,6 +11,13 @@ This keeps the file tools where the user put the agent; it is not a sandbox.
 The terminal tool can still reach every file, and a path swapped for a
 symlink between the check and the open (by a command running at the same
 time) is not caught.
+
+A hard link is not refused: it is the file itself, with no target to
+resolve, and refusing every file with more than one name would refuse
+whole virtual environments (uv and pnpm install packages as hard links to
+their caches).  Only the user or a shell command can make one, to a file
+the user can already read; and a write replaces the name inside the
+working directory, leaving the file's other names as they were.
 """
 
 from __future__ import annotations

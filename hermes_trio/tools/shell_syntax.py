@@ -18,6 +18,7 @@ look-back when ``$((`` turns out to be a command substitution.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -58,6 +59,8 @@ PLACEHOLDERS: dict[str, str] = {
     "\ue001": "home",
     "\ue002": "pwd",
     "\ue003": "item",
+    "\ue004": "env",
+    "\ue005": "top",
 }
 
 
@@ -78,19 +81,22 @@ class Lit:
 
 @dataclass(frozen=True, slots=True)
 class Var:
-    """``$name`` or ``${[#!]name[op...]}``; ``subs`` are substitutions inside ``op``."""
+    """``$name`` or ``${[#!]name[op...]}``; ``subs`` are substitutions inside
+    ``op``.  ``quoted``: inside double quotes (not split into words)."""
 
     name: str
     op: str = ""
     prefix: str = ""
     subs: tuple[Script, ...] = ()
+    quoted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class CmdSub:
-    """``$(...)`` or a backquoted command."""
+    """``$(...)`` or a backquoted command; ``quoted`` as for :class:`Var`."""
 
     script: Script
+    quoted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +126,7 @@ class Opaque:
     """A placeholder character (see :data:`PLACEHOLDERS`)."""
 
     kind: str
+    quoted: bool = False
 
 
 Part = Lit | Var | CmdSub | ProcSub | Arith | Array | Opaque
@@ -191,6 +198,8 @@ class Pipeline:
 class AndOr:
     pipelines: tuple[Pipeline, ...]
     background: bool = False
+    # The operator before each pipeline after the first: "&&" or "||".
+    ops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,9 +207,19 @@ class Script:
     items: tuple[AndOr, ...] = field(default=())
 
 
-def parse(text: str, *, depth: int = 0) -> Script:
-    """The syntax tree of ``text``; raises :class:`ShellSyntaxError`."""
-    return _Parser(text, depth).script()
+Meter = Callable[[int], None]
+# What the meter is told for each command parsed, on top of its characters:
+# a command costs about as much to read as this many characters.
+COMMAND_COST = 16
+
+
+def parse(text: str, *, depth: int = 0, meter: Meter | None = None) -> Script:
+    """The syntax tree of ``text``; raises :class:`ShellSyntaxError`.
+
+    ``meter`` is told the length of every text the parser reads, ``text``
+    and the parts it reads again (backquotes, here-documents), so a caller
+    can bound the total work; it may raise to stop the parse."""
+    return _Parser(text, depth, meter).script()
 
 
 # --- lexing helpers -------------------------------------------------------
@@ -287,9 +306,12 @@ def decode_escapes(text: str) -> str:
 
 
 class _Parser:
-    def __init__(self, src: str, depth: int) -> None:
+    def __init__(self, src: str, depth: int, meter: Meter | None = None) -> None:
         if depth > MAX_DEPTH:
             raise ShellSyntaxError("nested too deeply")
+        if meter is not None:
+            meter(len(src))
+        self.meter = meter
         self.src = src
         self.n = len(src)
         self.pos = 0
@@ -394,7 +416,7 @@ class _Parser:
             if doc.quoted:
                 doc.body = Word((Lit(body, True),), body)
             else:
-                inner = _Parser(body, self.depth + 1)
+                inner = _Parser(body, self.depth + 1, self.meter)
                 doc.body = Word(tuple(inner.quoted_parts(heredoc=True)), body)
         self.pending.clear()
 
@@ -458,7 +480,7 @@ class _Parser:
                 parts.append(self.backquote())
                 continue
             if c in PLACEHOLDERS:
-                parts.append(Opaque(PLACEHOLDERS[c]))
+                parts.append(Opaque(PLACEHOLDERS[c], False))
                 self.pos += 1
                 continue
             break  # pragma: no cover - every character is handled above
@@ -531,9 +553,9 @@ class _Parser:
                 parts.extend(self.dollar(quoted=True))
                 continue
             if c == "`":
-                parts.append(self.backquote())
+                parts.append(self.backquote(quoted=True))
                 continue
-            parts.append(Opaque(PLACEHOLDERS[c]))
+            parts.append(Opaque(PLACEHOLDERS[c], True))
             self.pos += 1
         if heredoc:
             return parts
@@ -553,16 +575,16 @@ class _Parser:
                 if arith is not None:
                     return [arith]
             self.pos += 2
-            return [CmdSub(self.until_paren())]
+            return [CmdSub(self.until_paren(), quoted)]
         if nxt == "{":
-            return [self.braced_param()]
+            return [self.braced_param(quoted)]
         m = _PARAM.match(src, self.pos + 1)
         if m:
             name = m.group()
             if name[0].isdigit():
                 name = name[0]  # $10 is ${1}0
             self.pos += 1 + len(name)
-            return [Var(name)]
+            return [Var(name, quoted=quoted)]
         self.pos += 1
         return [Lit("$", quoted)]
 
@@ -613,7 +635,7 @@ class _Parser:
         self.pos = saved
         return None
 
-    def braced_param(self) -> Var:
+    def braced_param(self, quoted: bool) -> Var:
         src = self.src
         self.pos += 2  # ${
         prefix = ""
@@ -632,7 +654,7 @@ class _Parser:
             if c == "}":
                 op = src[op_start : self.pos]
                 self.pos += 1
-                return Var(name, op, prefix, tuple(subs))
+                return Var(name, op, prefix, tuple(subs), quoted)
             if c == "\\":
                 self.pos += 2
             elif c == "'":
@@ -651,7 +673,7 @@ class _Parser:
                 self.pos += 1
         raise self.error("unterminated ${...}")
 
-    def backquote(self) -> CmdSub:
+    def backquote(self, *, quoted: bool = False) -> CmdSub:
         src = self.src
         i = self.pos + 1
         out: list[str] = []
@@ -664,7 +686,8 @@ class _Parser:
                 continue
             if c == "`":
                 self.pos = i + 1
-                return CmdSub(_Parser("".join(out), self.depth + 1).script())
+                inner = _Parser("".join(out), self.depth + 1, self.meter)
+                return CmdSub(inner.script(), quoted)
             out.append(c)
             i += 1
         raise self.error("unterminated backquote")
@@ -709,26 +732,28 @@ class _Parser:
                     raise self.error(f"unexpected {op!r}")
             if self.peek_reserved() in stop_words:
                 break
-            pipelines = self.and_or()
+            pipelines, ops = self.and_or()
             self.skip_blanks()
             op = self.peek_op()
             if op in (";", "&"):
                 self.pos += 1
-                items.append(AndOr(pipelines, op == "&"))
+                items.append(AndOr(pipelines, op == "&", ops))
                 continue
-            items.append(AndOr(pipelines))
+            items.append(AndOr(pipelines, False, ops))
             if op == "\n":
                 continue
             break
         return Script(tuple(items))
 
-    def and_or(self) -> tuple[Pipeline, ...]:
+    def and_or(self) -> tuple[tuple[Pipeline, ...], tuple[str, ...]]:
         pipelines = [self.pipeline()]
+        ops: list[str] = []
         while True:
             self.skip_blanks()
             op = self.peek_op()
             if op not in ("&&", "||"):
-                return tuple(pipelines)
+                return tuple(pipelines), tuple(ops)
+            ops.append(op)
             self.pos += 2
             self.skip_linebreaks()
             pipelines.append(self.pipeline())
@@ -750,6 +775,8 @@ class _Parser:
 
     def command(self) -> Command:
         self.enter()
+        if self.meter is not None:
+            self.meter(COMMAND_COST)
         try:
             self.skip_blanks()
             word = self.peek_reserved()

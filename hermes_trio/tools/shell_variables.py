@@ -1,17 +1,30 @@
-"""Which variables of a script certainly hold a fresh temporary directory.
+"""What a script's variables can hold, as far as reading it tells.
 
-``tmp=$(mktemp -d); …; rm -rf "$tmp"`` is an everyday idiom, and a
-recursive delete of an unknown ``$tmp`` would otherwise need approval.  A
-variable counts only when every way the script sets it is ``NAME=$(mktemp
-…)`` (also after ``local``/``declare``/``export``/``readonly``): a loop
-variable, ``read``, ``printf -v``, any other value, or an ``eval``/``source``
-anywhere in the script (which could set anything) disqualifies it.  Pure.
+Two questions, two answers:
+
+- **Which variables might the script set?**  (:func:`facts_of`)  Every way
+  it sets one is collected: assignments (also after ``local``/``declare``/
+  ``export``/``readonly``), ``for``/``select`` loops, ``${NAME:=x}``, and the
+  builtins that set the names they are given (``read``, ``mapfile``,
+  ``getopts``, ``printf -v``, ``let``, ``unset``).  A variable the script
+  never sets, whose name is in capitals, is the **user's environment** —
+  unless something in the script can set variables it does not name
+  (``eval``, ``source``/``.``, a computed name in ``declare``/``export``):
+  the user chose its value, not the model.
+- **What does an assignment give a variable?**  (:func:`assignment`)  A
+  literal text (``FLAGS=-rf``, ``D=/home``), a fresh temporary directory
+  (``tmp=$(mktemp -d)``), or something unknown.  The policy's judge applies
+  them in the order the script runs, so a variable assigned only in a
+  subshell, after ``&&`` or later in the script is not taken for set.
+
+Pure.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from hermes_trio.tools.shell_syntax import (
     Arith,
@@ -27,57 +40,113 @@ from hermes_trio.tools.shell_syntax import (
     Var,
     Word,
 )
+from hermes_trio.tools.shell_words import word_literal
 
-__all__ = ["temporary_variables"]
+__all__ = ["Facts", "Known", "assignment", "facts_of"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*$")
 _ASSIGNED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
 _DECLARATIONS = frozenset({"local", "declare", "typeset", "export", "readonly"})
 # Builtins that set the variables named in their arguments.
 _SETTERS = frozenset({"read", "mapfile", "readarray", "getopts", "printf", "let", "unset"})
 _ANYTHING = frozenset({"eval", "source", "."})
+# Variables the shell itself sets.
+_SHELL_SET = frozenset(
+    "BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_COMMAND BASH_LINENO BASH_REMATCH BASH_SOURCE "
+    "BASH_SUBSHELL BASHPID COPROC DIRSTACK EPOCHREALTIME EPOCHSECONDS FUNCNAME GROUPS "
+    "HISTCMD LINENO MAPFILE OLDPWD OPTARG OPTIND PIPESTATUS PPID RANDOM REPLY SECONDS "
+    "SRANDOM READLINE_LINE READLINE_POINT COMP_WORDS COMP_CWORD IFS".split()
+)
+
+# What a variable holds: ("lit", text), ("item", None) for a mktemp
+# result, ("value", Value) for a for loop's word, or ("unknown", None).
+Known = tuple[str, object]
 
 
-def temporary_variables(script: Script, inherited: frozenset[str] = frozenset()) -> frozenset[str]:
-    """Names set only from ``mktemp`` in ``script``; ``inherited`` names (set
-    so by an enclosing script) stay temporary unless ``script`` sets them
-    otherwise."""
-    kinds: dict[str, set[bool]] = {}
-    for command in _commands(script):
-        if isinstance(command, Compound):
-            if command.kind in ("for", "select") and command.words:
-                kinds.setdefault(command.words[0].text, set()).add(False)
+@dataclass(frozen=True)
+class Facts:
+    # Every name the script (or an enclosing one) may set.
+    assigned: frozenset[str] = frozenset()
+    # The script may set variables it does not name.
+    dynamic: bool = False
+
+    def from_environment(self, name: str) -> bool:
+        """Whether ``$name`` is the user's environment variable."""
+        return (
+            not self.dynamic
+            and name not in self.assigned
+            and name not in _SHELL_SET
+            and _ENV_NAME.match(name) is not None
+        )
+
+
+def facts_of(script: Script, inherited: Facts | None = None) -> Facts:
+    """Which variables ``script`` may set; ``inherited`` are the facts of an
+    enclosing script."""
+    outer = inherited or Facts()
+    names: set[str] = set()
+    dynamic = outer.dynamic
+    for node in _nodes(script):
+        if isinstance(node, Var):
+            if node.op[:1] == "=" or node.op[:2] == ":=":
+                names.add(node.name)
             continue
-        name = _literal(command.words[0]) if command.words else None
+        if isinstance(node, Compound):
+            if node.kind in ("for", "select") and node.words:
+                names.add(node.words[0].text)
+            continue
+        name = word_literal(node.words[0]) if node.words else None
         if name in _ANYTHING:
-            return frozenset()
-        for word in command.assigns:
-            _note(word, kinds)
+            dynamic = True
+        for word in node.assigns:
+            _note(word, names)
         if name in _DECLARATIONS:
-            for word in command.words[1:]:
-                _note(word, kinds)
+            for word in node.words[1:]:
+                if word_literal(word) is None and not isinstance(word.parts[0], Lit):
+                    dynamic = True  # export "$k=$v", declare $(cat vars)
+                _note(word, names)
         elif name in _SETTERS:
-            for word in command.words[1:]:
-                text = _literal(word) or ""
+            for word in node.words[1:]:
+                text = word_literal(word)
+                if text is None:
+                    continue
                 m = _ASSIGNED.match(text)
                 target = m.group(1) if m else text
                 if _NAME.match(target):
-                    kinds.setdefault(target, set()).add(False)
-    own = {name for name, seen in kinds.items() if seen == {True}}
-    return frozenset((inherited - kinds.keys()) | own)
+                    names.add(target)
+    return Facts(outer.assigned | names, dynamic)
 
 
-def _note(word: Word, kinds: dict[str, set[bool]]) -> None:
+def _note(word: Word, names: set[str]) -> None:
+    first = word.parts[0] if word.parts else None
+    if isinstance(first, Lit) and not first.quoted:
+        m = _ASSIGNED.match(first.text)
+        if m:
+            names.add(m.group(1))
+
+
+def assignment(word: Word) -> tuple[str | None, Known]:
+    """The variable an assignment word sets, and what it gives it."""
     first = word.parts[0] if word.parts else None
     if not isinstance(first, Lit) or first.quoted:
-        return
+        return None, ("unknown", None)
     m = _ASSIGNED.match(first.text)
     if not m:
-        return
-    plain = not m.group(2) and not m.group(3) and m.end() == len(first.text)
-    rest = [p for p in word.parts[1:] if not (isinstance(p, Lit) and p.text == "")]
-    is_mktemp = plain and len(rest) == 1 and isinstance(rest[0], CmdSub) and _is_mktemp(rest[0])
-    kinds.setdefault(m.group(1), set()).add(is_mktemp)
+        return None, ("unknown", None)
+    name = m.group(1)
+    if m.group(2) or m.group(3):
+        return name, ("unknown", None)  # an array element, or +=
+    rest = [Lit(first.text[m.end() :], False), *word.parts[1:]]
+    rest = [p for p in rest if not (isinstance(p, Lit) and p.text == "")]
+    if len(rest) == 1 and isinstance(rest[0], CmdSub) and _is_mktemp(rest[0]):
+        return name, ("item", None)
+    if all(isinstance(p, Lit) for p in rest):
+        unquoted = [p for p in rest if isinstance(p, Lit) and not p.quoted]
+        # An unquoted ~ is expanded in an assignment; leave those unknown.
+        if not any(p.text.startswith("~") or ":~" in p.text for p in unquoted):
+            return name, ("lit", "".join(p.text for p in rest if isinstance(p, Lit)))
+    return name, ("unknown", None)
 
 
 def _is_mktemp(sub: CmdSub) -> bool:
@@ -88,17 +157,12 @@ def _is_mktemp(sub: CmdSub) -> bool:
     if len(commands) != 1 or not isinstance(commands[0], Simple):
         return False
     words = commands[0].words
-    return bool(words) and _literal(words[0]) == "mktemp"
+    return bool(words) and word_literal(words[0]) == "mktemp"
 
 
-def _literal(word: Word) -> str | None:
-    if all(isinstance(p, Lit) for p in word.parts):
-        return "".join(p.text for p in word.parts if isinstance(p, Lit))
-    return None
-
-
-def _commands(script: Script) -> Iterator[Simple | Compound]:
-    """Every simple and compound command in ``script``, nested ones included."""
+def _nodes(script: Script) -> Iterator[Simple | Compound | Var]:
+    """Every simple and compound command and every variable reference in
+    ``script``, nested ones included."""
     stack: list[Script | Command | Word] = [script]
     while stack:
         node = stack.pop()
@@ -113,6 +177,7 @@ def _commands(script: Script) -> Iterator[Simple | Compound]:
             stack.extend(node.assigns)
             stack.extend(node.words)
             stack.extend(r.target for r in node.redirects if r.target is not None)
+            stack.extend(r.heredoc.body for r in node.redirects if r.heredoc and r.heredoc.body)
         elif isinstance(node, Compound):
             yield node
             stack.extend(node.bodies)
@@ -122,7 +187,10 @@ def _commands(script: Script) -> Iterator[Simple | Compound]:
             for part in node.parts:
                 if isinstance(part, CmdSub | ProcSub):
                     stack.append(part.script)
-                elif isinstance(part, Var | Arith):
+                elif isinstance(part, Var):
+                    yield part
+                    stack.extend(part.subs)
+                elif isinstance(part, Arith):
                     stack.extend(part.subs)
                 elif isinstance(part, Array):
                     stack.extend(part.words)

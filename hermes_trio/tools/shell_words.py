@@ -6,14 +6,19 @@ A :class:`Value` is a tuple of segments ``(kind, text)``:
 
 ``lit``      quoted literal text (not globbed)
 ``raw``      unquoted literal text (``*``, ``?`` and ``[...]`` still glob)
-``home``     the home directory (``~``, ``~user``, ``$HOME``, ``${HOME}``)
-``pwd``      the working directory (``$PWD``, ``~+``)
-``item``     some non-empty name that is not ``.`` or ``..`` (``$((...))``,
-             a ``<(...)`` path, one of ``find``'s results)
+``home``     a home directory (``~``, ``~user``, ``$HOME``, ``${HOME}``)
+``pwd``      the directory the command runs in (``$PWD``, ``~+``, ``$(pwd)``)
+``top``      the top of the git checkout it runs in (``$(git rev-parse
+             --show-toplevel)``): that directory or one above it
+``item``     some specific name, not ``.`` or ``..`` (``$((...))``, a
+             ``<(...)`` path, a ``mktemp`` result, one of ``find``'s results)
+``env``      a variable of the user's environment that the script never
+             sets (``$SCRIPT_DIR``): the user chose it, the model did not
 ``unknown``  anything at all, including empty, ``/`` or several words
 
-:func:`breadth` then says how much of the file system a path argument can
-reach.  Pure functions, no I/O.
+Which variable is which is the caller's knowledge (:class:`Expander`);
+:mod:`hermes_trio.tools.shell_paths` says how much of the file system a
+path can reach.  Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from hermes_trio.tools.shell_syntax import (
     Arith,
@@ -28,36 +34,29 @@ from hermes_trio.tools.shell_syntax import (
     CmdSub,
     Lit,
     Opaque,
-    Part,
     ProcSub,
     Script,
+    Simple,
     Var,
     Word,
 )
 
 __all__ = [
-    "HERE",
-    "NARROW",
-    "SYSTEM",
+    "UNKNOWN",
+    "Expander",
+    "Segment",
     "Value",
-    "breadth",
     "command_name",
     "expand",
+    "lit_value",
     "literal",
     "placeholder_text",
+    "word_literal",
 ]
 
 Segment = tuple[str, str]
+UNKNOWN: tuple[Segment, ...] = (("unknown", ""),)
 
-# Breadth of a path argument.
-NARROW = 0  # a specific file or directory
-HERE = 1  # the working directory, its parent, or everything in it
-SYSTEM = 2  # /, a top-level directory, a home directory, or unknown
-
-# Second-level directories as broad as top-level ones: whole homes and the
-# system's own trees (not /var/www or /etc/nginx, which users manage).
-_SYSTEM_PARENTS = frozenset({"home", "Users", "usr"})
-_SYSTEM_SECOND_LEVEL = frozenset({("var", "lib")})
 # A brace expansion that would give more words than this is not followed.
 MAX_BRACE_WORDS = 256
 # Words with more braces or unquoted text than this are not brace-expanded
@@ -65,11 +64,18 @@ MAX_BRACE_WORDS = 256
 _MAX_BRACES = 64
 _MAX_BRACE_TEXT = 4096
 _GLOB = re.compile(r"[*?]|\[[^\]]+\]")
-_BRACKET = re.compile(r"\[[^\]]*\]")
 _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*$")
 _SEQUENCE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
 
-_PLACEHOLDER_OF = {"unknown": "\ue000", "home": "\ue001", "pwd": "\ue002", "item": "\ue003"}
+_PLACEHOLDER_OF = {
+    "unknown": "\ue000",
+    "home": "\ue001",
+    "pwd": "\ue002",
+    "start": "\ue002",
+    "item": "\ue003",
+    "env": "\ue004",
+    "top": "\ue005",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +87,31 @@ class Value:
     downloads: bool = False
     # When the whole word is one <(...): what that command produces.
     feed: object | None = None
+    # When the whole word is one $(...) or `...`: what that command printed.
+    output: object | None = None
+    # An unquoted expansion (or "$@") that the script controls: it may be
+    # split into several words, each anything.
+    split: bool = False
+    # When the whole word is one variable reference: that reference.
+    var: Var | None = None
+
+
+def lit_value(text: str) -> Value:
+    return Value((("lit", text),), text)
 
 
 def literal(value: Value) -> str | None:
     """The word's text if it holds no expansion."""
     if all(kind in ("lit", "raw") for kind, _ in value.segments):
         return "".join(text for _, text in value.segments)
+    return None
+
+
+def word_literal(word: Word) -> str | None:
+    """The text of a word that holds no expansion, quotes removed (not
+    brace- or tilde-expanded)."""
+    if all(isinstance(p, Lit) for p in word.parts):
+        return "".join(p.text for p in word.parts if isinstance(p, Lit))
     return None
 
 
@@ -116,67 +141,124 @@ def command_name(value: Value) -> str | None:
 
 # --- expansion ------------------------------------------------------------
 
-SubJudge = Callable[[Script], object]
+
+class Expander(Protocol):
+    """What expansion asks of the policy's judge."""
+
+    def variable(self, var: Var) -> tuple[Segment, ...]:
+        """The segments ``var`` expands to (its nested substitutions are
+        judged separately)."""
+        ...
+
+    def substitution(self, script: Script, how: str) -> object:
+        """Judge a nested script (``how``: ``"$("``, ``"<("`` or ``">("``)
+        and return what it produces."""
+        ...
+
+    def downloads(self, result: object) -> bool:
+        """Whether a substitution's result is a download."""
+        ...
+
+    def spend(self, units: int) -> None:
+        """Count work; may raise to stop."""
+        ...
 
 
-def _var_kind(var: Var, temporary: frozenset[str]) -> str:
-    if var.prefix == "#":
-        return "item"
-    if var.prefix == "!":
-        return "unknown"
-    if var.name in temporary and var.op in ("", "?", ":?"):
-        return "item"
-    if var.name in ("HOME", "PWD") and (
-        var.op == "" or var.op[:1] in "-=?" or var.op[:2] in (":-", ":=", ":?")
-    ):
-        return "home" if var.name == "HOME" else "pwd"
-    return "unknown"
-
-
-def expand(
-    word: Word,
-    judge: SubJudge,
-    downloads_of: Callable[[object], bool],
-    temporary: frozenset[str] = frozenset(),
-) -> list[Value]:
-    """The values ``word`` becomes.  ``judge`` is called once on every script
-    nested in it (they run when the word is expanded) and returns what it
-    produces; ``downloads_of`` says whether such a result is a download.
-    Variables in ``temporary`` hold a fresh temporary directory (``item``)."""
+def expand(word: Word, expander: Expander) -> list[Value]:
+    """The values ``word`` becomes; every script nested in it is judged once
+    (they run when the word is expanded)."""
     segments: list[Segment] = []
-    downloads = False
+    downloads = split = False
     feed: object | None = None
+    output: object | None = None
+    parts = [p for p in word.parts if not (isinstance(p, Lit) and not p.text)]
+    expander.spend(2 * len(word.parts) + 2)
     for part in word.parts:
-        kind, text, nested = _segment(part, temporary)
-        for script in nested:
-            result = judge(script)
-            downloads = downloads or downloads_of(result)
-            if isinstance(part, ProcSub) and len(word.parts) == 1:
+        kind_segments: Sequence[Segment]
+        if isinstance(part, Lit):
+            kind_segments = (("lit" if part.quoted else "raw", part.text),)
+        elif isinstance(part, Var):
+            for script in part.subs:
+                downloads = expander.downloads(expander.substitution(script, "$(")) or downloads
+            kind_segments = expander.variable(part)
+            many = part.name in ("@", "*") or part.op[:3] in ("[@]", "[*]")
+            unknown = any(kind == "unknown" for kind, _ in kind_segments)
+            split = split or (unknown and (many or not part.quoted))
+        elif isinstance(part, CmdSub):
+            result = expander.substitution(part.script, "$(")
+            downloads = expander.downloads(result) or downloads
+            known = known_output(part.script)
+            kind_segments = known if known is not None else UNKNOWN
+            split = split or (known is None and not part.quoted)
+            if len(parts) == 1:
+                output = result
+        elif isinstance(part, ProcSub):
+            result = expander.substitution(part.script, part.direction + "(")
+            downloads = expander.downloads(result) or downloads
+            kind_segments = (("item", ""),)
+            if len(parts) == 1:
                 feed = result
-        if segments and segments[-1][0] == kind and kind in ("lit", "raw"):
-            segments[-1] = (kind, segments[-1][1] + text)
+        elif isinstance(part, Arith):
+            for script in part.subs:
+                downloads = expander.downloads(expander.substitution(script, "$(")) or downloads
+            kind_segments = (("item", ""),)
+        elif isinstance(part, Array):
+            for inner in part.words:
+                downloads = any(v.downloads for v in expand(inner, expander)) or downloads
+            kind_segments = UNKNOWN
         else:
-            segments.append((kind, text))
-    values = _braces(segments)
-    return [Value(tuple(_tilde(v)), word.text, downloads, feed) for v in values]
+            assert isinstance(part, Opaque)
+            kind_segments = ((part.kind, ""),)
+            split = split or (part.kind == "unknown" and not part.quoted)
+        for kind, text in kind_segments:
+            if segments and segments[-1][0] == kind and kind in ("lit", "raw"):
+                segments[-1] = (kind, segments[-1][1] + text)
+            else:
+                segments.append((kind, text))
+    var = parts[0] if len(parts) == 1 and isinstance(parts[0], Var) else None
+    values = _braces(segments, expander.spend)
+    expander.spend(2 * len(values))
+    return [Value(tuple(_tilde(v)), word.text, downloads, feed, output, split, var) for v in values]
 
 
-def _segment(part: Part, temporary: frozenset[str]) -> tuple[str, str, Sequence[Script]]:
-    if isinstance(part, Lit):
-        return ("lit" if part.quoted else "raw"), part.text, ()
-    if isinstance(part, Var):
-        return _var_kind(part, temporary), "", part.subs
-    if isinstance(part, CmdSub):
-        return "unknown", "", (part.script,)
-    if isinstance(part, ProcSub):
-        return "item", "", (part.script,)
-    if isinstance(part, Arith):
-        return "item", "", part.subs
-    if isinstance(part, Array):
-        nested = [s for w in part.words for p in w.parts for s in _segment(p, temporary)[2]]
-        return "unknown", "", nested
-    assert isinstance(part, Opaque)
-    return part.kind, "", ()
+# Substitutions whose output is known well enough: a directory, or a path
+# to a named program.
+_PWD_OPTIONS = frozenset({"-L", "-P"})
+
+
+def known_output(script: Script) -> tuple[Segment, ...] | None:
+    """The segments a ``$(...)`` of ``script`` stands for, when it is one of
+    a few commands whose output is known (``pwd``, ``git rev-parse
+    --show-toplevel``, ``which NAME``, ``mktemp``)."""
+    if len(script.items) != 1 or len(script.items[0].pipelines) != 1:
+        return None
+    commands = script.items[0].pipelines[0].commands
+    if len(commands) != 1 or not isinstance(commands[0], Simple):
+        return None
+    command = commands[0]
+    if command.assigns or any(r.op not in (">", "2>") for r in command.redirects):
+        return None
+    words = [word_literal(w) for w in command.words]
+    if not words or any(w is None for w in words):
+        return None
+    name, *args = words
+    assert name is not None
+    if name == "pwd" and all(a in _PWD_OPTIONS for a in args):
+        return (("pwd", ""),)
+    if name == "realpath" and args in ([], ["."]):
+        return (("pwd", ""),)
+    if name == "git" and args == ["rev-parse", "--show-toplevel"]:
+        return (("top", ""),)
+    if name == "mktemp":
+        return (("item", ""),)
+    program: str | None = None
+    if name == "which" and len(args) == 1:
+        program = args[0]
+    elif name in ("command", "type") and len(args) == 2 and args[0] in ("-v", "-p", "-P"):
+        program = args[1]
+    if program and "/" not in program and _USER.match(program):
+        return (("item", ""), ("lit", "/" + program))
+    return None
 
 
 def _tilde(segments: list[Segment]) -> list[Segment]:
@@ -204,14 +286,15 @@ def _tilde(segments: list[Segment]) -> list[Segment]:
     return out + segments[1:]
 
 
-def _braces(segments: list[Segment]) -> list[list[Segment]]:
-    """Brace expansion (``{a,b}``, ``{1..3}``) over unquoted text."""
+def _braces(segments: list[Segment], spend: Callable[[int], None]) -> list[list[Segment]]:
+    """Brace expansion (``{a,b}``, ``{1..3}``) over unquoted text; ``spend``
+    is told the work (atoms copied and scanned)."""
     if not any(kind == "raw" and "{" in text and "}" in text for kind, text in segments):
         return [segments]
     opening = sum(text.count("{") for kind, text in segments if kind == "raw")
     size = sum(len(text) for kind, text in segments if kind == "raw")
     if opening > _MAX_BRACES or size > _MAX_BRACE_TEXT:
-        return [[("unknown", "")]]
+        return [list(UNKNOWN)]
     # One atom per unquoted character, so braces can span quoted parts.
     atoms: list[Segment] = []
     for kind, text in segments:
@@ -220,8 +303,9 @@ def _braces(segments: list[Segment]) -> list[list[Segment]]:
         else:
             atoms.append((kind, text))
     results: list[list[Segment]] = []
-    if not _expand_atoms(atoms, results):
-        return [[("unknown", "")]]
+    if not _expand_atoms(atoms, results, spend):
+        return [list(UNKNOWN)]
+    spend(sum(len(r) for r in results))
     return [_merge(r) for r in results]
 
 
@@ -235,15 +319,18 @@ def _merge(atoms: Iterable[Segment]) -> list[Segment]:
     return out
 
 
-def _expand_atoms(atoms: list[Segment], results: list[list[Segment]]) -> bool:
+def _expand_atoms(
+    atoms: list[Segment], results: list[list[Segment]], spend: Callable[[int], None]
+) -> bool:
     """Append the expansions of ``atoms`` to ``results``; False past the cap."""
+    spend(len(atoms))
     found = _find_brace(atoms)
     if found is None:
         results.append(atoms)
         return len(results) <= MAX_BRACE_WORDS
     start, end, alternatives = found
     for alternative in alternatives:
-        if not _expand_atoms(atoms[:start] + alternative + atoms[end + 1 :], results):
+        if not _expand_atoms(atoms[:start] + alternative + atoms[end + 1 :], results, spend):
             return False
     return True
 
@@ -296,99 +383,3 @@ def _sequence(atoms: list[Segment]) -> list[str] | None:
         values = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
         return [chr(v) for v in values]
     return None
-
-
-# --- how much a path can reach -------------------------------------------
-
-
-def _is_glob(component: list[Segment]) -> bool:
-    return any(kind == "raw" and (_GLOB.search(text) or "(" in text) for kind, text in component)
-
-
-def _matches_nearly_everything(component: list[Segment]) -> bool:
-    # `*`, `.*`, `*.*`, `[a-z]*`, extglobs: nothing specific is left after
-    # removing the pattern syntax (`*.o` keeps the `o`).
-    rest: list[str] = []
-    for kind, text in component:
-        if kind == "raw":
-            if "(" in text:
-                return True
-            rest.append(_BRACKET.sub("", text).replace("*", "").replace("?", ""))
-        elif kind == "lit":
-            rest.append(text)
-        else:
-            return False
-    return set("".join(rest)) <= {"."}
-
-
-def breadth(value: Value) -> int:
-    """NARROW, HERE or SYSTEM: how much a path argument can reach.
-
-    Expansions that may be empty cut the path there (``"$DIR"/*`` may be
-    ``/*``), a glob that matches nearly everything stands for its directory,
-    and ``..`` is followed lexically.
-    """
-    if not any(text or kind not in ("lit", "raw") for kind, text in value.segments):
-        return NARROW  # an empty argument names no file
-    components: list[list[Segment]] = [[]]
-    for kind, text in value.segments:
-        if kind in ("lit", "raw"):
-            pieces = text.split("/")
-            for i, piece in enumerate(pieces):
-                if i:
-                    components.append([])
-                if piece:
-                    components[-1].append((kind, piece))
-        else:
-            components[-1].append((kind, text))
-    first = components[0]
-    if len(components) > 1 and not first:
-        base, rest = "abs", components[1:]
-    elif first == [("home", "")]:
-        base, rest = "home", components[1:]
-    elif first == [("pwd", "")]:
-        base, rest = "rel", components[1:]
-    elif first and all(kind == "unknown" for kind, _ in first):
-        return SYSTEM
-    else:
-        base, rest = "rel", components
-    names: list[str] = []
-    up = 0
-    for component in rest:
-        if not component:
-            continue
-        kinds = {kind for kind, _ in component}
-        if kinds == {"unknown"}:
-            break
-        if kinds <= {"lit", "raw"}:
-            text = "".join(t for _, t in component)
-            if text == ".":
-                continue
-            if text == "..":
-                if names:
-                    names.pop()
-                elif base == "rel":
-                    up += 1
-                elif base == "home":
-                    base, names = "abs", ["home"]
-                continue
-            if _is_glob(component) and _matches_nearly_everything(component):
-                break
-        names.append("".join(t for _, t in component) or "?")
-    return _level(base, names, up)
-
-
-def _level(base: str, names: list[str], up: int) -> int:
-    if base == "abs":
-        if len(names) <= 1:
-            return SYSTEM
-        if len(names) == 2 and (
-            names[0] in _SYSTEM_PARENTS or tuple(names) in _SYSTEM_SECOND_LEVEL
-        ):
-            return SYSTEM
-        return NARROW
-    if base == "home":
-        return NARROW if names else SYSTEM
-    if names:
-        return NARROW
-    return HERE if up <= 1 else SYSTEM

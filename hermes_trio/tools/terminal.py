@@ -20,6 +20,7 @@ import trio
 
 from hermes_trio.tools.approval import check_approval
 from hermes_trio.tools.base import ToolContext, ToolResult, one_line
+from hermes_trio.tools.command_policy import MAX_COMMAND_LENGTH
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -218,7 +219,13 @@ class TerminalTool:
     parameters: dict[str, Any] = {  # noqa: RUF012 - read-only schema, part of the Tool protocol
         "type": "object",
         "properties": {
-            "command": {"type": "string", "description": "The shell command to run."},
+            "command": {
+                "type": "string",
+                "description": (
+                    f"The shell command to run (at most {MAX_COMMAND_LENGTH} characters; "
+                    "write longer scripts to a file first)."
+                ),
+            },
             "timeout": {
                 "type": "number",
                 "description": f"Seconds before the command is killed (max {MAX_TIMEOUT:g}).",
@@ -243,10 +250,17 @@ class TerminalTool:
         if not math.isfinite(timeout) or timeout <= 0:
             return ToolResult(False, f"error: 'timeout' must be a positive number, got {timeout}")
         timeout = min(float(timeout), MAX_TIMEOUT)
+        if len(command) > MAX_COMMAND_LENGTH:
+            return ToolResult(
+                False,
+                f"error: the command is {len(command)} characters long; commands are limited "
+                f"to {MAX_COMMAND_LENGTH}. Write a long script to a file with write_file and "
+                "run that file instead.",
+            )
         cwd = ctx.resolve_path(args.get("workdir") or ".")
         if not await trio.Path(cwd).is_dir():
             return ToolResult(False, f"error: working directory {cwd} does not exist")
-        refusal = await check_approval(self.name, command, ctx)
+        refusal = await check_approval(self.name, command, ctx, workdir=cwd)
         if refusal is not None:
             return ToolResult(False, refusal)
         outcome = await run_shell(command, cwd=cwd, time_limit=timeout)

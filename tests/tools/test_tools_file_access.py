@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,22 @@ async def test_a_symlink_inside_pointing_inside_is_fine(work: Path) -> None:
     assert (await call("read_file", ctx, path="alias.txt")).ok
     assert (await call("write_file", ctx, path="alias.txt", content="new\n")).ok
     assert (work / "inside.txt").read_text() == "new\n"
+
+
+async def test_a_hard_link_is_the_file_and_a_write_leaves_its_other_names_alone(
+    work: Path, tmp_path: Path
+) -> None:
+    # The README says so: a hard link in the working directory reads like any
+    # file there (only the user or a shell command can make one), and a write
+    # replaces the name inside with a new file, so the outside name keeps its
+    # contents.
+    os.link(tmp_path / "secret.txt", work / "hard.txt")
+    ctx = ToolContext(cwd=str(work))
+    assert await call("read_file", ctx, path="hard.txt") == ToolResult(True, "   1\tsecret")
+    assert (await call("write_file", ctx, path="hard.txt", content="changed\n")).ok
+    assert (work / "hard.txt").read_text() == "changed\n"
+    assert (tmp_path / "secret.txt").read_text() == "secret\n"
+    assert os.stat(tmp_path / "secret.txt").st_nlink == 1
 
 
 async def test_anywhere_allows_it(work: Path, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hermes_trio.tools.shell_paths import HERE, NARROW, SYSTEM, breadth
 from hermes_trio.tools.shell_syntax import (
     CmdSub,
     Compound,
@@ -23,11 +24,9 @@ from hermes_trio.tools.shell_syntax import (
     parse,
 )
 from hermes_trio.tools.shell_words import (
-    HERE,
-    NARROW,
-    SYSTEM,
+    UNKNOWN,
+    Segment,
     Value,
-    breadth,
     command_name,
     expand,
     literal,
@@ -44,8 +43,26 @@ def simple_commands(script: Script) -> list[Simple]:
     return out
 
 
+class Expander:
+    """Expansion as the policy sees it when the script sets no variables."""
+
+    def variable(self, var: Var) -> tuple[Segment, ...]:
+        if var.name in ("HOME", "PWD") and not var.op:
+            return (("home" if var.name == "HOME" else "pwd", ""),)
+        return UNKNOWN
+
+    def substitution(self, script: Script, how: str) -> object:
+        return None
+
+    def downloads(self, result: object) -> bool:
+        return False
+
+    def spend(self, units: int) -> None:
+        pass
+
+
 def values(word: Word) -> list[Value]:
-    return expand(word, lambda script: None, lambda result: False)
+    return expand(word, Expander())
 
 
 def words_of(text: str) -> list[str | None]:
@@ -241,7 +258,9 @@ def test_breadth(path: str, expected: int) -> None:
         ("./rm", "rm"),
         ('"$HOME/bin/rm"', "rm"),
         ("$CMD", None),
-        ("$(which rm)", None),
+        ("$(which rm)", "rm"),
+        ("$(command -v rm)", "rm"),
+        ("$(which $x)", None),
         ("/bin/r?", None),
         ("[", "["),
         ("bin/$x", None),

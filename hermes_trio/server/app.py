@@ -1,4 +1,6 @@
-"""The quart-trio app: routes, auth, CORS and the turn plumbing.
+"""The quart-trio app: routes, auth and the turn plumbing; :func:`asgi_app`
+puts the request gate (origin, host, content type, CORS) and the body
+deadlines in front of it (:mod:`.front`).
 
 Each chat request runs one agent turn (``turns.start_turn``) whose consumer
 is the SSE writer (streaming) or a collector (non-streaming). Client
@@ -15,7 +17,7 @@ from functools import partial
 from typing import Any
 
 import trio
-from quart import Response, g, request
+from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
@@ -34,13 +36,14 @@ from .bodies import (
 )
 from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
-from .gate import Answer, GateRequest, GateSettings, Refuse, decide
+from .front import Front
+from .gate import GateSettings
 from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
 from .store import ResponseStore, wall_clock
 from .turns import INTERNAL_ERROR, RunningTurn, TurnSlots, start_turn, turn_options
 
-__all__ = ["ServerState", "create_app"]
+__all__ = ["ServerState", "asgi_app", "create_app"]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -65,10 +68,13 @@ def create_app(state: ServerState) -> QuartTrio:
     config = state.agent.config
     api = config.api_server
     app = QuartTrio(__name__)
+    # The one body size limit: Quart applies it to a declared length at
+    # once and to a chunked body as it arrives.
     app.config["MAX_CONTENT_LENGTH"] = api.max_body_bytes
     # Quart would end a long stream after RESPONSE_TIMEOUT (DESIGN §7).
     app.config["RESPONSE_TIMEOUT"] = None
-    app.config["BODY_TIMEOUT"] = api.body_timeout
+    # The front's body deadlines replace Quart's single total one.
+    app.config["BODY_TIMEOUT"] = None
 
     @app.errorhandler(APIError)
     async def on_api_error(exc: APIError) -> Response:
@@ -83,12 +89,6 @@ def create_app(state: ServerState) -> QuartTrio:
             message = f"no such endpoint: {request.method} {request.path}"
         elif status == 405:
             message = f"method {request.method} not allowed for {request.path}"
-        elif status == 408:
-            message = (
-                "the request body did not arrive within api_server.body_timeout "
-                f"({api.body_timeout:g} s)"
-            )
-            return json_response(error_body(message, status=408, code="request_timeout"), 408)
         else:
             message = exc.description or exc.name
         return json_response(error_body(message, status=status), status)
@@ -101,28 +101,8 @@ def create_app(state: ServerState) -> QuartTrio:
         )
         return json_response(body, 500)
 
-    gate = GateSettings.of(
-        key=api.key, allowed_hosts=api.allowed_hosts, cors_origins=api.cors_origins
-    )
-
-    def lower_headers() -> dict[str, str]:
-        """The request's headers by lower-case name; repeats joined as HTTP allows."""
-        headers: dict[str, str] = {}
-        for name, value in request.headers.items():
-            key = name.lower()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        return headers
-
     @app.before_request
-    async def check_request() -> Response | None:
-        decision = decide(GateRequest(request.method, request.path, lower_headers()), gate)
-        if isinstance(decision, Refuse):
-            raise APIError(
-                decision.status, decision.message, param=decision.param, code=decision.code
-            )
-        if isinstance(decision, Answer):
-            return Response("", status=decision.status, headers=decision.headers)
-        g.cors = decision.cors
+    async def check_key() -> None:
         if request.path.startswith("/v1") and api.key:
             if not hmac.compare_digest(bearer_token().encode(), api.key.encode()):
                 raise APIError(
@@ -130,17 +110,6 @@ def create_app(state: ServerState) -> QuartTrio:
                     "invalid or missing API key: send 'Authorization: Bearer <key>'",
                     code="invalid_api_key",
                 )
-        length = request.content_length
-        if length is not None and length > api.max_body_bytes:
-            raise APIError(413, f"request body too large (limit {api.max_body_bytes} bytes)")
-        return None
-
-    @app.after_request
-    async def add_cors(response: Response) -> Response:
-        # Only requests the gate let through carry CORS headers: a refused
-        # origin's page must not read even the refusal.
-        response.headers.update(g.get("cors", {}))
-        return response
 
     @app.get("/health")
     async def health() -> Response:
@@ -174,6 +143,21 @@ def create_app(state: ServerState) -> QuartTrio:
 
     register_responses_routes(app, state)
     return app
+
+
+def asgi_app(state: ServerState) -> Front:
+    """The whole server as one ASGI app: the gate and the body deadlines in
+    front of :func:`create_app`'s routes."""
+    api = state.agent.config.api_server
+    gate = GateSettings.of(
+        key=api.key, allowed_hosts=api.allowed_hosts, cors_origins=api.cors_origins
+    )
+    return Front(
+        create_app(state),
+        gate,
+        body_timeout=api.body_timeout,
+        body_total_timeout=api.body_total_timeout,
+    )
 
 
 async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:

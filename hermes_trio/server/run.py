@@ -7,7 +7,6 @@ tests and for trio programs that embed it.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import signal
 import socket
@@ -27,7 +26,8 @@ from ..agent import Agent, open_agent
 from ..config import Config
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
-from .app import ServerState, create_app
+from .app import ServerState, asgi_app
+from .gate import is_loopback
 from .sessions import SessionStore
 from .store import StoreOpenError, open_response_store, wall_clock
 from .turns import TurnSlots
@@ -53,15 +53,6 @@ class ApiServer:
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def startup_problem(config: Config) -> str | None:
@@ -127,7 +118,7 @@ async def open_api_server(
             created=int(wall_clock()),
             store=store,
         )
-        app = create_app(state)
+        app = asgi_app(state)
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config()
         stop = shutdown if shutdown is not None else trio.Event()

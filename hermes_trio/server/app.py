@@ -41,7 +41,14 @@ from .gate import GateSettings
 from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
 from .store import ResponseStore, wall_clock
-from .turns import INTERNAL_ERROR, RunningTurn, TurnSlots, start_turn, turn_options
+from .turns import (
+    INTERNAL_ERROR,
+    RunningTurn,
+    TurnSlots,
+    agent_turn,
+    start_turn,
+    turn_options,
+)
 
 __all__ = ["ServerState", "asgi_app", "create_app"]
 
@@ -57,9 +64,11 @@ class ServerState:
     """The response store (issue 4), opened by ``open_api_server``."""
     created: int = 0
     turns: set[RunningTurn] = field(default_factory=set)
+    """Every running turn, chat and Responses."""
 
     def stop_turns(self, reason: str) -> None:
-        """Cancel every running chat turn; its stream ends saying ``reason``."""
+        """Cancel every running turn; its stream ends saying ``reason``
+        (a Responses stream with ``response.incomplete``)."""
         for turn in list(self.turns):
             turn.cancel(reason)
 
@@ -252,12 +261,9 @@ class _ChatRun:
 
             self.turn = start_turn(
                 state.nursery,
-                state.agent,
-                messages,
-                consumer,
+                agent_turn(state.agent, messages, consumer, kwargs),
                 on_exit=state.slots.release,
                 registry=state.turns,
-                **kwargs,
             )
         except BaseException:
             if self.turn is None:

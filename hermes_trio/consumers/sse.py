@@ -160,8 +160,6 @@ class _Writer:
         self.last_write = trio.current_time()
         self.any_text = False
         self.boundary = False
-        # Ids of the client tool calls already streamed as they were written.
-        self.streamed_calls: set[str] = set()
 
     def wrote(self) -> None:
         self.emitted = True
@@ -194,8 +192,6 @@ class _Writer:
                 if self.reasoning:
                     parts.append(frames.reasoning(event.text))
             elif isinstance(event, ToolCallDelta):
-                if event.starts:
-                    self.streamed_calls.add(event.call_id)
                 parts.append(
                     frames.tool_call_delta(
                         event.index, event.arguments, call_id=event.call_id, name=event.name
@@ -259,18 +255,8 @@ class _Writer:
                         )
                     )
                     break
-                for index, call in enumerate(event.tool_calls):
-                    # Calls a producer did not stream go out whole here.
-                    if call.get("id") not in self.streamed_calls:
-                        fn = call.get("function") or {}
-                        parts.append(
-                            frames.tool_call_delta(
-                                index,
-                                str(fn.get("arguments") or ""),
-                                call_id=str(call.get("id") or ""),
-                                name=str(fn.get("name") or ""),
-                            )
-                        )
+                # Client calls came as ToolCallDelta events (the agent
+                # announces every one); the finish adds none.
                 parts.append(frames.finish(event.finish_reason, event.usage))
                 break
         flush_text()

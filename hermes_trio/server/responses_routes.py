@@ -124,6 +124,16 @@ class _Responses:
                     "previous_response_id",
                     code="previous_response_not_found",
                 )
+            live = self.live.find(req.previous_response_id, owner)
+            if live is not None and live.store_error is not None:
+                # The row still says in_progress: the store refused its end.
+                raise bad(
+                    f"Previous response with id '{req.previous_response_id}' failed: it "
+                    f"could not be stored ({live.store_error.code}), so it cannot be "
+                    "continued; send its input again without previous_response_id",
+                    "previous_response_id",
+                    code="previous_response_failed",
+                )
             if previous.status == "in_progress":
                 raise bad(
                     f"Previous response with id '{req.previous_response_id}' is still in "

@@ -94,8 +94,10 @@ async def test_client_tool_calls_go_out_as_written_and_once() -> None:
         ToolCallDelta(0, "", "call_a", "f"),
         ToolCallDelta(0, '{"x":'),
         ToolCallDelta(0, "1}"),
+        # call_b could not be streamed: the agent announces it whole at the
+        # step's end; the finish repeats no call.
+        ToolCallDelta(1, "{}", "call_b", "g"),
         MessageStop(False),
-        # call_b was not streamed by its producer: it goes out whole at the end.
         TurnFinished("Hm.", Usage(), "tool_calls", tool_calls=calls),
     ):
         send.send_nowait(event)

@@ -5,7 +5,9 @@ It drains every event already waiting in the channel and writes them as one
 piece (one socket write, no added delay when idle), sends ``: keep-alive``
 comments while the turn is silent, and reports a failure that happens before
 any byte was written as a :class:`PreStreamError` so the server can still
-answer with a plain JSON error and the right status.
+answer with a plain JSON error and the right status. Its terminal frame
+(the finish or an error) goes out as a :class:`LastPiece`, so the response
+body knows whether the stream's ending reached it or still has to be said.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ..wire.sse import KEEPALIVE
 __all__ = [
     "EXTENSIONS",
     "KEEPALIVE",
+    "LastPiece",
     "PreStreamError",
     "SSEOptions",
     "error_status",
@@ -57,6 +60,17 @@ class PreStreamError:
     status: int
     message: str
     code: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LastPiece:
+    """The stream's last bytes, holding its terminal frame."""
+
+    data: bytes
+
+
+WriterOutput = bytes | PreStreamError | LastPiece
+"""What the writer hands the response body."""
 
 
 def parse_extensions(header: str) -> frozenset[str]:
@@ -88,7 +102,7 @@ def error_status(code: str | None, model_status: int | None = None) -> int:
 
 async def write_chat_sse(
     receive: trio.MemoryReceiveChannel[StreamEvent],
-    out: trio.MemorySendChannel[bytes | PreStreamError],
+    out: trio.MemorySendChannel[WriterOutput],
     frames: ChatStreamFrames,
     options: SSEOptions = SSEOptions(),
 ) -> None:
@@ -102,7 +116,9 @@ async def write_chat_sse(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_keep_alive, out, writer, options.keepalive, nursery.cancel_scope)
             while (batch := await receive_batch(receive)) is not None:
-                piece = writer.render(batch)
+                piece: WriterOutput = writer.render(batch)
+                if writer.ended and isinstance(piece, bytes):
+                    piece = LastPiece(piece)
                 if piece and not await _send(out, piece, writer):
                     break
                 if writer.ended:
@@ -111,8 +127,8 @@ async def write_chat_sse(
 
 
 async def _send(
-    out: trio.MemorySendChannel[bytes | PreStreamError],
-    piece: bytes | PreStreamError,
+    out: trio.MemorySendChannel[WriterOutput],
+    piece: WriterOutput,
     writer: _Writer,
 ) -> bool:
     """Hand ``piece`` to the response body; False once the body is gone."""
@@ -130,7 +146,7 @@ async def _send(
 
 
 async def _keep_alive(
-    out: trio.MemorySendChannel[bytes | PreStreamError],
+    out: trio.MemorySendChannel[WriterOutput],
     writer: _Writer,
     interval: float,
     scope: trio.CancelScope,

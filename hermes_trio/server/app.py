@@ -22,7 +22,14 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ..agent import Agent, TurnEvents
-from ..consumers.sse import PreStreamError, SSEOptions, error_status, write_chat_sse
+from ..consumers.sse import (
+    LastPiece,
+    PreStreamError,
+    SSEOptions,
+    WriterOutput,
+    error_status,
+    write_chat_sse,
+)
 from ..events import StreamEvent
 from ..wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from .bodies import (
@@ -227,7 +234,7 @@ class _ChatRun:
         self.extensions = extensions
         self.headers: dict[str, str] = {}
         self.turn: RunningTurn | None = None
-        self.out: trio.MemoryReceiveChannel[bytes | PreStreamError] | None = None
+        self.out: trio.MemoryReceiveChannel[WriterOutput] | None = None
         self.frames: ChatStreamFrames | None = None
 
     def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
@@ -242,7 +249,7 @@ class _ChatRun:
                     self.model,
                     include_usage=self.chat.include_usage,
                 )
-                out_send, self.out = trio.open_memory_channel[bytes | PreStreamError](4)
+                out_send, self.out = trio.open_memory_channel[WriterOutput](4)
                 options = SSEOptions(
                     keepalive=state.agent.config.api_server.keepalive_interval,
                     extensions=self.extensions,
@@ -301,12 +308,13 @@ class _ChatRun:
         return json_response(body, headers=self.headers)
 
     async def _stream_response(
-        self, turn: RunningTurn, out: trio.MemoryReceiveChannel[bytes | PreStreamError]
+        self, turn: RunningTurn, out: trio.MemoryReceiveChannel[WriterOutput]
     ) -> Response:
         frames = self.frames
         assert frames is not None
+        first: WriterOutput | None
         try:
-            first: bytes | PreStreamError = await out.receive()
+            first = await out.receive()
         except trio.EndOfChannel:
             # The writer is gone without a word: cancelled, or it crashed.
             try:
@@ -314,7 +322,7 @@ class _ChatRun:
             except BaseException:
                 turn.cancel("client went away")
                 raise
-            first = _untold_end(turn, frames)
+            first = _untold_failure(turn, frames)
         except BaseException:
             turn.cancel("client went away")
             out.close()
@@ -327,21 +335,34 @@ class _ChatRun:
         return response
 
 
-def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes | PreStreamError:
-    """How an ended turn whose writer stopped before its terminal frame ends
-    its stream: the crash or interruption, or nothing more."""
+def _untold_failure(turn: RunningTurn, frames: ChatStreamFrames) -> PreStreamError | None:
+    """A turn that failed before its writer sent anything: still a plain
+    JSON error. None when the stream must start and say how it ended."""
+    end = turn.result
+    if end is not None and end.finish_reason == "error" and not frames.started:
+        return PreStreamError(
+            error_status(end.error_code, end.model_status),
+            end.error or "the turn failed",
+            end.error_code,
+        )
+    return None
+
+
+def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes:
+    """The last frame of a stream whose writer stopped before its own last
+    frame reached the body (it crashed, or was cancelled with its turn
+    while that frame waited): the failure, or the interruption. The 200 is
+    out, so it is always a frame; its numbering continues the writer's."""
     end = turn.result
     if end is not None and end.finish_reason == "error":
         message = end.error or "the turn failed"
-        if not frames.started:
-            return PreStreamError(
-                error_status(end.error_code, end.model_status), message, end.error_code
-            )
         return frames.error(message, type="server_error", code=end.error_code)
-    if end is None:
-        reason = turn.interrupted or "the turn ended without an answer"
-        return frames.error(reason, type="interrupted", code="interrupted")
-    return b""
+    reason = turn.interrupted or (
+        "the turn ended without an answer"
+        if end is None
+        else "the stream ended before its last frames were written"
+    )
+    return frames.error(reason, type="interrupted", code="interrupted")
 
 
 class _StreamBody(StreamedBody):
@@ -350,43 +371,45 @@ class _StreamBody(StreamedBody):
 
     def __init__(
         self,
-        first: bytes,
-        out: trio.MemoryReceiveChannel[bytes | PreStreamError],
+        first: bytes | LastPiece | None,
+        out: trio.MemoryReceiveChannel[WriterOutput],
         turn: RunningTurn,
         frames: ChatStreamFrames,
     ) -> None:
-        self._first: bytes | None = first
+        self._pending: list[WriterOutput] = [first] if first is not None else []
         self._out = out
         self._turn = turn
         self._frames = frames
+        self._told = False
+        """The writer's terminal frame is in hand: the stream has its end."""
 
     def close(self) -> None:
         self._turn.cancel("client went away")
         self._out.close()
 
     async def __anext__(self) -> bytes:
-        if self._first is not None:
-            piece, self._first = self._first, None
-            if piece:
-                return piece
-        try:
-            item = await self._out.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            if not self._frames.finished:
-                # The writer stopped before the end (cancelled with its
-                # turn, or crashed), so its frame numbering continues here.
+        items, self._pending = self._pending, []
+        if not items:
+            try:
+                items.append(await self._out.receive())
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                if self._told:
+                    raise StopAsyncIteration from None
+                self._told = True
                 await self._turn.done.wait()
-                last = _untold_end(self._turn, self._frames)
-                if isinstance(last, bytes) and last:
-                    return last
-            raise StopAsyncIteration from None
-        parts = [item] if isinstance(item, bytes) else []
+                return _untold_end(self._turn, self._frames)
         # Coalesce whatever else is already waiting into the same socket write.
         while True:
             try:
-                more = self._out.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
+                items.append(self._out.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 break
-            if isinstance(more, bytes):
-                parts.append(more)
+        parts: list[bytes] = []
+        for item in items:
+            if isinstance(item, LastPiece):
+                self._told = True
+                parts.append(item.data)
+            elif isinstance(item, bytes):
+                parts.append(item)
+            # A PreStreamError only ever comes first, before this body exists.
         return b"".join(parts)

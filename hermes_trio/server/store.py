@@ -59,6 +59,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
 import trio
 
 from ..agent import INTERRUPTED_MARK
@@ -93,7 +94,20 @@ RESERVE_AHEAD = 1024
 # rows on every insert would cost more than the rows it saves.
 PRUNE_EVERY = 64
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_std_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _dumps(value: Any) -> str:
+    """``value`` as compact JSON text.
+
+    orjson first: a JSON encoder holds the GIL, and with it the event loop,
+    for the whole of one call, even in a worker thread, and orjson takes a
+    tenth of the standard encoder's time. The standard encoder takes what
+    orjson refuses (an integer beyond 64 bits)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return _std_dumps(value)
 
 
 def wall_clock() -> float:

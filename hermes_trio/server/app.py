@@ -365,6 +365,12 @@ def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes:
     return frames.error(reason, type="interrupted", code="interrupted")
 
 
+def _release(turn: RunningTurn, out: trio.MemoryReceiveChannel[WriterOutput]) -> None:
+    """Nobody reads the stream any more: stop the turn and its writer."""
+    turn.cancel("client went away")
+    out.close()
+
+
 class _StreamBody(StreamedBody):
     """The SSE response body: bytes from the turn's writer, and the cancel
     of the turn when the response ends for any reason (client gone)."""
@@ -376,6 +382,7 @@ class _StreamBody(StreamedBody):
         turn: RunningTurn,
         frames: ChatStreamFrames,
     ) -> None:
+        super().__init__(partial(_release, turn, out))
         self._pending: list[WriterOutput] = [first] if first is not None else []
         self._out = out
         self._turn = turn
@@ -384,8 +391,7 @@ class _StreamBody(StreamedBody):
         """The writer's terminal frame is in hand: the stream has its end."""
 
     def close(self) -> None:
-        self._turn.cancel("client went away")
-        self._out.close()
+        _release(self._turn, self._out)
 
     async def __anext__(self) -> bytes:
         items, self._pending = self._pending, []

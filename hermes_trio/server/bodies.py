@@ -3,7 +3,9 @@ request body, and SSE response bodies produced while they are sent."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import weakref
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -137,10 +139,21 @@ class StreamedBody(ResponseBody):
     Quart sends a body inside ``async with body:`` and leaves that block
     however the send ends — done, failed, or the client gone — so
     :meth:`close` is the one place where the producer learns that nobody
-    reads any more.
+    reads any more. A client can also be gone before that block is entered
+    (cancelled while the response's head is written): the body is then
+    dropped unsent, and ``release`` (given by the subclass, free of
+    references to the body) runs in its stead.
     """
 
+    def __init__(self, release: Callable[[], None]) -> None:
+        token = trio.lowlevel.current_trio_token()
+        # Dropped bodies are collected wherever the last reference goes, a
+        # worker thread included: the release runs in trio's own thread.
+        self._unsent = weakref.finalize(self, _run_in_trio, token, release)
+
     async def __aenter__(self) -> Self:
+        # Being sent: close() says when it ends.
+        self._unsent.detach()
         return self
 
     async def __aexit__(
@@ -159,6 +172,11 @@ class StreamedBody(ResponseBody):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+def _run_in_trio(token: trio.lowlevel.TrioToken, release: Callable[[], None]) -> None:
+    with contextlib.suppress(trio.RunFinishedError):
+        token.run_sync_soon(release)
 
 
 def sse_response(body: ResponseBody | bytes) -> Response:

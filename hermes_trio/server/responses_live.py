@@ -89,6 +89,7 @@ class FollowBody(StreamedBody):
     detaches the reader and, for a turn its client owns, cancels it."""
 
     def __init__(self, follower: LogFollower, on_close: Callable[[], None] | None) -> None:
+        super().__init__(on_close or _nothing)
         self._follower = follower
         self._on_close = on_close
 
@@ -341,6 +342,10 @@ class LiveResponses:
         self.unstored[live.id] = live
         while len(self.unstored) > UNSTORED_KEPT:
             del self.unstored[next(iter(self.unstored))]
+
+
+def _nothing() -> None:
+    pass
 
 
 def _ending_start(events: list[ResponseEvent]) -> int:

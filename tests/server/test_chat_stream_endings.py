@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from support import api_stack, http_for
@@ -68,3 +69,19 @@ async def test_a_last_frame_that_never_reached_the_body_is_not_taken_as_said() -
     assert pieces, "the stream ended without a word"
     last = parse_sse(b"".join(pieces))[-1]
     assert json.loads(last.data)["error"]["message"] == "the server is shutting down"
+
+
+async def test_a_body_dropped_unsent_stops_its_turn() -> None:
+    # The client went away while the response's head was being written:
+    # Quart never enters the body, so close() never runs.
+    frames = ChatStreamFrames("chatcmpl-x", 1, "m", include_usage=False)
+    out_send, out_receive = trio.open_memory_channel[Any](0)
+    turn = RunningTurn()
+    body = app_module._StreamBody(b"first", out_receive, turn, frames)
+    del body
+    await trio.lowlevel.checkpoint()
+    assert turn.interrupted == "client went away"
+    assert turn.scope.cancel_called
+    # The writer learns it too: its channel has no reader any more.
+    with pytest.raises(trio.BrokenResourceError):
+        out_send.send_nowait(b"more")

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import trio
 from support import api_stack, http_for
+from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.server import responses_live
@@ -271,3 +272,39 @@ def _only_response_id(path: Any) -> str:
     with sqlite3.connect(path) as conn:
         ((rid,),) = conn.execute("SELECT id FROM responses").fetchall()
     return str(rid)
+
+
+async def test_a_stream_whose_client_left_before_it_was_sent_is_cancelled() -> None:
+    # The client gives up while the response's first store write waits for
+    # another program; the write completes, but nobody will read the stream.
+    tokens = [f"w{i} " for i in range(300)]
+    async with api_stack([TextReply(tokens=tokens, delay=0.01)]) as (api, model):
+        store = api.state.store
+        assert isinstance(store, SQLiteResponseStore)
+        blocker = await trio.to_thread.run_sync(_hold_write_lock, store.path)
+        try:
+            body = json.dumps({"model": "m", "input": "go", "stream": True}).encode()
+            stream = await trio.open_tcp_stream("127.0.0.1", api.port)
+            await stream.send_all(
+                f"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1:{api.port}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            await trio.sleep(0.3)
+            await stream.aclose()
+            await trio.sleep(0.2)
+            await trio.to_thread.run_sync(blocker.rollback)
+        finally:
+            await trio.to_thread.run_sync(blocker.close)
+        # The same owner as the raw request: no key.
+        async with httpx.AsyncClient(base_url=api.base_url) as http:
+            with trio.fail_after(10):
+                # The row's first write goes through once the lock is gone.
+                await trio.sleep(0.3)
+                rid = await trio.to_thread.run_sync(_only_response_id, store.path)
+                # Follows the response to its end.
+                await http.get(f"/responses/{rid}?stream=true")
+                stored = (await http.get(f"/responses/{rid}")).json()
+    # Cancelled when its client was found gone, not answered to the end.
+    assert stored["status"] == "incomplete"
+    assert len(stored["output_text"]) < len("".join(tokens))

@@ -1,4 +1,5 @@
-"""``hermes-trio serve``: hypercorn's trio worker around the app.
+"""``hermes-trio serve``: the app (behind its gate) on the listener of
+:mod:`hermes_trio.serving`, which drives hypercorn's HTTP/1.1 protocol.
 
 ``open_api_server`` is the same server as an async context manager, for
 tests and for trio programs that embed it.

@@ -10,12 +10,13 @@ from typing import Any
 
 import h11
 import trio
-from support import clean_env, start_serve
+from support import clean_env, make_config, start_serve
 from test_responses_helpers import parse_sse, payloads
 
+from hermes_trio.server.run import open_api_server
 from hermes_trio.testing import TextReply, open_scripted_server
 
-SHORT = [f"s{i} " for i in range(20)]
+SHORT = [f"s{i} " for i in range(10)]
 LONG = [f"l{i} " for i in range(400)]
 
 
@@ -93,7 +94,7 @@ async def test_sigterm_ends_chat_and_responses_streams_with_their_last_words(tmp
                             results[name] = await read_response(s)
 
                         readers.start_soon(read)
-                    await trio.sleep(0.3)
+                    # The short answer is under way (0.5 s of the 2 s grace).
                     served.process.send_signal(signal.SIGTERM)
                 code = await served.process.wait()
             nursery.cancel_scope.cancel()
@@ -108,3 +109,29 @@ async def test_sigterm_ends_chat_and_responses_streams_with_their_last_words(tmp
     assert long_events[-1]["type"] == "response.incomplete"
     chat_frames = [e.data for e in parse_sse(results["chat"][1])]
     assert "the server is shutting down" in chat_frames[-1]
+
+
+async def test_the_grace_period_waits_for_a_responses_turn() -> None:
+    # In process (the same shutdown path): a Responses stream alone keeps
+    # the server in its grace period (2 s) until it has ended normally; it
+    # takes longer than the last words' half second.
+    tokens = [f"g{i} " for i in range(24)]
+    async with open_scripted_server([TextReply(tokens=tokens, delay=0.05)]) as model:
+        config = make_config(model.base_url)
+        results: dict[str, tuple[int, bytes, bool]] = {}
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                async with open_api_server(config, port=0) as api:
+                    stream = await open_stream(
+                        "127.0.0.1", api.port, "/v1/responses", {"input": "hi", "stream": True}
+                    )
+                    await model.wait_request(1)
+
+                    async def read() -> None:
+                        results["short"] = await read_response(stream)
+
+                    nursery.start_soon(read)
+                # Leaving the block shut the server down.
+    status, body, ended = results["short"]
+    assert status == 200 and ended
+    assert payloads(parse_sse(body))[-1]["type"] == "response.completed"

@@ -220,9 +220,13 @@ class ApiServerConfig(_HoldsSecrets):
     header_timeout: float = 10.0
     """Seconds a client has to send a request's headers (a new connection:
     from its accept); then 408 and the connection is closed."""
-    body_timeout: float = 60.0
-    """Seconds a client has to send a request's body; then 408 and the
-    connection is closed."""
+    body_timeout: float = 30.0
+    """Seconds a request body may go without a byte arriving (a stalled
+    upload); then 408 and the connection is closed. A slow but steady upload
+    is not cut off by it."""
+    body_total_timeout: float = 600.0
+    """Seconds a client has to send a whole request body, however steadily;
+    then 408 and the connection is closed."""
     idle_timeout: float = 30.0
     """Seconds a kept-alive connection may sit idle between requests."""
 
@@ -601,7 +605,7 @@ def _check_api_edge(api: ApiServerConfig) -> None:
     """The settings of the server's HTTP edge: connections and the request gate."""
     if api.max_connections < 1:
         raise ConfigError("api_server.max_connections: expected an integer of at least 1")
-    for key in ("header_timeout", "body_timeout", "idle_timeout"):
+    for key in ("header_timeout", "body_timeout", "body_total_timeout", "idle_timeout"):
         if getattr(api, key) <= 0:
             raise ConfigError(f"api_server.{key}: expected a number of seconds above 0")
     for i, origin in enumerate(api.cors_origins):

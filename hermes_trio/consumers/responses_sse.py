@@ -134,7 +134,9 @@ async def write_response_events(
 class LogFollower:
     """One client's view of a log: SSE bytes after sequence number ``after``.
 
-    ``primary=True`` makes this reader the one the writer waits for.
+    ``primary=True`` makes this reader the one the writer waits for, from
+    its first read on: a reader that never reads (its response was never
+    sent) holds nobody up.
     """
 
     def __init__(
@@ -150,13 +152,15 @@ class LogFollower:
         # 0 turns keep-alives off rather than sending them in a tight loop.
         self.keepalive = keepalive if keepalive > 0 else math.inf
         self.primary = primary
-        if primary:
-            log.attach_primary()
-            log.advance_primary(self.position)
+        self._attached = False
 
     async def receive(self) -> bytes:
         """The next piece of the stream; ``trio.EndOfChannel`` at its end."""
         log = self.log
+        if self.primary and not self._attached:
+            self._attached = True
+            log.attach_primary()
+            log.advance_primary(self.position)
         with trio.move_on_after(self.keepalive):
             await log.wait_beyond(self.position)
         events = log.events
@@ -173,4 +177,5 @@ class LogFollower:
     def detach(self) -> None:
         if self.primary:
             self.primary = False
-            self.log.detach_primary()
+            if self._attached:
+                self.log.detach_primary()

@@ -5,7 +5,9 @@ It drains every event already waiting in the channel and writes them as one
 piece (one socket write, no added delay when idle), sends ``: keep-alive``
 comments while the turn is silent, and reports a failure that happens before
 any byte was written as a :class:`PreStreamError` so the server can still
-answer with a plain JSON error and the right status.
+answer with a plain JSON error and the right status. Its terminal frame
+(the finish or an error) goes out as a :class:`LastPiece`, so the response
+body knows whether the stream's ending reached it or still has to be said.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ..wire.sse import KEEPALIVE
 __all__ = [
     "EXTENSIONS",
     "KEEPALIVE",
+    "LastPiece",
     "PreStreamError",
     "SSEOptions",
     "error_status",
@@ -57,6 +60,17 @@ class PreStreamError:
     status: int
     message: str
     code: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LastPiece:
+    """The stream's last bytes, holding its terminal frame."""
+
+    data: bytes
+
+
+WriterOutput = bytes | PreStreamError | LastPiece
+"""What the writer hands the response body."""
 
 
 def parse_extensions(header: str) -> frozenset[str]:
@@ -88,7 +102,7 @@ def error_status(code: str | None, model_status: int | None = None) -> int:
 
 async def write_chat_sse(
     receive: trio.MemoryReceiveChannel[StreamEvent],
-    out: trio.MemorySendChannel[bytes | PreStreamError],
+    out: trio.MemorySendChannel[WriterOutput],
     frames: ChatStreamFrames,
     options: SSEOptions = SSEOptions(),
 ) -> None:
@@ -102,7 +116,9 @@ async def write_chat_sse(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_keep_alive, out, writer, options.keepalive, nursery.cancel_scope)
             while (batch := await receive_batch(receive)) is not None:
-                piece = writer.render(batch)
+                piece: WriterOutput = writer.render(batch)
+                if writer.ended and isinstance(piece, bytes):
+                    piece = LastPiece(piece)
                 if piece and not await _send(out, piece, writer):
                     break
                 if writer.ended:
@@ -111,8 +127,8 @@ async def write_chat_sse(
 
 
 async def _send(
-    out: trio.MemorySendChannel[bytes | PreStreamError],
-    piece: bytes | PreStreamError,
+    out: trio.MemorySendChannel[WriterOutput],
+    piece: WriterOutput,
     writer: _Writer,
 ) -> bool:
     """Hand ``piece`` to the response body; False once the body is gone."""
@@ -130,7 +146,7 @@ async def _send(
 
 
 async def _keep_alive(
-    out: trio.MemorySendChannel[bytes | PreStreamError],
+    out: trio.MemorySendChannel[WriterOutput],
     writer: _Writer,
     interval: float,
     scope: trio.CancelScope,
@@ -160,8 +176,6 @@ class _Writer:
         self.last_write = trio.current_time()
         self.any_text = False
         self.boundary = False
-        # Ids of the client tool calls already streamed as they were written.
-        self.streamed_calls: set[str] = set()
 
     def wrote(self) -> None:
         self.emitted = True
@@ -194,8 +208,6 @@ class _Writer:
                 if self.reasoning:
                     parts.append(frames.reasoning(event.text))
             elif isinstance(event, ToolCallDelta):
-                if event.starts:
-                    self.streamed_calls.add(event.call_id)
                 parts.append(
                     frames.tool_call_delta(
                         event.index, event.arguments, call_id=event.call_id, name=event.name
@@ -259,18 +271,8 @@ class _Writer:
                         )
                     )
                     break
-                for index, call in enumerate(event.tool_calls):
-                    # Calls a producer did not stream go out whole here.
-                    if call.get("id") not in self.streamed_calls:
-                        fn = call.get("function") or {}
-                        parts.append(
-                            frames.tool_call_delta(
-                                index,
-                                str(fn.get("arguments") or ""),
-                                call_id=str(call.get("id") or ""),
-                                name=str(fn.get("name") or ""),
-                            )
-                        )
+                # Client calls came as ToolCallDelta events (the agent
+                # announces every one); the finish adds none.
                 parts.append(frames.finish(event.finish_reason, event.usage))
                 break
         flush_text()

@@ -3,8 +3,11 @@ for its platform to push messages to.
 
 The adapter adds its routes to ``webhook_app`` and serves it with
 ``serve_webhook`` (or ``check_then_serve``, which first checks its
-credentials); hypercorn stays quiet (no access log: query strings can
-hold verify tokens) and reports its errors to the adapter's own logger.
+credentials). It runs on the same listener as ``hermes-trio serve``
+(:mod:`hermes_trio.serving`): a connection ends when HTTP says it ends,
+slow and idle clients are dropped, and at most ``max_connections`` are open
+at once. hypercorn stays quiet (no access log: query strings can hold
+verify tokens) and reports its errors to the adapter's own logger.
 """
 
 from __future__ import annotations
@@ -16,12 +19,17 @@ from typing import Protocol
 
 import trio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
+from hypercorn.utils import wrap_app
 from quart_trio import QuartTrio
 
+from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from .base import CredentialsRejected, PlatformError
 
-__all__ = ["check_then_serve", "serve_webhook", "webhook_app"]
+__all__ = ["WEBHOOK_MAX_CONNECTIONS", "check_then_serve", "serve_webhook", "webhook_app"]
+
+WEBHOOK_MAX_CONNECTIONS = 64
+"""Connections a webhook server keeps open at once: a platform pushes a
+few at a time; beyond this, a connection gets 503."""
 
 
 class _WebhookAdapter(Protocol):
@@ -50,17 +58,35 @@ async def serve_webhook(
     port: int,
     path: str,
     log: logging.Logger,
+    limits: ConnectionLimits | None = None,
+    max_connections: int = WEBHOOK_MAX_CONNECTIONS,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``host:port`` until cancelled. Once bound (``port=0``
     picks a free one), sets ``adapter.webhook_url`` to the URL of ``path``
-    and reports started."""
-    config = _hypercorn_config(host, port, log.getChild("http"))
-    async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(partial(serve, app, config))
-        adapter.webhook_url = binds[0] + path
-        log.info("%s: webhook listening on %s", adapter.name, adapter.webhook_url)
-        task_status.started()
+    and reports started. ``limits`` and ``max_connections`` bound what
+    clients may hold open (defaults as for the API server)."""
+    config = _hypercorn_config(log.getChild("http"))
+    with listening_socket(host, port) as sock:
+        bound = sock.getsockname()[1]
+        listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                partial(
+                    serve_hypercorn,
+                    wrap_app(app, config.wsgi_max_body_size, "asgi"),
+                    config,
+                    listener,
+                    # Never set: the adapter's task is cancelled to stop it.
+                    trio.Event(),
+                    limits=limits,
+                    max_connections=max_connections,
+                )
+            )
+            where = f"[{host}]" if ":" in host else host
+            adapter.webhook_url = f"http://{where}:{bound}{path}"
+            log.info("%s: webhook listening on %s", adapter.name, adapter.webhook_url)
+            task_status.started()
 
 
 async def check_then_serve(
@@ -89,9 +115,8 @@ async def check_then_serve(
     )
 
 
-def _hypercorn_config(host: str, port: int, errorlog: logging.Logger) -> HypercornConfig:
+def _hypercorn_config(errorlog: logging.Logger) -> HypercornConfig:
     config = HypercornConfig()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = errorlog
     config.graceful_timeout = 1.0

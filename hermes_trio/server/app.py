@@ -1,4 +1,6 @@
-"""The quart-trio app: routes, auth, CORS and the turn plumbing.
+"""The quart-trio app: routes, auth and the turn plumbing; :func:`asgi_app`
+puts the request gate (origin, host, content type, CORS) and the body
+deadlines in front of it (:mod:`.front`).
 
 Each chat request runs one agent turn (``turns.start_turn``) whose consumer
 is the SSE writer (streaming) or a collector (non-streaming). Client
@@ -15,12 +17,19 @@ from functools import partial
 from typing import Any
 
 import trio
-from quart import Response, g, request
+from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ..agent import Agent, TurnEvents
-from ..consumers.sse import PreStreamError, SSEOptions, error_status, write_chat_sse
+from ..consumers.sse import (
+    LastPiece,
+    PreStreamError,
+    SSEOptions,
+    WriterOutput,
+    error_status,
+    write_chat_sse,
+)
 from ..events import StreamEvent
 from ..wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from .bodies import (
@@ -34,13 +43,21 @@ from .bodies import (
 )
 from .chat_request import ChatRequest, parse_chat_request
 from .errors import APIError, error_body
-from .gate import Answer, GateRequest, GateSettings, Refuse, decide
+from .front import Front
+from .gate import GateSettings
 from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
 from .store import ResponseStore, wall_clock
-from .turns import INTERNAL_ERROR, RunningTurn, TurnSlots, start_turn, turn_options
+from .turns import (
+    INTERNAL_ERROR,
+    RunningTurn,
+    TurnSlots,
+    agent_turn,
+    start_turn,
+    turn_options,
+)
 
-__all__ = ["ServerState", "create_app"]
+__all__ = ["ServerState", "asgi_app", "create_app"]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -54,9 +71,11 @@ class ServerState:
     """The response store (issue 4), opened by ``open_api_server``."""
     created: int = 0
     turns: set[RunningTurn] = field(default_factory=set)
+    """Every running turn, chat and Responses."""
 
     def stop_turns(self, reason: str) -> None:
-        """Cancel every running chat turn; its stream ends saying ``reason``."""
+        """Cancel every running turn; its stream ends saying ``reason``
+        (a Responses stream with ``response.incomplete``)."""
         for turn in list(self.turns):
             turn.cancel(reason)
 
@@ -65,10 +84,13 @@ def create_app(state: ServerState) -> QuartTrio:
     config = state.agent.config
     api = config.api_server
     app = QuartTrio(__name__)
+    # The one body size limit: Quart applies it to a declared length at
+    # once and to a chunked body as it arrives.
     app.config["MAX_CONTENT_LENGTH"] = api.max_body_bytes
     # Quart would end a long stream after RESPONSE_TIMEOUT (DESIGN §7).
     app.config["RESPONSE_TIMEOUT"] = None
-    app.config["BODY_TIMEOUT"] = api.body_timeout
+    # The front's body deadlines replace Quart's single total one.
+    app.config["BODY_TIMEOUT"] = None
 
     @app.errorhandler(APIError)
     async def on_api_error(exc: APIError) -> Response:
@@ -83,12 +105,6 @@ def create_app(state: ServerState) -> QuartTrio:
             message = f"no such endpoint: {request.method} {request.path}"
         elif status == 405:
             message = f"method {request.method} not allowed for {request.path}"
-        elif status == 408:
-            message = (
-                "the request body did not arrive within api_server.body_timeout "
-                f"({api.body_timeout:g} s)"
-            )
-            return json_response(error_body(message, status=408, code="request_timeout"), 408)
         else:
             message = exc.description or exc.name
         return json_response(error_body(message, status=status), status)
@@ -101,28 +117,8 @@ def create_app(state: ServerState) -> QuartTrio:
         )
         return json_response(body, 500)
 
-    gate = GateSettings.of(
-        key=api.key, allowed_hosts=api.allowed_hosts, cors_origins=api.cors_origins
-    )
-
-    def lower_headers() -> dict[str, str]:
-        """The request's headers by lower-case name; repeats joined as HTTP allows."""
-        headers: dict[str, str] = {}
-        for name, value in request.headers.items():
-            key = name.lower()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        return headers
-
     @app.before_request
-    async def check_request() -> Response | None:
-        decision = decide(GateRequest(request.method, request.path, lower_headers()), gate)
-        if isinstance(decision, Refuse):
-            raise APIError(
-                decision.status, decision.message, param=decision.param, code=decision.code
-            )
-        if isinstance(decision, Answer):
-            return Response("", status=decision.status, headers=decision.headers)
-        g.cors = decision.cors
+    async def check_key() -> None:
         if request.path.startswith("/v1") and api.key:
             if not hmac.compare_digest(bearer_token().encode(), api.key.encode()):
                 raise APIError(
@@ -130,17 +126,6 @@ def create_app(state: ServerState) -> QuartTrio:
                     "invalid or missing API key: send 'Authorization: Bearer <key>'",
                     code="invalid_api_key",
                 )
-        length = request.content_length
-        if length is not None and length > api.max_body_bytes:
-            raise APIError(413, f"request body too large (limit {api.max_body_bytes} bytes)")
-        return None
-
-    @app.after_request
-    async def add_cors(response: Response) -> Response:
-        # Only requests the gate let through carry CORS headers: a refused
-        # origin's page must not read even the refusal.
-        response.headers.update(g.get("cors", {}))
-        return response
 
     @app.get("/health")
     async def health() -> Response:
@@ -174,6 +159,21 @@ def create_app(state: ServerState) -> QuartTrio:
 
     register_responses_routes(app, state)
     return app
+
+
+def asgi_app(state: ServerState) -> Front:
+    """The whole server as one ASGI app: the gate and the body deadlines in
+    front of :func:`create_app`'s routes."""
+    api = state.agent.config.api_server
+    gate = GateSettings.of(
+        key=api.key, allowed_hosts=api.allowed_hosts, cors_origins=api.cors_origins
+    )
+    return Front(
+        create_app(state),
+        gate,
+        body_timeout=api.body_timeout,
+        body_total_timeout=api.body_total_timeout,
+    )
 
 
 async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
@@ -234,7 +234,7 @@ class _ChatRun:
         self.extensions = extensions
         self.headers: dict[str, str] = {}
         self.turn: RunningTurn | None = None
-        self.out: trio.MemoryReceiveChannel[bytes | PreStreamError] | None = None
+        self.out: trio.MemoryReceiveChannel[WriterOutput] | None = None
         self.frames: ChatStreamFrames | None = None
 
     def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
@@ -249,7 +249,7 @@ class _ChatRun:
                     self.model,
                     include_usage=self.chat.include_usage,
                 )
-                out_send, self.out = trio.open_memory_channel[bytes | PreStreamError](4)
+                out_send, self.out = trio.open_memory_channel[WriterOutput](4)
                 options = SSEOptions(
                     keepalive=state.agent.config.api_server.keepalive_interval,
                     extensions=self.extensions,
@@ -268,12 +268,9 @@ class _ChatRun:
 
             self.turn = start_turn(
                 state.nursery,
-                state.agent,
-                messages,
-                consumer,
+                agent_turn(state.agent, messages, consumer, kwargs),
                 on_exit=state.slots.release,
                 registry=state.turns,
-                **kwargs,
             )
         except BaseException:
             if self.turn is None:
@@ -311,12 +308,13 @@ class _ChatRun:
         return json_response(body, headers=self.headers)
 
     async def _stream_response(
-        self, turn: RunningTurn, out: trio.MemoryReceiveChannel[bytes | PreStreamError]
+        self, turn: RunningTurn, out: trio.MemoryReceiveChannel[WriterOutput]
     ) -> Response:
         frames = self.frames
         assert frames is not None
+        first: WriterOutput | None
         try:
-            first: bytes | PreStreamError = await out.receive()
+            first = await out.receive()
         except trio.EndOfChannel:
             # The writer is gone without a word: cancelled, or it crashed.
             try:
@@ -324,7 +322,7 @@ class _ChatRun:
             except BaseException:
                 turn.cancel("client went away")
                 raise
-            first = _untold_end(turn, frames)
+            first = _untold_failure(turn, frames)
         except BaseException:
             turn.cancel("client went away")
             out.close()
@@ -337,21 +335,40 @@ class _ChatRun:
         return response
 
 
-def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes | PreStreamError:
-    """How an ended turn whose writer stopped before its terminal frame ends
-    its stream: the crash or interruption, or nothing more."""
+def _untold_failure(turn: RunningTurn, frames: ChatStreamFrames) -> PreStreamError | None:
+    """A turn that failed before its writer sent anything: still a plain
+    JSON error. None when the stream must start and say how it ended."""
+    end = turn.result
+    if end is not None and end.finish_reason == "error" and not frames.started:
+        return PreStreamError(
+            error_status(end.error_code, end.model_status),
+            end.error or "the turn failed",
+            end.error_code,
+        )
+    return None
+
+
+def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes:
+    """The last frame of a stream whose writer stopped before its own last
+    frame reached the body (it crashed, or was cancelled with its turn
+    while that frame waited): the failure, or the interruption. The 200 is
+    out, so it is always a frame; its numbering continues the writer's."""
     end = turn.result
     if end is not None and end.finish_reason == "error":
         message = end.error or "the turn failed"
-        if not frames.started:
-            return PreStreamError(
-                error_status(end.error_code, end.model_status), message, end.error_code
-            )
         return frames.error(message, type="server_error", code=end.error_code)
-    if end is None:
-        reason = turn.interrupted or "the turn ended without an answer"
-        return frames.error(reason, type="interrupted", code="interrupted")
-    return b""
+    reason = turn.interrupted or (
+        "the turn ended without an answer"
+        if end is None
+        else "the stream ended before its last frames were written"
+    )
+    return frames.error(reason, type="interrupted", code="interrupted")
+
+
+def _release(turn: RunningTurn, out: trio.MemoryReceiveChannel[WriterOutput]) -> None:
+    """Nobody reads the stream any more: stop the turn and its writer."""
+    turn.cancel("client went away")
+    out.close()
 
 
 class _StreamBody(StreamedBody):
@@ -360,43 +377,45 @@ class _StreamBody(StreamedBody):
 
     def __init__(
         self,
-        first: bytes,
-        out: trio.MemoryReceiveChannel[bytes | PreStreamError],
+        first: bytes | LastPiece | None,
+        out: trio.MemoryReceiveChannel[WriterOutput],
         turn: RunningTurn,
         frames: ChatStreamFrames,
     ) -> None:
-        self._first: bytes | None = first
+        super().__init__(partial(_release, turn, out))
+        self._pending: list[WriterOutput] = [first] if first is not None else []
         self._out = out
         self._turn = turn
         self._frames = frames
+        self._told = False
+        """The writer's terminal frame is in hand: the stream has its end."""
 
     def close(self) -> None:
-        self._turn.cancel("client went away")
-        self._out.close()
+        _release(self._turn, self._out)
 
     async def __anext__(self) -> bytes:
-        if self._first is not None:
-            piece, self._first = self._first, None
-            if piece:
-                return piece
-        try:
-            item = await self._out.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            if not self._frames.finished:
-                # The writer stopped before the end (cancelled with its
-                # turn, or crashed), so its frame numbering continues here.
+        items, self._pending = self._pending, []
+        if not items:
+            try:
+                items.append(await self._out.receive())
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                if self._told:
+                    raise StopAsyncIteration from None
+                self._told = True
                 await self._turn.done.wait()
-                last = _untold_end(self._turn, self._frames)
-                if isinstance(last, bytes) and last:
-                    return last
-            raise StopAsyncIteration from None
-        parts = [item] if isinstance(item, bytes) else []
+                return _untold_end(self._turn, self._frames)
         # Coalesce whatever else is already waiting into the same socket write.
         while True:
             try:
-                more = self._out.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
+                items.append(self._out.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 break
-            if isinstance(more, bytes):
-                parts.append(more)
+        parts: list[bytes] = []
+        for item in items:
+            if isinstance(item, LastPiece):
+                self._told = True
+                parts.append(item.data)
+            elif isinstance(item, bytes):
+                parts.append(item)
+            # A PreStreamError only ever comes first, before this body exists.
         return b"".join(parts)

@@ -3,9 +3,12 @@ request body, and SSE response bodies produced while they are sent."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import weakref
 from abc import abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -15,13 +18,16 @@ from quart.wrappers.response import ResponseBody
 
 from ..consumers.sse import parse_extensions
 from .errors import APIError
+from .gate import content_type_refusal
 from .request_json import parse_request_json
 from .store import owner_scope
 
 __all__ = [
+    "JsonBody",
     "StreamedBody",
     "bearer_token",
     "json_response",
+    "read_json",
     "read_json_body",
     "request_owner",
     "sse_response",
@@ -68,6 +74,15 @@ def _as_is(body: Any) -> Any:
     return body
 
 
+@dataclass(frozen=True)
+class JsonBody:
+    """A request body parsed as JSON, and how many bytes it had: what
+    decides whether later work on it leaves the event loop."""
+
+    value: Any
+    size: int
+
+
 async def read_json_body(validate: Callable[[Any], T] = _as_is) -> T:
     """The request body parsed as JSON and checked by ``validate`` (pure);
     a 400 naming the problem otherwise.
@@ -77,18 +92,41 @@ async def read_json_body(validate: Callable[[Any], T] = _as_is) -> T:
     it. orjson's own parse still holds the GIL while it runs, but takes a
     fraction of the time the standard library took.
     """
-    raw = await request.get_data(cache=False)
+    raw = await _read_raw()
     if len(raw) < THREAD_PARSE_BYTES:
         return validate(parse_request_json(raw))
     return await trio.to_thread.run_sync(_parse_and_validate, raw, validate)
 
 
-async def validate_body(validate: Callable[[Any], T], body: Any) -> T:
+async def read_json() -> JsonBody:
+    """The request body parsed as JSON, to be completed and then checked
+    with :func:`validate_body`."""
+    raw = await _read_raw()
+    if len(raw) < THREAD_PARSE_BYTES:
+        return JsonBody(parse_request_json(raw), len(raw))
+    return JsonBody(await trio.to_thread.run_sync(parse_request_json, raw), len(raw))
+
+
+async def validate_body(validate: Callable[[Any], T], body: Any, size: int) -> T:
     """``validate(body)`` for a body already parsed (and then completed, as
-    item references are), off the event loop when the request was big."""
-    if (request.content_length or 0) < THREAD_PARSE_BYTES:
+    item references are), off the event loop when it came from ``size``
+    bytes or more: the bytes actually read, whether or not the client
+    declared a length."""
+    if size < THREAD_PARSE_BYTES:
         return validate(body)
     return await trio.to_thread.run_sync(validate, body)
+
+
+async def _read_raw() -> bytes:
+    # The gate refuses a body that does not say JSON before the app sees
+    # it; this is the one place bodies are parsed, so it checks again
+    # rather than trust every way a body can arrive.
+    refusal = content_type_refusal(request.headers.get("Content-Type"))
+    if refusal is not None:
+        raise APIError(
+            refusal.status, refusal.message, param=refusal.param, code=refusal.code
+        )
+    return await request.get_data(cache=False)
 
 
 def _parse_and_validate(raw: bytes, validate: Callable[[Any], T]) -> T:
@@ -101,10 +139,21 @@ class StreamedBody(ResponseBody):
     Quart sends a body inside ``async with body:`` and leaves that block
     however the send ends — done, failed, or the client gone — so
     :meth:`close` is the one place where the producer learns that nobody
-    reads any more.
+    reads any more. A client can also be gone before that block is entered
+    (cancelled while the response's head is written): the body is then
+    dropped unsent, and ``release`` (given by the subclass, free of
+    references to the body) runs in its stead.
     """
 
+    def __init__(self, release: Callable[[], None]) -> None:
+        token = trio.lowlevel.current_trio_token()
+        # Dropped bodies are collected wherever the last reference goes, a
+        # worker thread included: the release runs in trio's own thread.
+        self._unsent = weakref.finalize(self, _run_in_trio, token, release)
+
     async def __aenter__(self) -> Self:
+        # Being sent: close() says when it ends.
+        self._unsent.detach()
         return self
 
     async def __aexit__(
@@ -123,6 +172,11 @@ class StreamedBody(ResponseBody):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+def _run_in_trio(token: trio.lowlevel.TrioToken, release: Callable[[], None]) -> None:
+    with contextlib.suppress(trio.RunFinishedError):
+        token.run_sync_soon(release)
 
 
 def sse_response(body: ResponseBody | bytes) -> Response:

@@ -18,7 +18,11 @@ request passes three checks before auth and routing:
   only send cross-origin after a preflight.
 
 ``/health`` passes all three: it tells nobody anything and probes rarely know
-which name they use. CORS preflights are answered here too.
+which name they use. A ``Host`` that is not a well-formed name or address
+is refused on every path, ``/health`` too: nothing behind the gate has to
+cope with one. CORS preflights are answered here too, and a refusal carries
+the CORS headers of an origin ``cors_origins`` lists, so its page can read
+why.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "EXPOSED_HEADERS",
@@ -36,9 +40,11 @@ __all__ = [
     "GateRequest",
     "GateSettings",
     "Refuse",
+    "content_type_refusal",
     "decide",
     "host_allowed",
     "is_json",
+    "is_loopback",
     "origin_allowed",
 ]
 
@@ -73,6 +79,10 @@ HEALTH = "/health"
 
 # RFC 9110 token: what a header name may be.
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# One label of a host name as DNS (and the IDNA codec the app's routing
+# applies to it) takes it: 1-63 letters, digits, hyphens or underscores.
+_LABEL = re.compile(r"[a-z0-9_-]{1,63}")
+_MAX_NAME = 253
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
@@ -133,42 +143,65 @@ class Refuse:
     message: str
     code: str
     param: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    """CORS headers, when the request's page may read the refusal."""
 
 
 Decision = Allow | Answer | Refuse
 
 
 def decide(request: GateRequest, settings: GateSettings) -> Decision:
+    host = request.header("host")
+    origin = request.header("origin")
+    # What a refusal may show the page that asked, if its origin is listed.
+    cors = _cors(origin, settings)
+    if host is not None and _split_host(host) is None:
+        return Refuse(
+            400,
+            f"malformed Host header '{_shown(host)}': expected a host name or address "
+            "with an optional port",
+            "invalid_host",
+            param="Host",
+            headers=cors,
+        )
     if request.path == HEALTH:
         return Allow()
-    host = request.header("host")
     if not host_allowed(host, settings):
-        return _host_refusal(host or "", settings)
-    origin = request.header("origin")
+        return replace(_host_refusal(host or "", settings), headers=cors)
     if origin is not None and not origin_allowed(origin, host, settings):
         return Refuse(
             403,
-            f"origin '{origin}' is not allowed: web pages may call this server only from "
-            "its own origin or one listed in api_server.cors_origins "
+            f"origin '{_shown(origin)}' is not allowed: web pages may call this server only "
+            "from its own origin or one listed in api_server.cors_origins "
             "(API_SERVER_CORS_ORIGINS)",
             "origin_not_allowed",
         )
     if request.method == "OPTIONS":
         return _options(request, origin)
     if request.has_body:
-        content_type = request.header("content-type")
-        if content_type is None or not is_json(content_type):
-            what = (
-                "no Content-Type" if content_type is None else f"Content-Type '{content_type}'"
-            )
-            return Refuse(
-                415,
-                f"unsupported media type: the request body has {what}; "
-                "send JSON with 'Content-Type: application/json'",
-                "unsupported_media_type",
-                param="Content-Type",
-            )
-    return Allow(_cors(origin, settings))
+        refusal = content_type_refusal(request.header("content-type"))
+        if refusal is not None:
+            return replace(refusal, headers=cors)
+    return Allow(cors)
+
+
+def content_type_refusal(content_type: str | None) -> Refuse | None:
+    """The 415 for a request body of ``content_type``; None when it is JSON."""
+    if content_type is not None and is_json(content_type):
+        return None
+    what = "no Content-Type" if content_type is None else f"Content-Type '{_shown(content_type)}'"
+    return Refuse(
+        415,
+        f"unsupported media type: the request body has {what}; "
+        "send JSON with 'Content-Type: application/json'",
+        "unsupported_media_type",
+        param="Content-Type",
+    )
+
+
+def _shown(value: str, limit: int = 100) -> str:
+    """A header value as a message quotes it: never more than ``limit`` characters."""
+    return value if len(value) <= limit else value[:limit] + "…"
 
 
 def host_allowed(host: str | None, settings: GateSettings) -> bool:
@@ -181,7 +214,7 @@ def host_allowed(host: str | None, settings: GateSettings) -> bool:
     if parsed is None:
         return False
     name, port = parsed
-    if _is_loopback(name):
+    if is_loopback(name):
         return True
     if not settings.allowed_hosts:
         return settings.key_required
@@ -217,7 +250,7 @@ def _host_refusal(host: str, settings: GateSettings) -> Refuse:
         )
     return Refuse(
         403,
-        f"host '{host}' is not allowed: {why} (API_SERVER_ALLOWED_HOSTS)",
+        f"host '{_shown(host)}' is not allowed: {why} (API_SERVER_ALLOWED_HOSTS)",
         "host_not_allowed",
     )
 
@@ -267,7 +300,11 @@ def _cors(origin: str | None, settings: GateSettings) -> dict[str, str]:
 
 
 def _split_host(host: str) -> tuple[str, str | None] | None:
-    """``(name, port)`` of a Host header value; None when malformed."""
+    """``(name, port)`` of a Host header value; None when malformed.
+
+    The name is an IP address (IPv6 in brackets) or a host name whose labels
+    DNS allows, one trailing dot dropped; the port, if any, a TCP port.
+    """
     host = host.strip().lower()
     if host.startswith("["):
         end = host.find("]")
@@ -278,20 +315,32 @@ def _split_host(host: str) -> tuple[str, str | None] | None:
             ipaddress.IPv6Address(name)
         except ValueError:
             return None
-        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        port = rest[1:] if rest.startswith(":") else None
+        if (rest and port is None) or not _valid_port(port):
             return None
-        return f"[{name}]", rest[1:] or None
-    name, colon, port = host.rpartition(":")
+        return f"[{name}]", port
+    name, colon, port_text = host.rpartition(":")
     if not colon:
-        name, port = host, ""
-    elif not port.isdigit():
+        name, port_text = host, ""
+    port = port_text if colon else None
+    if not _valid_port(port):
         return None
-    if not name or ":" in name or "/" in name or "@" in name:
+    name = name[:-1] if name.endswith(".") else name
+    if len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in name.split(".")):
         return None
-    return name.rstrip("."), port or None
+    return name, port
 
 
-def _is_loopback(name: str) -> bool:
+def _valid_port(port: str | None) -> bool:
+    return port is None or (port.isascii() and port.isdigit() and int(port) <= 65535)
+
+
+def is_loopback(name: str) -> bool:
+    """Whether ``name`` (a host name, an IP address, an IPv6 address with or
+    without brackets) always means this machine: the one rule for the
+    address ``serve`` may listen on without a key and for the Host names it
+    answers without one."""
+    name = name.strip().lower().rstrip(".")
     if name == "localhost" or name.endswith(".localhost"):
         # Browsers resolve these to loopback themselves (RFC 6761): no page
         # can rebind them.

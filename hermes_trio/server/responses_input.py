@@ -18,13 +18,25 @@ from ..wire.responses_out import new_item_id
 from .errors import APIError
 from .validation import bad, role_of
 
-__all__ = ["check_tool_outputs", "item_references", "parse_input", "resolve_references"]
+__all__ = [
+    "MAX_ITEM_REFERENCES",
+    "check_tool_outputs",
+    "item_references",
+    "parse_input",
+    "resolve_references",
+]
 
 _INPUT_ROLES = frozenset({"user", "assistant", "system", "developer"})
 
+MAX_ITEM_REFERENCES = 1000
+"""Most ``item_reference`` items one request may hold: each is a store
+lookup; a client continuing a long conversation sends one per earlier
+item, far fewer than this."""
+
 
 def item_references(value: Any) -> list[str]:
-    """The ids the ``item_reference`` items of an input name, in order."""
+    """The ids the ``item_reference`` items of an input name, in order; 400
+    beyond :data:`MAX_ITEM_REFERENCES` of them."""
     if not isinstance(value, list):
         return []
     ids: list[str] = []
@@ -34,6 +46,13 @@ def item_references(value: Any) -> list[str]:
             if not isinstance(ref, str) or not ref:
                 raise bad(f"'input[{i}].id' must be a non-empty string", f"input[{i}].id")
             ids.append(ref)
+    if len(ids) > MAX_ITEM_REFERENCES:
+        raise bad(
+            f"'input' holds {len(ids)} item references; at most {MAX_ITEM_REFERENCES} are "
+            "allowed in one request (continue with previous_response_id instead)",
+            "input",
+            code="too_many_item_references",
+        )
     return ids
 
 

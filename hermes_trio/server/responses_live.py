@@ -38,7 +38,7 @@ from ..wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent,
 from .bodies import StreamedBody
 from .responses_request import ResponsesRequest
 from .store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
-from .turns import RunningTurn, run_with_consumer, turn_options
+from .turns import INTERNAL_ERROR, RunningTurn, run_with_consumer, start_turn, turn_options
 
 if TYPE_CHECKING:
     # app.py imports the routes, which import this module.
@@ -55,6 +55,9 @@ FINALIZE_GRACE = 5.0
 STOP_WAIT = 5.0
 # Responses the store refused to finish, answered from memory until restart.
 UNSTORED_KEPT = 64
+# Seconds the event writer waits after a refused write before it tries
+# again, by how many refusals in a row (the last one repeats).
+PERSIST_BACKOFF = (0.25, 0.5, 1.0, 2.0, 5.0)
 
 
 @dataclass(eq=False)
@@ -66,7 +69,8 @@ class LiveResponse:
     background: bool
     log: EventLog = field(default_factory=EventLog)
     turn: RunningTurn = field(default_factory=RunningTurn)
-    """Its ``done`` is set once the response's end is recorded."""
+    """Its ``done`` is set once the response's end is recorded (the turn
+    that runs it replaces this placeholder as it starts)."""
     persisted: int = 0
     """Events up to here are in the store."""
     reserved: int = -1
@@ -78,7 +82,6 @@ class LiveResponse:
     """Set when the store refused this response: it ends ``failed``."""
     cancelled: bool = False
     """Cancelled through ``/cancel``: ends as ``cancelled``, not ``incomplete``."""
-    slot_held: bool = False
 
 
 class FollowBody(StreamedBody):
@@ -86,6 +89,7 @@ class FollowBody(StreamedBody):
     detaches the reader and, for a turn its client owns, cancels it."""
 
     def __init__(self, follower: LogFollower, on_close: Callable[[], None] | None) -> None:
+        super().__init__(on_close or _nothing)
         self._follower = follower
         self._on_close = on_close
 
@@ -141,25 +145,39 @@ class LiveResponses:
         )
         live = LiveResponse(builder.id, owner, builder, conversation, background=req.background)
         live.log.extend(builder.start())
-        record = None
-        if req.store:
-            record = StoredResponse(
-                id=builder.id,
-                owner=owner,
-                status="in_progress",
-                created_at=builder.created_at,
-                response=builder.snapshot(),
-                messages=conversation,
-                input_items=req.input_items,
-                background=req.background,
-            )
+        # The slot is the turn's from here on: given back when it ends (or
+        # here when it never starts).
         state.slots.acquire()
-        live.slot_held = True
+        started = False
         try:
-            await state.nursery.start(partial(self._run, live, kwargs, record))
+            if req.store:
+                record = StoredResponse(
+                    id=builder.id,
+                    owner=owner,
+                    status="in_progress",
+                    created_at=builder.created_at,
+                    response=builder.snapshot(),
+                    messages=conversation,
+                    input_items=req.input_items,
+                    background=req.background,
+                )
+                live.reserved = len(live.log) + RESERVE_AHEAD
+                # A failure here is the request's own error. Shielded: once
+                # the row exists, a turn must run to record its end, even
+                # for a client that is gone already.
+                with trio.CancelScope(shield=True):
+                    await state.store.create(record, reserved=live.reserved)
+                self.running[live.id] = live
+            live.turn = start_turn(
+                state.nursery,
+                partial(self._run, live, kwargs, req.store),
+                on_exit=state.slots.release,
+                registry=state.turns,
+            )
+            started = True
         finally:
-            # Only when the runner never ran (it releases its own slot).
-            self._release_slot(live)
+            if not started:
+                state.slots.release()
         return live
 
     def follow(self, live: LiveResponse, *, after: int = -1, owns_turn: bool = False) -> FollowBody:
@@ -185,36 +203,12 @@ class LiveResponses:
         live.cancelled = True
         await live.turn.stop("cancelled by the client", grace=STOP_WAIT)
 
-    def _release_slot(self, live: LiveResponse) -> None:
-        if live.slot_held:
-            live.slot_held = False
-            self.state.slots.release()
-
     async def _run(
-        self,
-        live: LiveResponse,
-        kwargs: dict[str, Any],
-        record: StoredResponse | None,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        self, live: LiveResponse, kwargs: dict[str, Any], stored: bool, turn: RunningTurn
     ) -> None:
-        """One response from its first store write to its last."""
-        agent = self.state.agent
-        turn = live.turn
-        stored = record is not None
+        """One response's turn, from its first event to its last store write."""
         failure: str | None = None
         try:
-            if record is not None:
-                # Before started(): a failure here is the request's own error.
-                live.reserved = len(live.log) + RESERVE_AHEAD
-                await self.state.store.create(record, reserved=live.reserved)
-                self.running[live.id] = live
-        except BaseException:
-            self._release_slot(live)
-            turn.done.set()
-            raise
-        try:
-            task_status.started()
             async with trio.open_nursery() as outer:
                 if stored:
                     outer.start_soon(self._persist, live)
@@ -227,10 +221,12 @@ class LiveResponses:
                         admit=partial(self._admit, live) if stored else None,
                     )
 
-                # The turn's own crash policy: a bug in a tool or the agent
-                # ends this response as failed (internal_error), never the
-                # server.
-                await run_with_consumer(turn, agent, live.conversation, consumer, kwargs)
+                # The turn's own crash policy: a bug in a tool, the agent or
+                # the writer ends this response as failed (internal_error),
+                # never the server.
+                await run_with_consumer(
+                    turn, self.state.agent, live.conversation, consumer, kwargs
+                )
                 # What the persister has not written yet goes with the
                 # final write below.
                 outer.cancel_scope.cancel()
@@ -239,11 +235,9 @@ class LiveResponses:
             log.exception("response %s failed", live.id)
             failure = f"internal error: {type(exc).__name__}"
         finally:
-            self._release_slot(live)
             with trio.move_on_after(FINALIZE_GRACE, shield=True):
                 await self._finalize(live, failure, stored=stored)
             self.running.pop(live.id, None)
-            turn.done.set()
 
     async def _admit(self, live: LiveResponse, events: list[ResponseEvent]) -> list[ResponseEvent]:
         """What readers of a stored response may see of ``events`` now: not
@@ -268,7 +262,12 @@ class LiveResponses:
         return ready
 
     async def _persist(self, live: LiveResponse) -> None:
+        """Write the response's events to the store in batches as they come.
+        A refused write is tried again after a pause (the outage may pass:
+        a lock held by another program, a disk freed); the turn goes on
+        meanwhile, and the final write takes whatever is still missing."""
         store = self.state.store
+        refusals = 0
         while True:
             await live.log.wait_beyond(live.persisted)
             batch = live.log.events[live.persisted :]
@@ -277,21 +276,27 @@ class LiveResponses:
             try:
                 await store.append_events(live.id, batch)
             except StoreError:
-                # Logged by the store. The turn goes on; the final write
-                # tries these events again.
-                return
+                # Logged by the store, once per outage.
+                await trio.sleep(PERSIST_BACKOFF[min(refusals, len(PERSIST_BACKOFF) - 1)])
+                refusals += 1
+                continue
             except Exception:
                 log.exception("could not store events of response %s", live.id)
                 return
+            refusals = 0
             live.persisted += len(batch)
 
     async def _finalize(self, live: LiveResponse, failure: str | None, *, stored: bool) -> None:
         builder = live.builder
+        crash = live.turn.result
         if not builder.ended:
             if live.store_error is not None:
                 live.held += _store_failure(builder, live.store_error)
             elif failure is not None:
-                live.held += builder.fail(failure, "server_error")
+                live.held += builder.fail(failure, INTERNAL_ERROR)
+            elif crash is not None and crash.error_code == INTERNAL_ERROR:
+                # The writer crashed: the turn recorded it, nobody told the builder.
+                live.held += builder.fail(crash.error or "internal error", INTERNAL_ERROR)
             elif live.cancelled:
                 live.held += builder.cancel()
             else:
@@ -337,6 +342,10 @@ class LiveResponses:
         self.unstored[live.id] = live
         while len(self.unstored) > UNSTORED_KEPT:
             del self.unstored[next(iter(self.unstored))]
+
+
+def _nothing() -> None:
+    pass
 
 
 def _ending_start(events: list[ResponseEvent]) -> int:

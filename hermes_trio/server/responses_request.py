@@ -403,7 +403,7 @@ def check_include(include: Any, where: str) -> None:
     if not isinstance(include, list):
         raise bad(f"'{where}' must be a list of strings", where)
     for index, value in enumerate(include):
-        if value not in INCLUDABLE:
+        if not isinstance(value, str) or value not in INCLUDABLE:
             raise bad(
                 f"'{where}[{index}]' must be one of: {', '.join(sorted(INCLUDABLE))}",
                 f"{where}[{index}]",

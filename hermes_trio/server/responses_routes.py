@@ -30,8 +30,9 @@ from quart_trio import QuartTrio
 
 from ..consumers.sse import error_status
 from .bodies import (
+    JsonBody,
     json_response,
-    read_json_body,
+    read_json,
     request_owner,
     sse_response,
     stream_extensions,
@@ -73,12 +74,13 @@ class _Responses:
         self.live = LiveResponses(state)
         self.store = state.store
 
-    async def create(self, body: Any, parse: Callable[[Any], ResponsesRequest]) -> Response:
+    async def create(self, body: JsonBody, parse: Callable[[Any], ResponsesRequest]) -> Response:
         owner = request_owner()
         extensions = stream_extensions()
-        if isinstance(body, dict):
-            body = await self._resolve_references(body, owner)
-        req = await validate_body(parse, body)
+        value = body.value
+        if isinstance(value, dict):
+            value = await self._resolve_references(value, owner)
+        req = await validate_body(parse, value, body.size)
         conversation = await self._conversation(req, owner)
         live = await self.live.start(req, owner, conversation, tool_events="tools" in extensions)
         builder = live.builder
@@ -121,6 +123,16 @@ class _Responses:
                     f"Previous response with id '{req.previous_response_id}' not found.",
                     "previous_response_id",
                     code="previous_response_not_found",
+                )
+            live = self.live.find(req.previous_response_id, owner)
+            if live is not None and live.store_error is not None:
+                # The row still says in_progress: the store refused its end.
+                raise bad(
+                    f"Previous response with id '{req.previous_response_id}' failed: it "
+                    f"could not be stored ({live.store_error.code}), so it cannot be "
+                    "continued; send its input again without previous_response_id",
+                    "previous_response_id",
+                    code="previous_response_failed",
                 )
             if previous.status == "in_progress":
                 raise bad(
@@ -210,7 +222,7 @@ def register_responses_routes(app: QuartTrio, state: ServerState) -> None:
     async def create_response() -> Response:
         # References are resolved against the store before the body is
         # checked, so the stored items they stand for are checked too.
-        return await responses.create(await read_json_body(), parse)
+        return await responses.create(await read_json(), parse)
 
     @app.get("/v1/responses/<response_id>")
     async def retrieve_response(response_id: str) -> Response:

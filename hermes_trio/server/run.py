@@ -1,4 +1,5 @@
-"""``hermes-trio serve``: hypercorn's trio worker around the app.
+"""``hermes-trio serve``: the app (behind its gate) on the listener of
+:mod:`hermes_trio.serving`, which drives hypercorn's HTTP/1.1 protocol.
 
 ``open_api_server`` is the same server as an async context manager, for
 tests and for trio programs that embed it.
@@ -7,7 +8,6 @@ tests and for trio programs that embed it.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import logging
 import signal
 import socket
@@ -26,8 +26,9 @@ from hypercorn.utils import wrap_app
 from ..agent import Agent, open_agent
 from ..config import Config
 from ..llm import NO_MODEL_SERVER
-from .app import ServerState, create_app
-from .listener import ConnectionLimits, serve_hypercorn
+from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
+from .app import ServerState, asgi_app
+from .gate import is_loopback
 from .sessions import SessionStore
 from .store import StoreOpenError, open_response_store, wall_clock
 from .turns import TurnSlots
@@ -55,15 +56,6 @@ class ApiServer:
         return f"{self.url}/v1"
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def startup_problem(config: Config) -> str | None:
     """The one line that stops ``serve`` from starting, if any."""
     if not config.model.base_url:
@@ -77,33 +69,9 @@ def startup_problem(config: Config) -> str | None:
     return None
 
 
-def _listening_socket(host: str, port: int, write_timeout: float) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if hasattr(socket, "TCP_USER_TIMEOUT"):
-            # Linux: a peer that stops acknowledging our writes fails the
-            # socket after api_server.write_timeout, so a client that stopped
-            # reading can't hold a write forever (DESIGN §7). Accepted
-            # sockets inherit it.
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(write_timeout * 1000))
-        sock.bind((host, port))
-        sock.listen(1024)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def _hypercorn_config(config: Config) -> HypercornConfig:
-    api = config.api_server
+def _hypercorn_config() -> HypercornConfig:
     hc = HypercornConfig()
     hc.graceful_timeout = 2.0
-    # Our listener enforces connection deadlines (ConnectionLimits); this
-    # value only reaches hypercorn's HTTP/2 code.
-    hc.keep_alive_timeout = api.idle_timeout
     hc.accesslog = None
     # hypercorn's own "Running on …" line would repeat ours.
     hc.errorlog = logging.getLogger("hypercorn.error")
@@ -129,7 +97,7 @@ async def open_api_server(
     """Serve the API inside this block (``port=0`` picks a free port)."""
     api = config.api_server
     # Bind first: a busy port must fail before anything touches the store.
-    sock = _listening_socket(api.host, api.port if port is None else port, api.write_timeout)
+    sock = listening_socket(api.host, api.port if port is None else port, api.write_timeout)
     # The store outlives the turns nursery: turns record their end in it.
     # Opening it locks the data directory and ends whatever a previous
     # process left running (crash recovery).
@@ -151,9 +119,9 @@ async def open_api_server(
             created=int(wall_clock()),
             store=store,
         )
-        app = create_app(state)
+        app = asgi_app(state)
         bound_port = sock.getsockname()[1]
-        hc = _hypercorn_config(config)
+        hc = _hypercorn_config()
         stop = shutdown if shutdown is not None else trio.Event()
         async with trio.open_nursery() as server_nursery:
             await server_nursery.start(
@@ -167,6 +135,7 @@ async def open_api_server(
                     max_connections=api.max_connections,
                     app_idle=state.slots.wait_idle,
                     before_close=partial(state.stop_turns, "the server is shutting down"),
+                    settings="api_server",
                 )
             )
             try:

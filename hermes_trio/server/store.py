@@ -3,10 +3,14 @@
 :class:`ResponseStore` is the small interface the routes use; a shared
 database server can implement it when several server processes share state.
 :class:`SQLiteResponseStore` is the default: one file under the configured
-data directory, WAL mode, one connection used by one worker thread at a time
-(every access goes through ``trio.to_thread.run_sync`` behind a
-``trio.Lock``), and every change in a single transaction, so a crash or a
-SIGKILL at any moment leaves the file readable with whole rows only.
+data directory, WAL mode, one connection for writes and one for reads, each
+used by one worker thread at a time (every access goes through
+``trio.to_thread.run_sync`` behind that connection's ``trio.Lock``: a read
+never queues behind a write that waits for the disk or for another
+program's lock), and every change in a single transaction, so a crash or a
+SIGKILL at any moment leaves the file readable with whole rows only. The
+JSON of whole conversations is encoded and decoded in those worker threads
+too, never on the event loop.
 
 A row holds the response object, the conversation that a later
 ``previous_response_id`` continues (user, assistant and tool messages,
@@ -14,7 +18,16 @@ including tool calls and their results), the request's input items, and the
 owner: a hash of the API key that created it. Reads and deletes of another
 owner's row behave as if it did not exist. Stream events live in their own
 table, keyed by (response id, sequence number), so a dropped client can
-resume after the last event it saw.
+resume after the last event it saw; they are written only while their
+response's row exists, so a deleted response leaves none behind.
+
+The input and output items of every response are indexed by (owner, item
+id): an ``item_reference`` is a key lookup, not a scan of every stored
+conversation.
+
+The file's schema version is SQLite's ``user_version``; opening an older
+file migrates it in one transaction (the item index is built from the rows
+it has), a newer one is refused.
 
 Events reach clients before they are stored (they are written in batches),
 so a running response also has a *reservation*: the highest sequence number
@@ -46,6 +59,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
 import trio
 
 from ..agent import INTERRUPTED_MARK
@@ -71,7 +85,8 @@ __all__ = [
 log = logging.getLogger("hermes_trio.server.store")
 
 DB_FILENAME = "responses.sqlite3"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""2: events, reservations. 3: the item index."""
 # Sequence numbers reserved per reservation write: one small write per this
 # many events, never one per token.
 RESERVE_AHEAD = 1024
@@ -79,7 +94,20 @@ RESERVE_AHEAD = 1024
 # rows on every insert would cost more than the rows it saves.
 PRUNE_EVERY = 64
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_std_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _dumps(value: Any) -> str:
+    """``value`` as compact JSON text.
+
+    orjson first: a JSON encoder holds the GIL, and with it the event loop,
+    for the whole of one call, even in a worker thread, and orjson takes a
+    tenth of the standard encoder's time. The standard encoder takes what
+    orjson refuses (an integer beyond 64 bits)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return _std_dumps(value)
 
 
 def wall_clock() -> float:
@@ -100,6 +128,11 @@ class StoreError(APIError):
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(503, message, code=code)
+
+
+class _NewerSchema(Exception):
+    """The file was written by a newer version, with a schema this one does
+    not know."""
 
 
 class StoreOpenError(Exception):
@@ -212,7 +245,42 @@ CREATE TABLE IF NOT EXISTS response_reservations (
     response_id TEXT PRIMARY KEY,
     seq INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS response_items (
+    owner TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    source INTEGER NOT NULL,
+    PRIMARY KEY (owner, item_id, response_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS response_items_by_response ON response_items (response_id);
 """
+_SCHEMA_STATEMENTS = [part.strip() for part in _SCHEMA.split(";") if part.strip()]
+
+# Where an indexed item is kept: 0 the input items, 1 the response's output.
+_ITEM_SOURCES = ("input_items", "response")
+_INDEX_ITEM = "INSERT OR IGNORE INTO response_items VALUES (?, ?, ?, ?, ?)"
+# Output items of a response, indexed under its own owner and age; nothing
+# when the row is gone (deleted while its turn ran).
+_INDEX_OUTPUT = (
+    "INSERT OR IGNORE INTO response_items "
+    "SELECT owner, ?, id, created_at, 1 FROM responses WHERE id = ?"
+)
+_FORGET_ITEMS = "DELETE FROM response_items WHERE response_id = ?"
+# Built from the rows an older file already has (migration to version 3).
+_BACKFILL_ITEMS = [
+    "INSERT OR IGNORE INTO response_items "
+    "SELECT r.owner, json_extract(j.value, '$.id'), r.id, r.created_at, 0 "
+    "FROM responses r, json_each(r.input_items) j "
+    "WHERE json_type(j.value, '$.id') = 'text'",
+    "INSERT OR IGNORE INTO response_items "
+    "SELECT r.owner, json_extract(j.value, '$.id'), r.id, r.created_at, 1 "
+    "FROM responses r, json_each(r.response, '$.output') j "
+    "WHERE json_type(j.value, '$.id') = 'text'",
+    # Left by older versions: events written after their response was deleted.
+    "DELETE FROM response_events WHERE response_id NOT IN (SELECT id FROM responses)",
+    "DELETE FROM response_reservations WHERE response_id NOT IN (SELECT id FROM responses)",
+]
 
 _INSERT_EVENTS = "INSERT OR IGNORE INTO response_events VALUES (?, ?, ?, ?)"
 # Its own small table: updating a column of the response row would rewrite
@@ -228,6 +296,45 @@ def _event_rows(
     response_id: str, events: Sequence[ResponseEvent]
 ) -> list[tuple[str, int, str, str]]:
     return [(response_id, e.sequence_number, e.type, e.data) for e in events]
+
+
+def _item_ids(items: Any) -> list[str]:
+    """The ids of a list of items, skipping anything without a text id."""
+    if not isinstance(items, list):
+        return []
+    return [
+        item["id"] for item in items if isinstance(item, dict) and isinstance(item.get("id"), str)
+    ]
+
+
+def _exists(conn: sqlite3.Connection, response_id: str) -> bool:
+    found = conn.execute("SELECT 1 FROM responses WHERE id = ?", (response_id,)).fetchone()
+    return found is not None
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring the file to :data:`SCHEMA_VERSION` in one transaction."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > SCHEMA_VERSION:
+        raise _NewerSchema(
+            f"schema version {version}; this version of hermes-trio knows up to {SCHEMA_VERSION}"
+        )
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA_STATEMENTS:
+            conn.execute(statement)
+        if version < 3:
+            for statement in _BACKFILL_ITEMS:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 class SQLiteResponseStore:
@@ -254,6 +361,10 @@ class SQLiteResponseStore:
         # A connection may move between worker threads but must never be used
         # by two at once; the lock is held across each thread call.
         self._lock = trio.Lock()
+        # Reads have their own connection (WAL lets it read while a write
+        # is under way); None where WAL is not available.
+        self._reader: sqlite3.Connection | None = None
+        self._read_lock = trio.Lock()
         self._since_prune = 0
         # The code of the failure being logged, until a write succeeds again:
         # an outage is one log line, not one per request.
@@ -278,6 +389,20 @@ class SQLiteResponseStore:
             self._failing = None
             log.warning("the response store works again (%s)", self.path)
         return result
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``fn`` on the read connection: it does not wait for a write
+        in progress."""
+        if self._reader is None:
+            return await self._run(fn, write=False)
+        async with self._read_lock:
+            reader = self._reader
+            if reader is None:
+                raise RuntimeError("the response store is closed")
+            try:
+                return await trio.to_thread.run_sync(fn, reader)
+            except sqlite3.Error as exc:
+                raise self._refused(exc) from exc
 
     def _refused(self, exc: sqlite3.Error) -> StoreError:
         code, message = store_failure(exc)
@@ -311,29 +436,40 @@ class SQLiteResponseStore:
         """Open the file (creating it), apply retention and, with
         ``recover``, end what a previous process left running."""
 
-        def connect() -> sqlite3.Connection:
+        def connect() -> tuple[sqlite3.Connection, sqlite3.Connection | None]:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=10.0
             )
+            reader = None
             try:
-                conn.execute("PRAGMA journal_mode=WAL")
+                (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
                 # In WAL mode NORMAL never corrupts and loses nothing on a
                 # process crash; only power loss may drop the last commits.
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                _migrate(conn)
+                if str(mode).lower() == "wal":
+                    reader = sqlite3.connect(
+                        self.path, check_same_thread=False, isolation_level=None, timeout=10.0
+                    )
+                    reader.execute("PRAGMA query_only=1")
             except BaseException:
                 conn.close()
+                if reader is not None:
+                    reader.close()
                 raise
-            return conn
+            return conn, reader
 
         self._quiet = True
         try:
             try:
-                self._conn = await trio.to_thread.run_sync(connect)
+                self._conn, self._reader = await trio.to_thread.run_sync(connect)
             except sqlite3.Error as exc:
                 raise self._refused(exc) from exc
+            except _NewerSchema as exc:
+                raise StoreError(
+                    "store_newer", f"the response store was written by a newer version ({exc})"
+                ) from exc
             await self.prune()
             if recover:
                 await self.recover_interrupted()
@@ -341,6 +477,10 @@ class SQLiteResponseStore:
             self._quiet = False
 
     async def aclose(self) -> None:
+        async with self._read_lock:
+            reader, self._reader = self._reader, None
+            if reader is not None:
+                await trio.to_thread.run_sync(reader.close)
         async with self._lock:
             conn, self._conn = self._conn, None
             if conn is not None:
@@ -350,21 +490,32 @@ class SQLiteResponseStore:
 
     async def create(self, record: StoredResponse, *, reserved: int = -1) -> None:
         now = self.clock()
-        row = (
-            record.id,
-            record.owner,
-            record.status,
-            record.created_at,
-            now,
-            int(record.background),
-            _dumps(record.response),
-            _dumps(record.messages),
-            _dumps(record.input_items),
-        )
 
         def insert(conn: sqlite3.Connection) -> None:
+            # Encoded here, in the worker thread: a conversation can be large.
+            row = (
+                record.id,
+                record.owner,
+                record.status,
+                record.created_at,
+                now,
+                int(record.background),
+                _dumps(record.response),
+                _dumps(record.messages),
+                _dumps(record.input_items),
+            )
+            items = [
+                (record.owner, item_id, record.id, record.created_at, source)
+                for source, ids in (
+                    (0, _item_ids(record.input_items)),
+                    (1, _item_ids(record.response.get("output"))),
+                )
+                for item_id in ids
+            ]
+
             def body() -> None:
                 conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                conn.executemany(_INDEX_ITEM, items)
                 if reserved >= 0:
                     conn.execute(_RESERVE, (record.id, reserved))
 
@@ -377,7 +528,11 @@ class SQLiteResponseStore:
 
     async def reserve(self, response_id: str, seq: int) -> None:
         def write(conn: sqlite3.Connection) -> None:
-            self._transaction(conn, lambda: conn.execute(_RESERVE, (response_id, seq)))
+            def body() -> None:
+                if _exists(conn, response_id):
+                    conn.execute(_RESERVE, (response_id, seq))
+
+            self._transaction(conn, body)
 
         await self._run(write)
 
@@ -387,7 +542,12 @@ class SQLiteResponseStore:
         rows = _event_rows(response_id, events)
 
         def insert(conn: sqlite3.Connection) -> None:
-            self._transaction(conn, lambda: conn.executemany(_INSERT_EVENTS, rows))
+            def body() -> None:
+                # A response deleted while its turn ran keeps no events.
+                if _exists(conn, response_id):
+                    conn.executemany(_INSERT_EVENTS, rows)
+
+            self._transaction(conn, body)
 
         await self._run(insert)
 
@@ -401,12 +561,19 @@ class SQLiteResponseStore:
         events: Sequence[ResponseEvent] = (),
     ) -> None:
         rows = _event_rows(response_id, events)
-        update = (status, self.clock(), _dumps(response), _dumps(messages), response_id)
+        now = self.clock()
 
         def write(conn: sqlite3.Connection) -> None:
+            # Encoded here, in the worker thread: a conversation can be large.
+            update = (status, now, _dumps(response), _dumps(messages), response_id)
+            outputs = [(item_id, response_id) for item_id in _item_ids(response.get("output"))]
+
             def body() -> None:
-                conn.executemany(_INSERT_EVENTS, rows)
-                conn.execute(_FINISH_RESPONSE, update)
+                # The row first: a response deleted while its turn ran gets
+                # no events or items back.
+                if conn.execute(_FINISH_RESPONSE, update).rowcount:
+                    conn.executemany(_INSERT_EVENTS, rows)
+                    conn.executemany(_INDEX_OUTPUT, outputs)
                 conn.execute(_FORGET_RESERVATION, (response_id,))
 
             self._transaction(conn, body)
@@ -414,54 +581,74 @@ class SQLiteResponseStore:
         await self._run(write)
 
     async def get(self, response_id: str, owner: str) -> StoredResponse | None:
-        def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
-            row: tuple[Any, ...] | None = conn.execute(
+        def read(conn: sqlite3.Connection) -> StoredResponse | None:
+            row = conn.execute(
                 "SELECT id, owner, status, created_at, response, messages, input_items, "
                 "background FROM responses WHERE id = ? AND owner = ?",
                 (response_id, owner),
             ).fetchone()
-            return row
+            if row is None:
+                return None
+            # Decoded here, in the worker thread: a conversation can be large.
+            return StoredResponse(
+                id=row[0],
+                owner=row[1],
+                status=row[2],
+                created_at=row[3],
+                response=json.loads(row[4]),
+                messages=json.loads(row[5]),
+                input_items=json.loads(row[6]),
+                background=bool(row[7]),
+            )
 
-        row = await self._run(read, write=False)
-        if row is None:
-            return None
-        return StoredResponse(
-            id=row[0],
-            owner=row[1],
-            status=row[2],
-            created_at=row[3],
-            response=json.loads(row[4]),
-            messages=json.loads(row[5]),
-            input_items=json.loads(row[6]),
-            background=bool(row[7]),
-        )
+        found: StoredResponse | None = await self._read(read)
+        return found
 
     async def find_items(self, owner: str, item_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         wanted = sorted(set(item_ids))
 
-        def read(conn: sqlite3.Connection) -> list[tuple[float, str]]:
-            rows: list[tuple[float, str]] = []
+        def read(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+            # Where each item is: the newest of the owner's responses holding it.
+            newest: dict[str, tuple[float, str, int]] = {}
             # SQLite bounds the parameters of one statement.
             for start in range(0, len(wanted), 500):
                 batch = wanted[start : start + 500]
                 marks = ", ".join("?" * len(batch))
-                query = " UNION ALL ".join(
-                    "SELECT r.created_at, j.value FROM responses r, "
-                    f"json_each(r.{column}{path}) j WHERE r.owner = ? "
-                    f"AND json_extract(j.value, '$.id') IN ({marks})"
-                    for column, path in (("input_items", ""), ("response", ", '$.output'"))
-                )
-                rows += conn.execute(query, (owner, *batch, owner, *batch)).fetchall()
-            return rows
-
-        found: dict[str, dict[str, Any]] = {}
-        if not wanted:
+                for item_id, response_id, created_at, source in conn.execute(
+                    "SELECT item_id, response_id, created_at, source FROM response_items "
+                    f"WHERE owner = ? AND item_id IN ({marks})",
+                    (owner, *batch),
+                ):
+                    place = (created_at, response_id, source)
+                    if item_id not in newest or place[:2] > newest[item_id][:2]:
+                        newest[item_id] = place
+            # Each response's items are read and decoded once, here in the
+            # worker thread.
+            by_place: dict[tuple[str, int], list[str]] = {}
+            for item_id, (_, response_id, source) in newest.items():
+                by_place.setdefault((response_id, source), []).append(item_id)
+            found: dict[str, dict[str, Any]] = {}
+            for (response_id, source), ids in by_place.items():
+                column = _ITEM_SOURCES[source]
+                stored = conn.execute(
+                    f"SELECT {column} FROM responses WHERE id = ?", (response_id,)
+                ).fetchone()
+                if stored is None:
+                    continue
+                value = json.loads(stored[0])
+                items = value if source == 0 else value.get("output")
+                by_id = {
+                    item["id"]: item
+                    for item in items or []
+                    if isinstance(item, dict) and isinstance(item.get("id"), str)
+                }
+                found.update((i, by_id[i]) for i in ids if i in by_id)
             return found
-        # Oldest first, so that the newest response's item wins.
-        for _, raw in sorted(await self._run(read), key=lambda row: row[0]):
-            item = json.loads(raw)
-            found[item["id"]] = item
-        return found
+
+        if not wanted:
+            return {}
+        result: dict[str, dict[str, Any]] = await self._read(read)
+        return result
 
     async def events_after(self, response_id: str, after: int) -> list[ResponseEvent]:
         def read(conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
@@ -472,7 +659,7 @@ class SQLiteResponseStore:
             ).fetchall()
             return rows
 
-        rows = await self._run(read, write=False)
+        rows = await self._read(read)
         return [ResponseEvent.make(seq, type_, data) for seq, type_, data in rows]
 
     async def delete(self, response_id: str, owner: str) -> bool:
@@ -485,6 +672,7 @@ class SQLiteResponseStore:
                     return False
                 conn.execute("DELETE FROM response_events WHERE response_id = ?", (response_id,))
                 conn.execute(_FORGET_RESERVATION, (response_id,))
+                conn.execute(_FORGET_ITEMS, (response_id,))
                 return True
 
             deleted: bool = self._transaction(conn, body)
@@ -535,6 +723,7 @@ class SQLiteResponseStore:
                 conn.executemany("DELETE FROM responses WHERE id = ?", old)
                 conn.executemany("DELETE FROM response_events WHERE response_id = ?", old)
                 conn.executemany(_FORGET_RESERVATION, old)
+                conn.executemany(_FORGET_ITEMS, old)
                 return len(old)
 
             count: int = self._transaction(conn, body)
@@ -611,6 +800,7 @@ def _recover_one(
     conn.execute(
         _FINISH_RESPONSE, ("incomplete", now, _dumps(response), _dumps(messages), response_id)
     )
+    conn.executemany(_INDEX_OUTPUT, [(i, response_id) for i in _item_ids(output)])
     conn.execute(_FORGET_RESERVATION, (response_id,))
 
 
@@ -651,6 +841,10 @@ _OPEN_PROBLEMS = {
     "store_read_only": f"{DB_FILENAME} is read-only",
     "store_full": "the disk is full",
     "store_busy": f"{DB_FILENAME} is locked by another program",
+    "store_newer": (
+        f"{DB_FILENAME} was written by a newer version of hermes-trio; run that version, "
+        "or move the file away to start with an empty store"
+    ),
     "store_io_error": (
         f"cannot open or write {DB_FILENAME} and its -wal and -shm files beside it "
         "(is the directory writable?)"

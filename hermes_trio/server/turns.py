@@ -5,6 +5,12 @@ The turn runs in the server's long-lived nursery rather than in the request
 task, so the request handler can wait for the first output (and still answer
 a failure with a JSON status) before the response starts; the request side
 cancels the turn's scope when its client goes away.
+
+Chat and Responses turns start the same way (:func:`start_turn`): each
+holds a :class:`TurnSlots` slot until it has ended, and sits in the
+server's registry of running turns, which a shutdown cancels with its
+reason, so ``max_concurrent``, ``/health``, the shutdown grace and the
+shutdown's last words cover both.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from .errors import APIError
 __all__ = [
     "INTERNAL_ERROR",
     "RunningTurn",
+    "TurnBody",
     "TurnRequest",
     "TurnSlots",
+    "agent_turn",
     "crash_result",
     "run_with_consumer",
     "start_turn",
@@ -221,17 +229,27 @@ def _record_crash(turn: RunningTurn, exc: BaseException) -> TurnResult:
     return turn.result
 
 
+TurnBody = Callable[[RunningTurn], Awaitable[None]]
+"""What a turn does, given its :class:`RunningTurn`: it must run the agent
+in the turn's scope (``run_with_consumer`` does) and may do more around it
+(record the turn's end); it is done once it returns."""
+
+
+def agent_turn(
+    agent: Agent, messages: list[dict[str, Any]], consumer: Consumer, kwargs: dict[str, Any]
+) -> TurnBody:
+    """The plain turn: ``agent`` over ``messages``, events to ``consumer``."""
+    return lambda turn: run_with_consumer(turn, agent, messages, consumer, kwargs)
+
+
 async def _run(
     turn: RunningTurn,
-    agent: Agent,
-    messages: list[dict[str, Any]],
-    consumer: Consumer,
+    body: TurnBody,
     on_exit: Callable[[], None],
     registry: set[RunningTurn],
-    kwargs: dict[str, Any],
 ) -> None:
     try:
-        await run_with_consumer(turn, agent, messages, consumer, kwargs)
+        await body(turn)
     finally:
         registry.discard(turn)
         on_exit()
@@ -240,16 +258,14 @@ async def _run(
 
 def start_turn(
     nursery: trio.Nursery,
-    agent: Agent,
-    messages: list[dict[str, Any]],
-    consumer: Consumer,
+    body: TurnBody,
     *,
     on_exit: Callable[[], None] = lambda: None,
     registry: set[RunningTurn] | None = None,
-    **kwargs: Any,
 ) -> RunningTurn:
-    """Start a turn in ``nursery``. ``registry`` holds it until it ends (so a
-    shutdown can find it); cancelling it before its task first runs is fine.
+    """Start a turn running ``body`` in ``nursery``. ``registry`` holds it
+    until it ends (so a shutdown can find it) and ``on_exit`` runs then (to
+    give back its slot); cancelling it before its task first runs is fine.
 
     ``start_soon`` rather than ``start``: waiting for the task to report in
     would cost the request a scheduler pass before its first token.
@@ -257,5 +273,5 @@ def start_turn(
     registry = registry if registry is not None else set()
     turn = RunningTurn()
     registry.add(turn)
-    nursery.start_soon(partial(_run, turn, agent, messages, consumer, on_exit, registry, kwargs))
+    nursery.start_soon(partial(_run, turn, body, on_exit, registry))
     return turn

@@ -9,6 +9,11 @@ client's calls are streamed to it as the model writes them:
 at the step's end announces whole any client call it could not stream (a
 non-streamed answer, or a server that sent the name late).
 
+It is also where a step's call ids become unique: a model may give two
+calls the same id, and a client tells calls apart by id (the Responses SDK
+answers each ``call_id`` once). A repeated id gets a suffix (``dup_2``)
+before anyone sees it, and the conversation keeps the ids as shown.
+
 Sans-IO: fragments in, events out.
 """
 
@@ -77,11 +82,31 @@ class ClientCallStream:
             # one the client has: its answer will name that one.
             if fixed[slot].id != self._ids[index]:
                 fixed[slot] = replace(fixed[slot], id=self._ids[index])
+        # The agent's own calls must not share an id with any other call
+        # either: their results are matched to them by id.
+        taken = set(self._ids)
+        for slot, call in enumerate(fixed):
+            if slot not in self._index:
+                unique = _unique_id(call.id or f"call_{slot}", taken)
+                taken.add(unique)
+                if unique != call.id:
+                    fixed[slot] = replace(call, id=unique)
         return out, fixed, [fixed[slot] for slot in self._slots]
 
     def _announce(self, slot: int, call_id: str, name: str, arguments: str) -> ToolCallDelta:
         index = len(self._slots)
+        call_id = _unique_id(call_id or f"call_{slot}", set(self._ids))
         self._index[slot] = index
         self._slots.append(slot)
         self._ids.append(call_id)
         return ToolCallDelta(index, arguments, call_id, name)
+
+
+def _unique_id(call_id: str, taken: Collection[str]) -> str:
+    """``call_id``, or ``call_id_2`` (``_3``, …) when that is taken."""
+    if call_id not in taken:
+        return call_id
+    n = 2
+    while f"{call_id}_{n}" in taken:
+        n += 1
+    return f"{call_id}_{n}"

@@ -209,10 +209,8 @@ class ResponseBuilder:
         # needs an item of its own.
         self._answered = False
         self._started = False
-        # Client tool calls being written, by their index in the answer, and
-        # the call ids of every client call shown so far.
+        # Client tool calls being written, by their index in the answer.
         self._calls: dict[int, _Item] = {}
-        self._call_ids: set[str] = set()
 
     # -- state --------------------------------------------------------------
 
@@ -459,17 +457,6 @@ class ResponseBuilder:
         )
         return out
 
-    def _unique_call_id(self, call_id: str) -> str:
-        """The SDK tells function calls apart by ``call_id``: a call without
-        one, or with one already shown, is shown under an id of its own."""
-        if call_id and call_id not in self._call_ids:
-            return call_id
-        base = call_id or "call"
-        n = len(self.items)
-        while f"{base}_{n}" in self._call_ids:
-            n += 1
-        return f"{base}_{n}"
-
     def _client_call(self, event: ToolCallDelta) -> list[ResponseEvent]:
         out: list[ResponseEvent] = []
         item = self._calls.get(event.index)
@@ -482,9 +469,9 @@ class ResponseBuilder:
             if item is not None:
                 out += self._done(item, "completed")
             item = self._add_item("function_call", "fc")
-            item.call_id = self._unique_call_id(event.call_id)
+            # Unique already: the agent's ClientCallStream made them so.
+            item.call_id = event.call_id
             item.name = event.name
-            self._call_ids.add(item.call_id)
             self._calls[event.index] = item
             out.append(self._added(item))
         if event.arguments:
@@ -504,20 +491,10 @@ class ResponseBuilder:
             return self.fail(event.error or "the model server failed", event.error_code)
         if event.finish_reason == "interrupted":
             return self.interrupt()
+        # A client call reached us as ToolCallDelta events (the agent
+        # announces every one, streamed or whole); the ending adds none.
         out = self._close() + self._close_calls()
-        if event.tool_calls:
-            for index, call in enumerate(event.tool_calls):
-                # Calls a producer did not stream are shown whole here, under
-                # the ids the client answers with (the conversation has them).
-                call_id = str(call.get("id") or "")
-                if call_id and call_id in self._call_ids:
-                    continue
-                fn = call.get("function") or {}
-                whole = ToolCallDelta(
-                    index, str(fn.get("arguments") or ""), call_id, str(fn.get("name") or "")
-                )
-                out += self._client_call(whole) + self._close_calls()
-        elif not self._answered:
+        if not event.tool_calls and not self._answered:
             # Every answer has a message item, even an empty one.
             out += self._text(event.text) if event.text else self._open_message()[1]
             if self._open is not None:

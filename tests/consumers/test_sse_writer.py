@@ -8,7 +8,14 @@ from typing import Any
 import trio
 import trio.testing
 
-from hermes_trio.consumers.sse import KEEPALIVE, PreStreamError, SSEOptions, write_chat_sse
+from hermes_trio.consumers.sse import (
+    KEEPALIVE,
+    LastPiece,
+    PreStreamError,
+    SSEOptions,
+    WriterOutput,
+    write_chat_sse,
+)
 from hermes_trio.events import (
     MessageChunk,
     MessageStop,
@@ -26,20 +33,22 @@ def frames() -> ChatStreamFrames:
 
 async def test_waiting_events_go_out_as_one_piece(autojump_clock: trio.testing.MockClock) -> None:
     send, receive = trio.open_memory_channel[StreamEvent](16)
-    out_send, out_receive = trio.open_memory_channel[bytes | PreStreamError](16)
+    out_send, out_receive = trio.open_memory_channel[WriterOutput](16)
     for event in (MessageChunk("a"), MessageChunk("b"), MessageStop(True),
                   TurnFinished("ab", Usage(), "stop")):
         send.send_nowait(event)
     send.close()
     await write_chat_sse(receive, out_send, frames())
     pieces = [p async for p in out_receive]
-    assert len(pieces) == 1
-    assert b'"content":"ab"' in pieces[0] and pieces[0].endswith(b"data: [DONE]\n\n")
+    # One piece, marked as the stream's last: the body knows its end arrived.
+    assert len(pieces) == 1 and isinstance(pieces[0], LastPiece)
+    data = pieces[0].data
+    assert b'"content":"ab"' in data and data.endswith(b"data: [DONE]\n\n")
 
 
 async def test_keep_alive_while_silent(autojump_clock: trio.testing.MockClock) -> None:
     send, receive = trio.open_memory_channel[StreamEvent](16)
-    out_send, out_receive = trio.open_memory_channel[bytes | PreStreamError](16)
+    out_send, out_receive = trio.open_memory_channel[WriterOutput](16)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(write_chat_sse, receive, out_send, frames(), SSEOptions(keepalive=10))
         start = trio.current_time()
@@ -54,7 +63,7 @@ async def test_keep_alive_while_silent(autojump_clock: trio.testing.MockClock) -
 
 async def test_a_model_failure_before_any_output_is_a_pre_stream_error() -> None:
     send, receive = trio.open_memory_channel[StreamEvent](16)
-    out_send, out_receive = trio.open_memory_channel[bytes | PreStreamError](16)
+    out_send, out_receive = trio.open_memory_channel[WriterOutput](16)
     send.send_nowait(TurnFinished("", Usage(), "error", error="down", error_code="model_timeout"))
     send.close()
     await write_chat_sse(receive, out_send, frames())
@@ -63,7 +72,7 @@ async def test_a_model_failure_before_any_output_is_a_pre_stream_error() -> None
 
 async def test_a_closed_body_stops_the_writer_quietly() -> None:
     send, receive = trio.open_memory_channel[StreamEvent](16)
-    out_send, out_receive = trio.open_memory_channel[bytes | PreStreamError](0)
+    out_send, out_receive = trio.open_memory_channel[WriterOutput](0)
     out_receive.close()  # the client went away
     send.send_nowait(MessageChunk("late"))
     await write_chat_sse(receive, out_send, frames())  # returns, raises nothing
@@ -84,7 +93,7 @@ def _tool_fragments(raw: bytes) -> list[dict[str, Any]]:
 
 async def test_client_tool_calls_go_out_as_written_and_once() -> None:
     send, receive = trio.open_memory_channel[StreamEvent](16)
-    out_send, out_receive = trio.open_memory_channel[bytes | PreStreamError](16)
+    out_send, out_receive = trio.open_memory_channel[WriterOutput](16)
     calls = (
         {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": '{"x":1}'}},
         {"id": "call_b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
@@ -94,14 +103,22 @@ async def test_client_tool_calls_go_out_as_written_and_once() -> None:
         ToolCallDelta(0, "", "call_a", "f"),
         ToolCallDelta(0, '{"x":'),
         ToolCallDelta(0, "1}"),
+        # call_b could not be streamed: the agent announces it whole at the
+        # step's end; the finish repeats no call.
+        ToolCallDelta(1, "{}", "call_b", "g"),
         MessageStop(False),
-        # call_b was not streamed by its producer: it goes out whole at the end.
         TurnFinished("Hm.", Usage(), "tool_calls", tool_calls=calls),
     ):
         send.send_nowait(event)
     send.close()
     await write_chat_sse(receive, out_send, frames())
-    raw = b"".join([p async for p in out_receive if isinstance(p, bytes)])
+    pieces = [p async for p in out_receive]
+    assert isinstance(pieces[-1], LastPiece)
+    raw = b"".join(
+        p.data if isinstance(p, LastPiece) else p
+        for p in pieces
+        if not isinstance(p, PreStreamError)
+    )
     assert _tool_fragments(raw) == [
         {"index": 0, "id": "call_a", "type": "function", "function": _first("f")},
         {"index": 0, "function": {"arguments": '{"x":'}},

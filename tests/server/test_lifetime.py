@@ -18,14 +18,14 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.utils import wrap_app
 
-from hermes_trio.server.lifetime import (
+from hermes_trio.serving.lifetime import (
     ConnectionLifetime,
     ConnectionLimits,
     Expiry,
     Phase,
     raw_error_response,
 )
-from hermes_trio.server.listener import _Connection, _Connections
+from hermes_trio.serving.listener import _Connection, _Connections
 
 LIMITS = ConnectionLimits(header_timeout=10.0, idle_timeout=30.0, linger=2.0)
 
@@ -134,7 +134,7 @@ class Served:
 async def served(app: App) -> AsyncIterator[Served]:
     server_sock, client_sock = trio.socket.socketpair()
     config = HypercornConfig()
-    registry = _Connections(8, LIMITS)
+    registry = _Connections(8, LIMITS, "api_server")
     connection = _Connection(
         wrap_app(app, 1 << 20, "asgi"), config, WorkerContext(None), {},
         trio.SocketStream(server_sock), LIMITS, registry,

@@ -121,13 +121,19 @@ async def test_primary_reader_bounds_the_writer() -> None:
     log = EventLog()
     follower = LogFollower(log, primary=True)
     log.extend(events(5))
+    # Not read yet: the writer waits for no one (its response may never be
+    # sent at all).
+    with trio.fail_after(1):
+        await log.wait_for_primary(window=3)
+    assert numbers(await follower.receive()) == [0, 1, 2, 3, 4]
+    log.extend(events(10, start=5))
     with trio.move_on_after(0.05) as blocked:
         await log.wait_for_primary(window=3)
     assert blocked.cancelled_caught
     await follower.receive()
     with trio.fail_after(1):
         await log.wait_for_primary(window=3)
-    log.extend(events(10, start=5))
+    log.extend(events(15, start=10))
     follower.detach()
     follower.detach()
     # Without a primary reader nothing waits (a background response).
@@ -162,6 +168,8 @@ async def test_writer_waits_for_a_slow_primary_reader() -> None:
     builder = ResponseBuilder("resp_1", created_at=1, model="m")
     log = EventLog()
     follower = LogFollower(log, primary=True, keepalive=1)
+    log.extend(builder.start())
+    assert numbers(await follower.receive())
     send, receive = trio.open_memory_channel[StreamEvent](0)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lambda: write_response_events(receive, builder, log, window=4))

@@ -123,3 +123,39 @@ def test_every_client_call_reaches_the_client_once_and_whole(
         mine = [d for d in deltas if d.index == index]
         assert mine[0].starts
         assert "".join(d.arguments for d in mine) == call.arguments
+
+
+def test_repeated_ids_are_made_unique_before_anyone_sees_them() -> None:
+    stream = ClientCallStream(CLIENT)
+    out = stream.feed(
+        [ToolCallStart(0, "dup", "get_weather"), ToolCallStart(1, "dup", "read_file"),
+         ToolCallStart(2, "dup", "get_time")]
+    )
+    assert [(d.index, d.call_id) for d in out] == [(0, "dup"), (1, "dup_2")]
+    calls = [
+        ToolCall("dup", "get_weather", "{}"),
+        ToolCall("dup", "read_file", "{}"),
+        ToolCall("dup", "get_time", "{}"),
+        ToolCall("dup", "get_weather", "[]"),
+    ]
+    late, fixed, theirs = stream.finish(calls)
+    # Announced whole at the end: unique too.
+    assert [(d.index, d.call_id) for d in late] == [(2, "dup_3")]
+    # The conversation keeps the ids as shown; our own call gets one no
+    # other call has, so its result matches it alone.
+    assert [c.id for c in fixed] == ["dup", "dup_4", "dup_2", "dup_3"]
+    assert [c.id for c in theirs] == ["dup", "dup_2", "dup_3"]
+
+
+@given(st.lists(st.sampled_from(["a", "b", "a_2", ""]), max_size=6))
+def test_every_call_of_a_step_ends_with_an_id_of_its_own(ids: list[str]) -> None:
+    names = ["get_weather", "read_file"]
+    stream = ClientCallStream(CLIENT)
+    calls = [ToolCall(call_id, names[n % 2], "{}") for n, call_id in enumerate(ids)]
+    shown = stream.feed(
+        [ToolCallStart(n, c.id or f"call_{n}", c.name) for n, c in enumerate(calls)]
+    )
+    late, fixed, theirs = stream.finish(calls)
+    assert late == []
+    assert len({c.id for c in fixed}) == len(fixed)
+    assert [d.call_id for d in shown] == [c.id for c in theirs]

@@ -358,7 +358,9 @@ def test_client_tool_calls_stream_as_written() -> None:
     assert [getattr(i, "arguments", None) for i in parsed.output[1:]] == ['{"city":"Paris"}', "{}"]
 
 
-def test_tool_calls_not_streamed_are_shown_once_at_the_end() -> None:
+def test_the_ending_adds_no_calls_of_its_own() -> None:
+    # The agent announces every client call as ToolCallDelta events (whole at
+    # the end if it could not stream it); TurnFinished.tool_calls repeats them.
     calls = (
         {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
         {"id": "call_b", "type": "function", "function": {"name": "g", "arguments": "[1]"}},
@@ -366,6 +368,7 @@ def test_tool_calls_not_streamed_are_shown_once_at_the_end() -> None:
     b, out = run(
         [
             ToolCallDelta(0, "{}", "call_a", "f"),
+            ToolCallDelta(1, "[1]", "call_b", "g"),
             TurnFinished("", USAGE, "tool_calls", tool_calls=calls),
         ]
     )
@@ -398,7 +401,11 @@ def test_client_side_tool_calls_end_the_turn() -> None:
         },
     )
     b, out = run(
-        [MessageStop(final=False), TurnFinished("", USAGE, "tool_calls", tool_calls=calls)]
+        [
+            ToolCallDelta(0, '{"city":"Paris"}', "call_w", "get_weather"),
+            MessageStop(final=False),
+            TurnFinished("", USAGE, "tool_calls", tool_calls=calls),
+        ]
     )
     check_stream(b, out)
     output = b.snapshot()["output"]
@@ -576,12 +583,16 @@ _ending = st.sampled_from(["stop", "length", "error", "tool_calls", "interrupt",
 
 
 def _events(steps: list[Any]) -> list[StreamEvent]:
+    """The steps as the agent sends them: a client call starts (with an id
+    no other call has) before any more of it comes."""
     events: list[StreamEvent] = []
+    started: set[int] = set()
     for step in steps:
         if isinstance(step, tuple) and step[0] == "client":
             _, i, piece, starts = step
-            if starts:
-                events.append(ToolCallDelta(i, piece, f"client_{i}", "f"))
+            if starts or i not in started:
+                started.add(i)
+                events.append(ToolCallDelta(i, piece, f"client_{len(events)}", "f"))
             else:
                 events.append(ToolCallDelta(i, piece))
         elif isinstance(step, tuple):

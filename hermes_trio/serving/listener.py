@@ -1,4 +1,5 @@
-"""The server's own trio listener around hypercorn's protocol code.
+"""Our own trio listener around hypercorn's HTTP/1.1 protocol code: what
+``hermes-trio serve`` and the webhook adapters serve their apps with.
 
 hypercorn's trio ``TCPServer`` closes a connection from inside the app's
 task: when an answer ends a connection (``Connection: close``, HTTP/1.0, an
@@ -8,8 +9,8 @@ is out — and ``TCPServer._close`` starts with a checkpoint (``send_eof``),
 so the cancel wins and the socket stays open for good. Its keep-alive timer
 is restarted the same way and is lost the same way.
 
-So the connection is owned here: :class:`_Connection` drives the same
-hypercorn protocol, turns ``Closed`` into a synchronous half-close that no
+So the connection is owned here: :class:`_Connection` drives hypercorn's
+HTTP/1.1 protocol, turns ``Closed`` into a synchronous half-close that no
 cancel can undo, and keeps one deadline per connection from
 :class:`~.lifetime.ConnectionLifetime` (slow heads, idle keep-alive,
 lingering close). The accept loop bounds how many connections are open and
@@ -17,20 +18,32 @@ answers the ones beyond with a 503. Shutdown closes idle connections at
 once, gives busy ones the grace period, then cuts what is left from outside
 (hypercorn's writes are shielded, so a client that stopped reading would
 otherwise hold shutdown for ever).
+
+Every answer given below the app (a request HTTP cannot parse, a slow head,
+too many connections) carries the same JSON error body as the app's own.
+
+HTTP/2 without TLS (h2c) is not spoken: no client of an OpenAI-style API
+or of a webhook uses it (browsers never do; HTTP/2 comes through ALPN on a
+TLS proxy, which talks HTTP/1.1 to us), and over it one connection carries
+many requests with hypercorn's own timers, past every bound kept here. A
+prior-knowledge HTTP/2 preface gets a 400 naming that; an ``Upgrade: h2c``
+offer is declined the way HTTP allows, by answering in HTTP/1.1.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable
 from functools import partial
 
+import h11
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import Closed, Event, RawData, Updated
-from hypercorn.protocol import ProtocolWrapper
+from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.statsd import StatsdLogger
 from hypercorn.trio.task_group import TaskGroup
@@ -38,9 +51,10 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import AppWrapper, ConnectionState, LifespanState
 from hypercorn.utils import parse_socket_addr
 
+from .errors import error_body
 from .lifetime import ConnectionLifetime, ConnectionLimits, Expiry, raw_error_response
 
-__all__ = ["ConnectionLimits", "serve_hypercorn"]
+__all__ = ["ConnectionLimits", "listening_socket", "serve_hypercorn"]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -56,6 +70,56 @@ _ACCEPT_CAPACITY_ERRNOS = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 )
 _WARN_EVERY = 10.0
+
+# What h11's status hint for a request it cannot parse means to a client.
+_PROTOCOL_ERRORS = {
+    400: "the request is not valid HTTP/1.1",
+    431: "the request's headers are too large",
+    505: "the request's HTTP version is not supported; send HTTP/1.1",
+}
+
+
+class _Declined(Exception):
+    """An HTTP/2 preface was answered with a refusal; nothing more to read."""
+
+
+class _H11(H11Protocol):
+    """hypercorn's HTTP/1.1 protocol, with JSON bodies on the errors it
+    answers itself and without the switch to cleartext HTTP/2."""
+
+    async def handle(self, event: Event) -> None:
+        try:
+            await super().handle(event)
+        except _Declined:
+            pass
+
+    async def _send_error_response(self, status_code: int) -> None:
+        message = _PROTOCOL_ERRORS.get(status_code, "the request is not valid HTTP/1.1")
+        await self._send_json_error(status_code, message, "invalid_http_request")
+
+    async def _check_protocol(self, event: h11.Request) -> None:
+        # Replaces hypercorn's switch to HTTP/2; an Upgrade: h2c offer is
+        # declined just by answering in HTTP/1.1.
+        if event.method == b"PRI" and event.target == b"*" and event.http_version == b"2.0":
+            await self._send_json_error(
+                400,
+                "HTTP/2 without TLS (h2c) is not supported; send HTTP/1.1",
+                "http2_not_supported",
+            )
+            await self.send(Closed())
+            raise _Declined
+
+    async def _send_json_error(self, status: int, message: str, code: str) -> None:
+        body = json.dumps(error_body(message, status=status, code=code)).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+            *self.config.response_headers("h11"),
+        ]
+        await self._send_h11_event(h11.Response(status_code=status, headers=headers))
+        await self._send_h11_event(h11.Data(data=body))
+        await self._send_h11_event(h11.EndOfMessage())
 
 
 class _Connection:
@@ -79,7 +143,7 @@ class _Connection:
         self.stream = stream
         self.registry = registry
         self.lifetime = ConnectionLifetime(limits, trio.current_time())
-        self.protocol: ProtocolWrapper
+        self.protocol: _H11
         self._send_lock = trio.Lock()
         self._timer = trio.CancelScope(deadline=self.lifetime.deadline)
 
@@ -91,7 +155,7 @@ class _Connection:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch)
                 async with TaskGroup() as task_group:
-                    self.protocol = ProtocolWrapper(
+                    self.protocol = _H11(
                         self.app,
                         self.config,
                         self.context,
@@ -101,7 +165,6 @@ class _Connection:
                         client,
                         server,
                         self._protocol_send,
-                        "http/1.1",
                     )
                     await self.protocol.initiate()
                     await self._read()
@@ -163,11 +226,13 @@ class _Connection:
             else:
                 self.lifetime.request_started(now)
             self._rearm()
+            self.registry.settle()
 
     def _half_close(self) -> None:
         """The server has nothing more to say: send FIN now, drain a while."""
         self.lifetime.closing(trio.current_time())
         self._rearm()
+        self.registry.settle()
         sock = self.stream.socket
         if self.registry.terminating:
             self.close_now()
@@ -205,30 +270,37 @@ class _Connection:
 class _Connections:
     """The open connections, and room for more."""
 
-    def __init__(self, limit: int, limits: ConnectionLimits) -> None:
+    def __init__(self, limit: int, limits: ConnectionLimits, settings: str | None) -> None:
         self.limit = limit
         self.limits = limits
+        self.settings = settings
         self.open: set[_Connection] = set()
         self.refusing = 0
         self.terminating = False
         self.empty = trio.Event()
         self.empty.set()
+        self.quiet = trio.Event()
+        """Set during shutdown once no connection has a request in flight."""
         self._room = trio.Event()
         self._room.set()
         self._warned_at = -_WARN_EVERY
         self.slow_head = raw_error_response(
             408,
-            "the request's headers did not arrive within api_server.header_timeout "
-            f"({limits.header_timeout:g} s)",
+            "the request's headers did not arrive within "
+            f"{self.named('header_timeout', f'{limits.header_timeout:g} s')}",
             code="request_timeout",
         )
         self.too_many = raw_error_response(
             503,
-            f"the server already has api_server.max_connections ({limit}) connections "
-            "open; retry shortly",
+            f"the server already has {self.named('max_connections', str(limit))} "
+            "connections open; retry shortly",
             code="too_many_connections",
             headers={"retry-after": "1"},
         )
+
+    def named(self, key: str, value: str) -> str:
+        """``value``, with the setting that decides it when it has a name."""
+        return f"{self.settings}.{key} ({value})" if self.settings else value
 
     @property
     def full(self) -> bool:
@@ -243,6 +315,13 @@ class _Connections:
         self.open.discard(connection)
         if not self.open:
             self.empty.set()
+        self.settle()
+
+    def settle(self) -> None:
+        """A connection's request ended or it went away: during shutdown,
+        note when no request is in flight any more."""
+        if self.terminating and all(c.lifetime.quiet for c in self.open):
+            self.quiet.set()
 
     def refusal_started(self) -> None:
         self.refusing += 1
@@ -250,7 +329,8 @@ class _Connections:
         if now - self._warned_at >= _WARN_EVERY:
             self._warned_at = now
             log.warning(
-                "api_server.max_connections (%d) reached: new connections get 503", self.limit
+                "%s reached: new connections get 503",
+                self.named("max_connections", str(self.limit)),
             )
         if self.refusing >= REFUSING_AT_MOST:
             self._room = trio.Event()
@@ -334,6 +414,29 @@ async def _accept_until_cancelled(
         handlers.start_soon(run, connection)
 
 
+def listening_socket(host: str, port: int, write_timeout: float = 10.0) -> socket.socket:
+    """A socket listening on ``host:port`` (``port=0`` picks a free one)
+    whose connections fail a write the peer does not acknowledge within
+    ``write_timeout`` seconds."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "TCP_USER_TIMEOUT"):
+            # Linux: a peer that stops acknowledging our writes fails the
+            # socket after write_timeout, so a client that stopped reading
+            # can't hold a write (and shutdown) forever. Accepted sockets
+            # inherit it.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(write_timeout * 1000))
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 async def serve_hypercorn(
     app: AppWrapper,
     config: HypercornConfig,
@@ -344,25 +447,28 @@ async def serve_hypercorn(
     max_connections: int = 256,
     app_idle: Callable[[], Awaitable[None]] | None = None,
     before_close: Callable[[], None] | None = None,
+    settings: str | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``listener`` until ``stop`` is set, then shut down
     within ``config.graceful_timeout`` seconds whatever the clients do.
 
     At most ``max_connections`` connections are open at once; ``limits``
-    bound how long each may take to ask and may sit idle. ``app_idle``
-    returns once the app has no work in flight; idle keep-alive connections
-    do not then hold shutdown for the whole grace period. ``before_close``
-    runs when the grace period is over, just before the remaining
-    connections are cut: the app's chance to end its streams with a word to
-    the client.
+    bound how long each may take to ask and may sit idle. The grace period
+    ends early once no request is in flight and ``app_idle`` (if given)
+    has returned: the app has no work left, also none without a client
+    (a background job). ``before_close`` runs when the grace period is
+    over, just before the remaining connections are cut: the app's chance
+    to end its work and its streams with a word to the client.
+    ``settings``, the prefix of the config keys behind ``limits`` and
+    ``max_connections``, lets the listener's own answers name them.
     """
     config.set_statsd_logger_class(StatsdLogger)
     limits = limits or ConnectionLimits()
     lifespan_state: LifespanState = {}
     lifespan = Lifespan(app, config, lifespan_state)
     context = WorkerContext(None)
-    connections = _Connections(max_connections, limits)
+    connections = _Connections(max_connections, limits, settings)
     serve = partial(
         _Connection,
         app,
@@ -388,20 +494,15 @@ async def serve_hypercorn(
             await context.terminated.set()
             connections.terminating = True
             connections.close_quiet()
+            connections.settle()
             with trio.move_on_after(config.graceful_timeout):
-                async with trio.open_nursery() as waiters:
-
-                    async def first_of(wait: Callable[[], Awaitable[object]]) -> None:
-                        await wait()
-                        waiters.cancel_scope.cancel()
-
-                    waiters.start_soon(first_of, connections.empty.wait)
-                    if app_idle is not None:
-                        waiters.start_soon(first_of, app_idle)
-            if before_close is not None and connections.open:
+                if app_idle is not None:
+                    await app_idle()
+                await connections.quiet.wait()
+            if before_close is not None:
                 before_close()
                 with trio.move_on_after(LAST_WORDS):
-                    await connections.empty.wait()
+                    await connections.quiet.wait()
             connections.close_all()
             server_nursery.cancel_scope.cancel()
         await lifespan.wait_for_shutdown()

@@ -1,0 +1,194 @@
+"""The ASGI layer in front of the Quart app: the request gate and the
+request body's deadlines, applied to every request before Quart sees it.
+
+In front of Quart rather than inside it: Quart builds a request context
+before any hook runs, and some requests (a ``Host`` its routing cannot
+encode) fail right there with an empty 500 and a logged traceback. Here
+every scope is seen first, and every refusal is the OpenAI error JSON
+(with the CORS headers its page may read).
+
+A request body has two deadlines (:class:`BodyDeadline`): a client must keep
+sending (``body_timeout`` seconds at most without a byte), and must be done
+within ``body_total_timeout``. A slow but steady upload is fine; a stalled
+one gets 408 within ``body_timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import trio
+
+from .errors import error_body
+from .gate import Answer, GateRequest, GateSettings, Refuse, decide
+
+__all__ = ["BodyDeadline", "Front"]
+
+log = logging.getLogger("hermes_trio.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class BodyDeadline:
+    """When a request body's upload has taken too long (no clock of its own)."""
+
+    def __init__(self, progress: float, total: float, now: float) -> None:
+        self.progress = progress
+        self.total = total
+        self._last = now
+        self._end = now + total
+
+    @property
+    def deadline(self) -> float:
+        return min(self._last + self.progress, self._end)
+
+    def received(self, now: float) -> None:
+        """Bytes arrived: the client has ``progress`` seconds for the next ones."""
+        self._last = now
+
+    def expired(self, now: float) -> str | None:
+        """Which limit ran out at ``now``: ``"total"``, ``"progress"``, or None."""
+        if now >= self._end:
+            return "total"
+        if now >= self._last + self.progress:
+            return "progress"
+        return None
+
+
+def gate_request(scope: Scope) -> GateRequest:
+    """What the gate decides on, from an ASGI scope: header names in lower
+    case, repeated headers joined as HTTP allows."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers") or ():
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return GateRequest(scope.get("method", "GET"), scope.get("path", ""), headers)
+
+
+async def send_json(
+    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    data = json.dumps(body, ensure_ascii=False).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": data})
+
+
+class Front:
+    """ASGI app: ``app`` behind the gate and the body deadlines."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        settings: GateSettings,
+        *,
+        body_timeout: float = math.inf,
+        body_total_timeout: float = math.inf,
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.body_timeout = body_timeout
+        self.body_total_timeout = body_total_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        decision = decide(gate_request(scope), self.settings)
+        if isinstance(decision, Refuse):
+            if kind == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            body = error_body(
+                decision.message, status=decision.status, param=decision.param, code=decision.code
+            )
+            await send_json(send, decision.status, body, decision.headers)
+            return
+        if isinstance(decision, Answer):
+            await send({
+                "type": "http.response.start",
+                "status": decision.status,
+                "headers": [(k.lower().encode(), v.encode()) for k, v in decision.headers.items()],
+            })
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if kind == "websocket":
+            await self.app(scope, receive, send)
+            return
+        exchange = _Exchange(
+            receive,
+            send,
+            decision.cors,
+            BodyDeadline(self.body_timeout, self.body_total_timeout, trio.current_time()),
+        )
+        try:
+            await self.app(scope, exchange.receive, exchange.send)
+        except Exception:
+            # The app failed outside its own error handling; answer like it would.
+            if exchange.started:
+                raise
+            log.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
+            body = error_body("internal error", status=500, code="internal_error")
+            await send_json(exchange.send, 500, body)
+
+
+class _Exchange:
+    """One request's receive and send as the app sees them: CORS headers on
+    its answer, and its body under the deadlines."""
+
+    def __init__(
+        self, receive: Receive, send: Send, cors: dict[str, str], deadline: BodyDeadline
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self._cors = [(k.lower().encode(), v.encode()) for k, v in cors.items()]
+        self._deadline = deadline
+        self.started = False
+        self._body_done = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            if self._cors:
+                message = {**message, "headers": [*message.get("headers", ()), *self._cors]}
+        await self._send(message)
+
+    async def receive(self) -> Message:
+        deadline = self._deadline
+        # Once the app has answered, the body is no longer awaited by anyone.
+        while not (self._body_done or self.started):
+            with trio.move_on_at(deadline.deadline) as waited:
+                message = await self._receive()
+            if not waited.cancelled_caught:
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    self._body_done = True
+                elif message.get("body"):
+                    deadline.received(trio.current_time())
+                return message
+            limit = deadline.expired(trio.current_time())
+            if limit is not None and not self.started:
+                await self._too_slow(limit)
+                # The app stops waiting for the body and ends the request.
+                return {"type": "http.disconnect"}
+        return await self._receive()
+
+    async def _too_slow(self, limit: str) -> None:
+        deadline = self._deadline
+        if limit == "total":
+            what = f"api_server.body_total_timeout ({deadline.total:g} s)"
+            message = f"the request body did not arrive within {what}"
+        else:
+            what = f"api_server.body_timeout ({deadline.progress:g} s)"
+            message = f"the request body stopped arriving: nothing came for {what}"
+        await send_json(self.send, 408, error_body(message, status=408, code="request_timeout"))

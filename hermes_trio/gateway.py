@@ -36,6 +36,7 @@ from .platforms import homeassistant as _homeassistant
 from .platforms import telegram as _telegram
 from .platforms import whatsapp as _whatsapp
 from .platforms.base import InboundMessage, Messenger, PlatformAdapter, PlatformError
+from .redaction import shown_url
 
 if TYPE_CHECKING:
     from .server.run import ApiServer
@@ -375,7 +376,7 @@ def _ready_line(gateway: Gateway) -> str:
         parts.append(f"api server ({gateway.api_server.base_url})")
     config = gateway.config
     return (
-        f"running {', '.join(parts) or 'nothing'}; model server {config.model.base_url}; "
+        f"running {', '.join(parts) or 'nothing'}; model server {shown_url(config.model.base_url or '')}; "
         f"a new message during a turn: {config.gateway.on_new_message}"
     )
 

@@ -26,6 +26,7 @@ from hypercorn.utils import wrap_app
 from ..agent import Agent, open_agent
 from ..config import Config
 from ..llm import NO_MODEL_SERVER
+from ..redaction import shown_url
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from .app import ServerState, asgi_app
 from .gate import is_loopback
@@ -172,7 +173,7 @@ async def _check_model_server(agent: Agent) -> None:
         log.warning(
             "the model server at %s is not reachable (%s: %s); chat requests will get "
             "502 until it is",
-            agent.config.model.base_url,
+            shown_url(agent.config.model.base_url or ""),
             type(exc).__name__,
             exc,
         )
@@ -205,7 +206,7 @@ async def _serve_until_signal(config: Config) -> None:
                 print(
                     f"hermes-trio serve: listening on {server.base_url} "
                     f"(model '{api.model_name}', {auth})\n"
-                    f"hermes-trio serve: model server {config.model.base_url} "
+                    f"hermes-trio serve: model server {shown_url(config.model.base_url or '')} "
                     f"(model {_model_label(config)}, {config.model.api_mode})",
                     flush=True,
                 )

@@ -119,7 +119,8 @@ async def test_subprocess_round_trip_and_clean_sigterm(tmp_path: Path) -> None:
             TELEGRAM_BOT_TOKEN=TOKEN,
             TELEGRAM_API_BASE_URL=telegram.base_url,
             TELEGRAM_ALLOWED_USERS="7, 8",
-            HERMES_MODEL_BASE_URL=model.base_url,
+            # Credentials in the URL must never be printed.
+            HERMES_MODEL_BASE_URL=model.base_url.replace("://", "://someone:Pr0xyPassw0rd@"),
             HERMES_STREAMING_ENABLED="1",
             HERMES_DATA_DIR=str(tmp_path / "data"),
         )
@@ -159,6 +160,8 @@ async def test_subprocess_round_trip_and_clean_sigterm(tmp_path: Path) -> None:
         assert "@hermes_test_bot" in output
         assert "SIGTERM received" in output
         assert TOKEN not in output
+        assert "Pr0xyPassw0rd" not in output and "someone" not in output
+        assert f"model server {model.base_url}" in output
 
 
 async def test_exits_with_an_error_when_every_adapter_is_rejected(

@@ -98,3 +98,23 @@ async def test_warns_once_when_the_model_server_is_down(tmp_path) -> None:
         nursery.cancel_scope.cancel()
     assert code == 0
     assert sum("not reachable" in line for line in served.output) == 1
+
+
+async def test_credentials_in_the_model_url_are_never_printed(tmp_path) -> None:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    env = env_without_model(tmp_path)
+    env["HERMES_MODEL_BASE_URL"] = f"http://someone:Sup3rSecretPassw0rd@127.0.0.1:{port}/v1"
+    async with trio.open_nursery() as nursery:
+        served = await start_serve(nursery, env, tmp_path)
+        with trio.fail_after(10):
+            await served.wait_for("not reachable")
+        served.process.send_signal(signal.SIGINT)
+        with trio.fail_after(8):
+            await served.process.wait()
+        nursery.cancel_scope.cancel()
+    printed = "\n".join(served.output)
+    assert "Sup3rSecretPassw0rd" not in printed and "someone" not in printed
+    assert f"model server http://127.0.0.1:{port}/v1" in printed

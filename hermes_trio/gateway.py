@@ -375,8 +375,9 @@ def _ready_line(gateway: Gateway) -> str:
     if gateway.api_server is not None:
         parts.append(f"api server ({gateway.api_server.base_url})")
     config = gateway.config
+    model_server = shown_url(config.model.base_url or "")
     return (
-        f"running {', '.join(parts) or 'nothing'}; model server {shown_url(config.model.base_url or '')}; "
+        f"running {', '.join(parts) or 'nothing'}; model server {model_server}; "
         f"a new message during a turn: {config.gateway.on_new_message}"
     )
 

@@ -8,12 +8,6 @@ Usage (inside a trio program or a pytest-trio test)::
         ...  # point your client at server.base_url
 """
 
-from .model_server import (
-    ConnectionRecord,
-    RecordedRequest,
-    ScriptedModelServer,
-    open_scripted_server,
-)
 from .script import (
     Drop,
     ErrorFrame,
@@ -27,6 +21,9 @@ from .script import (
     ToolCallReply,
     split_tokens,
 )
+from .scripted_model.model import Reply, ReplyFunction
+from .scripted_model.records import ConnectionRecord, RecordedRequest
+from .scripted_model.server import ScriptedModelServer, open_scripted_server
 
 __all__ = [
     "ConnectionRecord",
@@ -37,6 +34,8 @@ __all__ = [
     "RawReply",
     "RecordedRequest",
     "RefuseStream",
+    "Reply",
+    "ReplyFunction",
     "ScriptedModelServer",
     "Stall",
     "Step",

@@ -139,19 +139,32 @@ async def test_tokens_arrive_at_their_scripted_times(
     double = ModelDouble([TextReply(tokens=["a", " b", " c"], first_token_delay=5, delay=2)])
     async with client_for(double) as client:
         arrivals = await pieces(client, "/chat/completions", STREAM, [])
-    # The role chunk goes out with the first token; the finish and [DONE]
-    # follow the last token at once, in the same read.
-    assert [at for at, _ in arrivals] == [5.0, 7.0, 9.0]
-    assert b'"role":"assistant"' in arrivals[0][1] and b'"content":"a"' in arrivals[0][1]
+    # The role chunk goes out with the first token, the finish chunk and
+    # [DONE] right after the last: one read per frame.
+    assert [at for at, _ in arrivals] == [5.0, 5.0, 7.0, 9.0, 9.0]
+    assert b'"role":"assistant"' in arrivals[0][1]
+    assert [
+        b'"content":"%b"' % t in arrivals[n + 1][1] for n, t in enumerate((b"a", b" b", b" c"))
+    ] == [True] * 3
     assert arrivals[-1][1].endswith(b"data: [DONE]\n\n")
     assert double.connections[0].closed_at == 9.0
 
 
-async def test_frames_due_together_are_one_read(autojump_clock: trio.testing.MockClock) -> None:
-    double = ModelDouble([TextReply(tokens=[f" t{n}" for n in range(50)])])
+async def test_every_frame_is_one_read_as_over_a_socket(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The server writes frames that are due together at once, but each is an
+    # HTTP chunk, and httpx reads chunk by chunk: so does the double.
+    step = TextReply(tokens=[f" t{n}" for n in range(50)])
+    async with open_scripted_server([step]) as server:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            async with client.stream("POST", "/chat/completions", json=STREAM) as response:
+                over_socket = [piece async for piece in response.aiter_raw()]
+    double = ModelDouble([step])
     async with client_for(double) as client:
         reads = [p for _, p in await pieces(client, "/chat/completions", STREAM, [])]
-    assert len(reads) == 1 and reads[0].count(b"data: ") == 50 + 3
+    assert reads == over_socket
+    assert len(reads) == 1 + 50 + 1  # the role chunk with the first token, finish with [DONE]
     assert trio.current_time() == 0.0
 
 

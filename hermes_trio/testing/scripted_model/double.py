@@ -21,10 +21,6 @@ from .records import ConnectionRecord
 
 __all__ = ["ModelDouble"]
 
-# Frames due at the same time go out as one piece, up to this size, as the
-# server coalesces them into one write.
-_FLUSH_BYTES = 64 * 1024
-
 _NO_RESPONSE = "Server disconnected without sending a response."
 _CUT_BODY = "peer closed connection without sending complete message body (incomplete chunked read)"
 _RESET = "[Errno 104] Connection reset by peer"
@@ -152,27 +148,21 @@ class _Body(httpx.AsyncByteStream):
                 "peer closed connection without sending complete message body "
                 f"(received {plan.truncate} bytes, expected {len(plan.body)})"
             )
-        pieces: list[bytes] = []
-        size = 0
-        while self.next < len(plan.frames) and size < _FLUSH_BYTES:
+        while self.next < len(plan.frames):
             gap, frame = plan.frames[self.next]
-            if gap > 0:
-                if self.due + gap > trio.current_time():
-                    if pieces:
-                        break  # what is due goes out before the wait
-                    self.due += gap
-                    await trio.sleep_until(self.due)
-                else:
-                    # Deadlines accumulate from the start, as on the server:
-                    # a late frame is coalesced, not delayed further.
-                    self.due += gap
             self.next += 1
+            if gap > 0:
+                # Deadlines accumulate from the start, as on the server: a
+                # late frame is not delayed further.
+                self.due += gap
+                if self.due > trio.current_time():
+                    await trio.sleep_until(self.due)
             if frame:
-                pieces.append(frame)
-                size += len(frame)
-        if pieces:
-            await trio.lowlevel.checkpoint()
-            return b"".join(pieces)
+                # Each frame is one HTTP chunk on the server, and h11 hands
+                # every chunk to httpx as its own read, even when several
+                # arrive in one segment: one read per frame here too.
+                await trio.lowlevel.checkpoint()
+                return frame
         if plan.tail_wait > 0:
             await trio.sleep(plan.tail_wait)
         if plan.end == "eom":

@@ -16,6 +16,7 @@ import trio.testing
 from support import make_config, run_turn
 
 from hermes_trio.agent import open_agent
+from hermes_trio.events import MessageChunk, StreamEvent
 from hermes_trio.llm.client import make_http_client
 from hermes_trio.llm.pool import PooledTransport
 from hermes_trio.testing import ModelDouble, Stall, TextReply, open_scripted_server
@@ -36,9 +37,15 @@ async def test_sequential_turns_share_one_connection() -> None:
 async def test_a_stream_cut_short_closes_its_connection() -> None:
     async with open_scripted_server([Stall("thinking"), TextReply("fresh")], record=True) as server:
         async with open_agent(make_config(server.base_url)) as agent:
-            with trio.move_on_after(1):
-                await run_turn(agent, "stall")
-            record = await server.wait_connection_closed()
+            send, receive = trio.open_memory_channel[StreamEvent](16)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent.run_turn, [{"role": "user", "content": "stall"}], send)
+                async with receive:
+                    async for event in receive:
+                        if isinstance(event, MessageChunk):
+                            nursery.cancel_scope.cancel()  # the stream is cut short here
+            with trio.fail_after(5):
+                record = await server.wait_connection_closed()
             assert record.closed_by == "client"
             _, result = await run_turn(agent, "again")
     assert result.text == "fresh"

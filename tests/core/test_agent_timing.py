@@ -14,10 +14,12 @@ import trio
 from support import agent_on_double, run_turn
 from trio.testing import MockClock
 
+from hermes_trio.config import FallbackModel
 from hermes_trio.events import (
     LongToolHint,
     MessageChunk,
     StreamEvent,
+    ToolCallDelta,
     ToolCallFinished,
     TurnFinished,
 )
@@ -60,16 +62,40 @@ def finished(seen: list[tuple[float, Any]]) -> tuple[float, TurnFinished]:
 # -- streaming reads ------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("api_mode", ["chat_completions", "responses"])
 async def test_each_token_reaches_the_consumer_when_the_model_sends_it(
-    autojump_clock: MockClock,
+    autojump_clock: MockClock, api_mode: str
 ) -> None:
     reply = TextReply(tokens=["Tick", " tock", " tick", " tock"], first_token_delay=4, delay=3)
-    async with agent_on_double([reply]) as (agent, _):
+    async with agent_on_double([reply], model={"api_mode": api_mode}) as (agent, _):
         seen = await timed_turn(agent)
     chunks = [(at, e.text) for at, e in seen if isinstance(e, MessageChunk)]
     assert chunks == [(4.0, "Tick"), (7.0, " tock"), (10.0, " tick"), (13.0, " tock")]
     at, end = finished(seen)
     assert (at, end.text, end.finish_reason) == (13.0, "Tick tock tick tock", "stop")
+
+
+async def test_a_client_tool_call_streams_as_the_model_writes_it(
+    autojump_clock: MockClock,
+) -> None:
+    # Fragments of 8 characters every 2 s, then 30 s before the model says
+    # it is done: each piece reaches the consumer when it is written.
+    reply = ToolCallReply(
+        [("lookup", {"query": "trio"})], fragment_size=8, delay=2, finish_delay=30
+    )
+    client_tool = {
+        "type": "function",
+        "function": {"name": "lookup", "parameters": {"type": "object"}},
+    }
+    async with agent_on_double([reply], model={"timeouts": {"idle": 60}}) as (agent, _):
+        seen = await timed_turn(agent, client_tools=[client_tool])
+    deltas = [(at, e) for at, e in seen if isinstance(e, ToolCallDelta)]
+    assert [at for at, _ in deltas] == [0.0, 2.0, 4.0]
+    assert deltas[0][1].name == "lookup"
+    assert "".join(e.arguments for _, e in deltas) == '{"query":"trio"}'
+    at, end = finished(seen)
+    assert (at, end.finish_reason) == (34.0, "tool_calls")
+    assert end.tool_calls[0]["function"]["arguments"] == '{"query":"trio"}'
 
 
 # -- the watchdog -------------------------------------------------------------------
@@ -178,6 +204,20 @@ async def test_retries_give_up_after_max_retries_with_the_last_error(
     assert (at, end.model_status) == (10.0, 503)
     assert "busy 2" in (end.error or "")
     assert len(double.remaining) == 1
+
+
+async def test_a_fallback_model_is_asked_once_the_primary_has_used_its_retries(
+    autojump_clock: MockClock,
+) -> None:
+    busy = ErrorReply(503, "primary busy", headers={"Retry-After": "4"})
+    script = [busy, busy, TextReply("from the backup")]
+    model = {"max_retries": 1, "fallbacks": [FallbackModel(name="backup-model")]}
+    async with agent_on_double(script, model=model) as (agent, double):
+        seen = await timed_turn(agent)
+    asked = [(r.received_at, r.json["model"]) for r in double.requests]
+    # One retry after the Retry-After, then the fallback at once.
+    assert asked == [(0.0, "scripted-model"), (4.0, "scripted-model"), (4.0, "backup-model")]
+    assert finished(seen)[1].text == "from the backup"
 
 
 async def test_a_stream_dropped_before_its_first_byte_is_retried_after_a_backoff(

@@ -161,6 +161,19 @@ async def test_answer_is_edited_progressively_on_the_interval_and_finalised_once
         assert session.messages[-1] == {"role": "assistant", "content": ANSWER}
 
 
+async def test_typing_shows_every_4_s_until_the_first_words(autojump_clock: MockClock) -> None:
+    script = [TextReply(tokens=["Hello", " there"], first_token_delay=10)]
+    async with in_process(script) as (gateway, telegram, _):
+        telegram.push_message(CHAT, USER, "hello")
+        await turns(gateway, 1, within=600)
+        assert [(chat, action) for chat, action, _ in telegram.chat_actions] == [
+            (str(CHAT), "typing")
+        ] * 3
+        assert [at for _, _, at in telegram.chat_actions] == [0.0, 4.0, 8.0]
+        (message,) = telegram.visible(CHAT)
+        assert message.sent_at == 10.0 and message.text == "Hello there"
+
+
 async def test_rate_limited_edits_wait_exactly_retry_after_and_finalise_once(
     autojump_clock: MockClock,
 ) -> None:

@@ -168,6 +168,20 @@ async def test_every_frame_is_one_read_as_over_a_socket(
     assert trio.current_time() == 0.0
 
 
+async def test_a_responses_stream_keeps_its_scripted_times(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    double = ModelDouble([TextReply(tokens=["a", " b"], first_token_delay=3, delay=2)])
+    async with client_for(double) as client:
+        reads = await pieces(client, "/responses", RESP_STREAM, [])
+    # Created and in progress with the headers; each element when due; the
+    # completed event right after the last.
+    assert [at for at, _ in reads] == [0.0, 3.0, 5.0, 5.0]
+    assert b"response.created" in reads[0][1] and b"response.in_progress" in reads[0][1]
+    assert b'"delta":"a"' in reads[1][1] and b'"delta":" b"' in reads[2][1]
+    assert b"response.completed" in reads[3][1]
+
+
 async def test_raw_pieces_and_hold_on_the_clock(autojump_clock: trio.testing.MockClock) -> None:
     double = ModelDouble([RawReply([b"one", b"two", b"three"], delay=1.5, hold=10)])
     seen: list[tuple[float, bytes]] = []

@@ -143,7 +143,8 @@ class _Body(httpx.AsyncByteStream):
                 await trio.lowlevel.checkpoint()
                 return plan.body if plan.truncate is None else plan.body[: plan.truncate]
             if plan.truncate is None:
-                return self._finish()
+                self.finished = True
+                return None
             self._cut(
                 "peer closed connection without sending complete message body "
                 f"(received {plan.truncate} bytes, expected {len(plan.body)})"
@@ -166,12 +167,9 @@ class _Body(httpx.AsyncByteStream):
         if plan.tail_wait > 0:
             await trio.sleep(plan.tail_wait)
         if plan.end == "eom":
-            return self._finish()
+            self.finished = True
+            return None
         self._cut(_CUT_BODY)
-
-    def _finish(self) -> None:
-        self.finished = True
-        return None
 
     def _cut(self, message: str) -> NoReturn:
         self.finished = True

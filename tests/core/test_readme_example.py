@@ -46,7 +46,7 @@ async def run_example(
     returns what it printed. ``on_print`` sees each print as it happens."""
     # load_config() as the example calls it: no config file here, the model
     # server from the environment, and nothing else from this machine.
-    for name in os.environ:
+    for name in list(os.environ):
         if name.startswith(_SETTING_PREFIXES):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)

@@ -480,8 +480,22 @@ async def open_agent(
     *,
     tools: ToolRegistry | None = None,
     approve: ApprovalCallback | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    http_client: httpx.AsyncClient | None = None,
 ) -> AsyncIterator[Agent]:
-    """Open an agent for the life of this block (it owns the HTTP client)."""
+    """Open an agent for the life of this block.
+
+    By default the agent owns its HTTP client and closes it at the end.
+    ``transport`` replaces the network under that client (e.g.
+    :class:`hermes_trio.testing.ModelDouble`, an in-process model for
+    tests); ``http_client`` is a client you own and close yourself. Give
+    one of them, not both.
+    """
+    if transport is not None and http_client is not None:
+        raise TypeError("open_agent takes transport= or http_client=, not both")
     config = config or load_config()
-    async with make_http_client(config.model) as http:
+    if http_client is not None:
+        yield Agent(config, http_client, tools=tools, approve=approve)
+        return
+    async with make_http_client(config.model, transport=transport) as http:
         yield Agent(config, http, tools=tools, approve=approve)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     import openai
 
     from hermes_trio.server.run import ApiServer
-    from hermes_trio.testing import ScriptedModelServer
+    from hermes_trio.testing import ModelDouble, ScriptedModelServer
+    from hermes_trio.tools import ApprovalCallback, ToolRegistry
 
 # Every store make_config creates lives under here, removed when the test run
 # exits; the object must stay referenced until then.
@@ -91,6 +92,7 @@ async def run_turn(
 
 __all__ = [
     "ServeProcess",
+    "agent_on_double",
     "api_stack",
     "clean_env",
     "client_for",
@@ -100,6 +102,26 @@ __all__ = [
     "run_turn",
     "start_serve",
 ]
+
+
+@asynccontextmanager
+async def agent_on_double(
+    script: ModelDouble | Any = (),
+    *,
+    model: dict[str, Any] | None = None,
+    agent: dict[str, Any] | None = None,
+    tools: ToolRegistry | None = None,
+    approve: ApprovalCallback | None = None,
+    **sections: Any,
+) -> AsyncIterator[tuple[Agent, ModelDouble]]:
+    """An agent whose model server is an in-process ``ModelDouble`` (given,
+    or made from ``script``): no socket, so it runs on ``MockClock``."""
+    from hermes_trio.testing import ModelDouble
+
+    double = script if isinstance(script, ModelDouble) else ModelDouble(script)
+    config = make_config(double.base_url, model=model, agent=agent, **sections)
+    async with open_agent(config, tools=tools, approve=approve, transport=double) as opened:
+        yield opened, double
 
 
 @asynccontextmanager

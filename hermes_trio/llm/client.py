@@ -268,13 +268,23 @@ class _StreamRefused(Exception):
         self.reason = reason
 
 
-def make_http_client(config: ModelConfig) -> httpx.AsyncClient:
-    """The process's one HTTP client for model servers."""
+def make_http_client(
+    config: ModelConfig, *, transport: httpx.AsyncBaseTransport | None = None
+) -> httpx.AsyncClient:
+    """The process's one HTTP client for model servers.
+
+    ``transport`` replaces the network (an in-process model double in
+    tests): every request goes to it, whatever the environment's proxy
+    settings say.
+    """
     timeouts = config.timeouts
     # Reads are bounded by trio cancel scopes (first token, idle) so that
     # MockClock drives them and the limits differ before and after the first
     # byte; httpx only bounds connecting.
     timeout = httpx.Timeout(connect=timeouts.connect, read=None, write=60.0, pool=None)
+    if transport is not None:
+        # httpx mounts no proxy from the environment beside a given transport.
+        return httpx.AsyncClient(timeout=timeout, transport=transport)
     if urllib.request.getproxies():
         # httpx honours HTTP(S)_PROXY only with its own transport.
         return httpx.AsyncClient(

@@ -1,19 +1,28 @@
-"""Test helpers: a scripted OpenAI-compatible model server.
+"""A testing kit: a scripted OpenAI-compatible model (as an in-process httpx
+transport or as a real server on a loopback port), an in-memory chat for the
+message editor, and fake chat platform APIs. See ``README.md`` beside this
+file.
 
-Usage (inside a trio program or a pytest-trio test)::
+In-process, on trio's ``MockClock`` (no socket, no thread)::
 
-    from hermes_trio.testing import TextReply, open_scripted_server
+    from hermes_trio import open_agent
+    from hermes_trio.testing import ModelDouble, TextReply
+
+    model = ModelDouble([TextReply("Hi there", delay=2.0)])
+    async with open_agent(config, transport=model) as agent:
+        ...
+
+A real server, for clients you cannot hand a transport::
 
     async with open_scripted_server([TextReply("Hi there")]) as server:
         ...  # point your client at server.base_url
 """
 
-from .model_server import (
-    ConnectionRecord,
-    RecordedRequest,
-    ScriptedModelServer,
-    open_scripted_server,
-)
+from .fake_homeassistant import FakeHomeAssistant, HAEvent, HAServiceCall, open_fake_homeassistant
+from .fake_http import FakeTransport
+from .fake_messenger import FakeCall, FakeMessenger
+from .fake_telegram import FakeMessage, FakeTelegram, TelegramCall, open_fake_telegram
+from .fake_whatsapp import FakeWhatsApp, WhatsAppCall, WhatsAppSent, open_fake_whatsapp
 from .script import (
     Drop,
     ErrorFrame,
@@ -27,21 +36,43 @@ from .script import (
     ToolCallReply,
     split_tokens,
 )
+from .scripted_model.double import ModelDouble
+from .scripted_model.model import Reply, ReplyFunction
+from .scripted_model.records import ConnectionRecord, RecordedRequest
+from .scripted_model.server import ScriptedModelServer, open_scripted_server
 
 __all__ = [
     "ConnectionRecord",
     "Drop",
     "ErrorFrame",
     "ErrorReply",
+    "FakeCall",
+    "FakeHomeAssistant",
+    "FakeMessage",
+    "FakeMessenger",
+    "FakeTelegram",
+    "FakeTransport",
+    "FakeWhatsApp",
+    "HAEvent",
+    "HAServiceCall",
     "JSONInsteadOfStream",
+    "ModelDouble",
     "RawReply",
     "RecordedRequest",
     "RefuseStream",
+    "Reply",
+    "ReplyFunction",
     "ScriptedModelServer",
     "Stall",
     "Step",
+    "TelegramCall",
     "TextReply",
     "ToolCallReply",
+    "WhatsAppCall",
+    "WhatsAppSent",
+    "open_fake_homeassistant",
+    "open_fake_telegram",
+    "open_fake_whatsapp",
     "open_scripted_server",
     "split_tokens",
 ]

@@ -13,8 +13,8 @@ import sys
 
 import trio
 
-from .model_server import ScriptedModelServer
 from .script import TextReply
+from .scripted_model.server import ScriptedModelServer
 
 _WORDS = (
     "The scripted model streams these words so that clients have something "

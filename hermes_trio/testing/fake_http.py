@@ -1,9 +1,14 @@
-"""A tiny HTTP/1.1 server on trio and h11 for the fake platform APIs.
+"""A tiny HTTP/1.1 server on trio and h11 for the fake platform APIs, and
+the same handlers as an in-process httpx transport.
 
 One coroutine handles one request: it gets the whole request (body read) and
 returns the whole response. Keep-alive works, so the code under test reuses
 connections the way it would against the real service. The server runs in
 its own nursery and stops when the ``async with`` block ends.
+
+``FakeTransport(fake.handle)`` serves the same fake without a socket, so an
+adapter's polling, backoff and rate limits can be tested on trio's
+``MockClock``.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from http import HTTPStatus
 from typing import Any
 
 import h11
+import httpx
 import trio
 
-__all__ = ["FakeRequest", "FakeResponse", "Handler", "serve_http"]
+__all__ = ["FakeRequest", "FakeResponse", "FakeTransport", "Handler", "serve_http"]
 
 log = logging.getLogger(__name__)
 
@@ -122,12 +128,7 @@ async def _connection(handler: Handler, stream: trio.SocketStream) -> None:
             request = await _read_request(conn, stream)
             if request is None:
                 return
-            try:
-                response = await handler(request)
-            except Exception:
-                # A bug in a fake should be loud in the test log, not a hang.
-                log.exception("fake server handler failed for %s %s", request.method, request.path)
-                response = FakeResponse.text("internal error in fake server", 500)
+            response = await _handle(handler, request)
             await _write_response(conn, stream, response)
             if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 return
@@ -160,16 +161,35 @@ async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> Fake
             chunks.append(bytes(event.data))
         elif isinstance(event, h11.EndOfMessage):
             assert head is not None
-            target = head.target.decode("latin-1")
-            split = urllib.parse.urlsplit(target)
-            return FakeRequest(
-                method=head.method.decode("ascii"),
-                target=target,
-                path=urllib.parse.unquote(split.path),
-                query=dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True)),
-                headers={k.decode("latin-1").lower(): v.decode("latin-1") for k, v in head.headers},
-                body=b"".join(chunks),
+            return _fake_request(
+                head.method.decode("ascii"),
+                head.target.decode("latin-1"),
+                [(k.decode("latin-1"), v.decode("latin-1")) for k, v in head.headers],
+                b"".join(chunks),
             )
+
+
+def _fake_request(
+    method: str, target: str, headers: list[tuple[str, str]], body: bytes
+) -> FakeRequest:
+    split = urllib.parse.urlsplit(target)
+    return FakeRequest(
+        method=method,
+        target=target,
+        path=urllib.parse.unquote(split.path),
+        query=dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True)),
+        headers={k.lower(): v for k, v in headers},
+        body=body,
+    )
+
+
+async def _handle(handler: Handler, request: FakeRequest) -> FakeResponse:
+    try:
+        return await handler(request)
+    except Exception:
+        # A bug in a fake should be loud in the test log, not a hang.
+        log.exception("fake server handler failed for %s %s", request.method, request.path)
+        return FakeResponse.text("internal error in fake server", 500)
 
 
 async def _write_response(
@@ -185,3 +205,32 @@ async def _write_response(
     data += conn.send(h11.Data(data=response.body)) if response.body else b""
     data += conn.send(h11.EndOfMessage())
     await stream.send_all(data)
+
+
+class FakeTransport(httpx.AsyncBaseTransport):
+    """A fake platform API's handler as an httpx transport: no socket and no
+    thread, so it is safe under ``MockClock(autojump_threshold=0)``.
+
+    ``httpx.AsyncClient(transport=FakeTransport(fake.handle))`` gives the
+    adapter under test a client that reaches ``fake`` whatever host its URL
+    names. Requests and responses are whole, as on the server.
+    """
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        # A request on the wire is a checkpoint; so is this one.
+        await trio.lowlevel.checkpoint()
+        fake = _fake_request(
+            request.method,
+            request.url.raw_path.decode("ascii"),
+            list(request.headers.multi_items()),
+            body,
+        )
+        response = await _handle(self.handler, fake)
+        headers = [*response.headers, ("content-length", str(len(response.body)))]
+        return httpx.Response(
+            response.status, headers=headers, content=response.body, request=request
+        )

@@ -302,6 +302,7 @@ class FakeTelegram:
         if not isinstance(raw, str) or not raw:
             raise _bad("message text is empty")
         parse_mode = params.get("parse_mode") or None
+        entities: tuple[dict[str, Any], ...]
         if parse_mode is None:
             text, entities = raw, ()
         elif parse_mode == "MarkdownV2":

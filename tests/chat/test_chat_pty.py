@@ -26,7 +26,7 @@ def tool_results(request_json: Any) -> list[str]:
 
 
 async def test_streamed_text_appears_before_the_turn_ends(tmp_path: Path) -> None:
-    tokens = ["Early", " words", " arrive", " first,", " and", " the", " rest", " later."]
+    tokens = ["Early", " words", " arrive first, and the rest later."]
     async with open_scripted_server([TextReply(tokens=tokens, delay=0.3)]) as server:
         async with spawn_chat(server.base_url, tmp_path) as pty:
             await pty.expect_prompt()
@@ -191,8 +191,12 @@ async def test_query_piped_output_is_plain_text(tmp_path: Path) -> None:
 async def test_query_error_exits_1_and_no_server_exits_2(tmp_path: Path) -> None:
     async with open_scripted_server([Stall(seconds=0)]) as server:
         base_url = server.base_url
-    # The server is gone: the request cannot connect.
+    # The server is gone: the request cannot connect (and is not retried:
+    # retry timing is tested on the clock, in tests/core/test_agent_timing.py).
+    config = tmp_path / "config.yaml"
+    config.write_text("model:\n  max_retries: 0\n")
     done = await run_cli(base_url, tmp_path, "-q", "question")
+    config.unlink()
     assert done.returncode == 1
     assert re.search(r"error: .+", done.stderr.decode())
     done = await run_cli(None, tmp_path, "-q", "question")

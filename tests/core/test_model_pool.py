@@ -16,9 +16,10 @@ import trio.testing
 from support import make_config, run_turn
 
 from hermes_trio.agent import open_agent
+from hermes_trio.events import MessageChunk, StreamEvent
 from hermes_trio.llm.client import make_http_client
 from hermes_trio.llm.pool import PooledTransport
-from hermes_trio.testing import Stall, TextReply, open_scripted_server
+from hermes_trio.testing import ModelDouble, Stall, TextReply, open_scripted_server
 
 
 async def test_sequential_turns_share_one_connection() -> None:
@@ -36,9 +37,15 @@ async def test_sequential_turns_share_one_connection() -> None:
 async def test_a_stream_cut_short_closes_its_connection() -> None:
     async with open_scripted_server([Stall("thinking"), TextReply("fresh")], record=True) as server:
         async with open_agent(make_config(server.base_url)) as agent:
-            with trio.move_on_after(1):
-                await run_turn(agent, "stall")
-            record = await server.wait_connection_closed()
+            send, receive = trio.open_memory_channel[StreamEvent](16)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent.run_turn, [{"role": "user", "content": "stall"}], send)
+                async with receive:
+                    async for event in receive:
+                        if isinstance(event, MessageChunk):
+                            nursery.cancel_scope.cancel()  # the stream is cut short here
+            with trio.fail_after(5):
+                record = await server.wait_connection_closed()
             assert record.closed_by == "client"
             _, result = await run_turn(agent, "again")
     assert result.text == "fresh"
@@ -186,3 +193,34 @@ async def test_integers_beyond_64_bits_still_reach_the_model_server() -> None:
             _, result = await run_turn(agent, "hello", params={"seed": 2**64})
     assert result.text == "ok"
     assert server.requests[-1].json["seed"] == 2**64
+
+
+async def test_a_transport_gets_every_request_whatever_the_proxy_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
+    double = ModelDouble([TextReply("straight to the double")])
+    async with open_agent(make_config("http://model.test/v1"), transport=double) as agent:
+        _, result = await run_turn(agent, "hello")
+    assert result.text == "straight to the double"
+    assert len(double.requests) == 1
+
+
+async def test_open_agent_uses_a_client_it_is_given_and_leaves_it_open() -> None:
+    double = ModelDouble([TextReply("one"), TextReply("two")])
+    config = make_config(double.base_url)
+    async with httpx.AsyncClient(transport=double) as http:
+        for expected in ("one", "two"):
+            async with open_agent(config, http_client=http) as agent:
+                _, result = await run_turn(agent, "hello")
+            assert result.text == expected
+            assert not http.is_closed
+
+
+async def test_open_agent_takes_a_transport_or_a_client_not_both() -> None:
+    double = ModelDouble()
+    async with httpx.AsyncClient(transport=double) as http:
+        with pytest.raises(TypeError, match="transport= or http_client="):
+            async with open_agent(make_config(double.base_url), transport=double, http_client=http):
+                pass  # pragma: no cover

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import json
 
-import trio
-import trio.testing
-from support import api_stack, http_for, make_config, run_turn
+from support import api_stack, http_for
 
-from hermes_trio.agent import open_agent
-from hermes_trio.events import MessageChunk
 from hermes_trio.llm.stream_support import StreamSupport
-from hermes_trio.testing import ErrorReply, RefuseStream, TextReply, open_scripted_server
+from hermes_trio.testing import ErrorReply, RefuseStream, TextReply
 
 TOO_LONG = (
     "This model's maximum context length is 4096 tokens. However, your messages "
@@ -73,23 +69,6 @@ async def test_a_429_after_the_retries_is_a_429_and_a_401_stays_a_502() -> None:
     # told it is not authorised.
     assert unauthorised.status_code == 502
     assert unauthorised.json()["error"]["code"] == "model_error"
-
-
-async def test_a_server_without_streaming_is_remembered_until_the_expiry(
-    mock_clock: trio.testing.MockClock,
-) -> None:
-    mock_clock.rate = 1.0  # real sockets: let virtual time flow, jump ahead by hand
-    script = [RefuseStream(TextReply(f"plain {n}")) for n in range(4)]
-    async with open_scripted_server(script) as server:
-        async with open_agent(make_config(server.base_url)) as agent:
-            for n in range(3):
-                events, result = await run_turn(agent, f"q{n}")
-                assert result.error is None and f"plain {n}" in result.text
-                if n == 1:
-                    assert [e.text for e in events if isinstance(e, MessageChunk)] == ["plain 1"]
-                    mock_clock.jump(StreamSupport.TTL + 1)
-    # Refused and retried; remembered; after the expiry streaming is tried again.
-    assert [r.stream for r in server.model_requests] == [True, False, False, True, False]
 
 
 async def test_a_model_that_cannot_stream_leaves_other_models_of_its_server_streaming() -> None:

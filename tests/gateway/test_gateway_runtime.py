@@ -13,7 +13,9 @@ import httpx
 import pytest
 import trio
 from support import make_config
+from trio.testing import MockClock
 
+from hermes_trio.agent import open_agent
 from hermes_trio.config import (
     ApiServerConfig,
     HomeAssistantConfig,
@@ -25,11 +27,20 @@ from hermes_trio.config import (
 from hermes_trio.gateway import Gateway, open_gateway, run_gateway_async
 from hermes_trio.platforms.base import InboundMessage, PlatformError
 from hermes_trio.platforms.telegram import TelegramAdapter
-from hermes_trio.testing import ScriptedModelServer, Stall, Step, TextReply, open_scripted_server
-from hermes_trio.testing.fake_homeassistant import open_fake_homeassistant
-from hermes_trio.testing.fake_messenger import FakeMessenger
-from hermes_trio.testing.fake_telegram import open_fake_telegram
-from hermes_trio.testing.fake_whatsapp import open_fake_whatsapp
+from hermes_trio.testing import (
+    FakeMessenger,
+    FakeTelegram,
+    FakeTransport,
+    ModelDouble,
+    ScriptedModelServer,
+    Stall,
+    Step,
+    TextReply,
+    open_fake_homeassistant,
+    open_fake_telegram,
+    open_fake_whatsapp,
+    open_scripted_server,
+)
 
 STREAMING = StreamingConfig(enabled=True, edit_interval=0.05, min_tokens=1)
 
@@ -54,6 +65,7 @@ class ScriptedAdapter:
         self.name = name
         self.failures = list(failures)
         self.runs = 0
+        self.run_times: list[float] = []
         self.chats: dict[str, ChatMessenger] = {}
         self._inbound: trio.MemorySendChannel[InboundMessage] | None = None
 
@@ -64,6 +76,7 @@ class ScriptedAdapter:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         self.runs += 1
+        self.run_times.append(trio.current_time())
         task_status.started()
         if self.failures:
             raise self.failures.pop(0)
@@ -93,47 +106,67 @@ async def gateway_stack(
             yield gateway, model
 
 
+@asynccontextmanager
+async def gateway_on_double(
+    script: Sequence[Step], adapters: Sequence[Any], **gateway: Any
+) -> AsyncIterator[tuple[Gateway, ModelDouble]]:
+    """The gateway with ``adapters`` (each letting user "u1" in) in front of
+    an in-process model double: no socket, so it runs on MockClock."""
+    double = ModelDouble(script)
+    config = make_config(double.base_url, streaming=STREAMING)
+    async with open_agent(config, transport=double) as agent:
+        allowed = {adapter.name: ["u1"] for adapter in adapters}
+        async with open_gateway(
+            config, adapters=adapters, agent=agent, allowed_users=allowed, **gateway
+        ) as opened:
+            yield opened, double
+
+
 async def test_crashing_adapter_is_restarted_without_stopping_the_others(
-    caplog: pytest.LogCaptureFixture,
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     flaky = ScriptedAdapter("flaky", [RuntimeError("boom"), PlatformError("network down")])
     steady = ScriptedAdapter("steady")
     script = [TextReply("steady answer"), TextReply("flaky answer")]
-    async with gateway_stack(script, [flaky, steady]) as (gateway, _):
+    async with gateway_on_double(script, [flaky, steady], restart_backoff_initial=1.5) as (
+        gateway,
+        _,
+    ):
         await steady.push("c", "u1", "hi")
-        with trio.fail_after(5):
-            await gateway.wait_until(lambda: gateway.adapter_status["flaky"].state == "running")
-            await gateway.wait_until(lambda: gateway.turns_done("steady", "c") == 1)
-        assert steady.runs == 1
+        await gateway.wait_until(
+            lambda: flaky.runs == 3 and gateway.adapter_status["flaky"].state == "running"
+        )
+        await gateway.wait_until(lambda: gateway.turns_done("steady", "c") == 1)
+        assert steady.run_times == [0.0]
         assert steady.chats["c"].visible() == ["steady answer"]
-        assert flaky.runs == 3
+        # Restarted after 1.5 s, then after twice that.
+        assert flaky.run_times == [0.0, 1.5, 4.5]
         assert gateway.adapter_status["flaky"].restarts == 2
         await flaky.push("c", "u1", "hi")
-        with trio.fail_after(5):
-            await gateway.wait_until(lambda: gateway.turns_done("flaky", "c") == 1)
+        await gateway.wait_until(lambda: gateway.turns_done("flaky", "c") == 1)
         assert flaky.chats["c"].visible() == ["flaky answer"]
     crashed = [r for r in caplog.records if "flaky: adapter crashed" in r.getMessage()]
     assert crashed and crashed[0].exc_info is not None
     assert any("network down" in r.getMessage() for r in caplog.records)
 
 
-async def test_rejected_token_stops_that_adapter_only(caplog: pytest.LogCaptureFixture) -> None:
+async def test_rejected_token_stops_that_adapter_only(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
     token = "111:WRONG-token-never-logged"
     steady = ScriptedAdapter("steady")
-    async with (
-        open_fake_telegram("222:the-real-token") as telegram,
-        httpx.AsyncClient() as client,
-    ):
-        bad = TelegramAdapter(TelegramConfig(token=token, api_base_url=telegram.base_url), client)
-        async with gateway_stack([TextReply("still here")], [bad, steady]) as (gateway, _):
+    telegram = FakeTelegram("222:the-real-token")
+    async with httpx.AsyncClient(transport=FakeTransport(telegram.handle)) as client:
+        config = TelegramConfig(token=token, api_base_url="http://telegram.test")
+        bad = TelegramAdapter(config, client)
+        async with gateway_on_double([TextReply("still here")], [bad, steady]) as (gateway, _):
             status = gateway.adapter_status["telegram"]
             assert status.state == "failed"
             assert status.last_error is not None and "rejected" in status.last_error
-            await trio.sleep(0.2)  # many backoff periods: no restart happens
+            await trio.sleep(3600)  # an hour of backoff periods: no restart happens
             assert status.restarts == 0 and status.state == "failed"
             await steady.push("c", "u1", "hi")
-            with trio.fail_after(5):
-                await gateway.wait_until(lambda: gateway.turns_done("steady", "c") == 1)
+            await gateway.wait_until(lambda: gateway.turns_done("steady", "c") == 1)
             assert steady.chats["c"].visible() == ["still here"]
     stopped = [r.getMessage() for r in caplog.records if "Not restarting" in r.getMessage()]
     assert len(stopped) == 1
@@ -141,31 +174,36 @@ async def test_rejected_token_stops_that_adapter_only(caplog: pytest.LogCaptureF
     assert all(token not in r.getMessage() for r in caplog.records)
 
 
-async def test_shutdown_during_a_turn_leaves_an_interrupted_message() -> None:
+async def test_shutdown_during_a_turn_leaves_an_interrupted_message(
+    autojump_clock: MockClock,
+) -> None:
     adapter = ScriptedAdapter()
-    async with open_scripted_server([Stall("Halfway there", seconds=30)]) as model:
-        config = make_config(model.base_url, streaming=STREAMING)
-        with trio.fail_after(5):
-            async with trio.open_nursery() as nursery:
-                await nursery.start(
-                    partial(
-                        run_gateway_async,
-                        config,
-                        adapters=[adapter],
-                        allowed_users={"memory": ["u1"]},
-                    )
+    model = ModelDouble([Stall("Halfway there", seconds=3600)])
+    config = make_config(model.base_url, streaming=STREAMING, model={"timeouts": {"idle": 600}})
+    async with open_agent(config, transport=model) as agent:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                partial(
+                    run_gateway_async,
+                    config,
+                    adapters=[adapter],
+                    agent=agent,
+                    allowed_users={"memory": ["u1"]},
                 )
-                await adapter.push("c", "u1", "go")
-                chat = adapter.messenger("c")
-                await chat.first_sent.wait()
-                began = trio.current_time()
-                nursery.cancel_scope.cancel()
-        assert trio.current_time() - began < 2
-        (text,) = chat.visible()
-        assert text.startswith("Halfway there") and "interrupted" in text
-        with trio.fail_after(5):
-            record = await model.wait_connection_closed()
-        assert record.closed_by == "client"
+            )
+            await trio.sleep(10)
+            await adapter.push("c", "u1", "go")
+            chat = adapter.messenger("c")
+            await chat.first_sent.wait()
+            await trio.sleep(20)
+            nursery.cancel_scope.cancel()
+    # Everything stopped at the instant of the shutdown, the last edit too.
+    assert trio.current_time() == 30.0
+    (text,) = chat.visible()
+    assert text.startswith("Halfway there") and "interrupted" in text
+    assert chat.calls[-1].time == 30.0
+    record = model.connections[-1]
+    assert (record.closed_at, record.closed_by) == (30.0, "client")
 
 
 async def test_whatsapp_gets_exactly_one_final_message_per_answer() -> None:

@@ -1,4 +1,6 @@
-"""TelegramAdapter against the fake Bot API over real loopback sockets."""
+"""TelegramAdapter against the fake Bot API over real loopback sockets, and
+in process on MockClock where the test is about when things happen
+(long polls, backoff, retry_after)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from trio.testing import MockClock
 
 from hermes_trio.config import TelegramConfig
 from hermes_trio.platforms.base import InboundMessage, PlatformError, RateLimited
 from hermes_trio.platforms.telegram import TelegramAdapter, TokenRejected
-from hermes_trio.testing.fake_telegram import FakeTelegram, open_fake_telegram
+from hermes_trio.testing import FakeTelegram, FakeTransport, open_fake_telegram
 
 TOKEN = "424242:AAH-secret_token_value_XYZ"
 
@@ -39,6 +42,19 @@ def make_adapter(fake: FakeTelegram, client: httpx.AsyncClient, **kw: object) ->
         allowed_users=kw.pop("allowed_users", []),  # type: ignore[arg-type]
     )
     return TelegramAdapter(config, client, backoff_initial=0.01, backoff_max=0.05, **kw)  # type: ignore[arg-type]
+
+
+def in_process_adapter(
+    fake: FakeTelegram, **kw: object
+) -> tuple[TelegramAdapter, httpx.AsyncClient]:
+    """An adapter reaching ``fake`` without a socket; backoff 1 s doubling to 4 s."""
+    client = httpx.AsyncClient(transport=FakeTransport(fake.handle))
+    config = TelegramConfig(
+        token=TOKEN,
+        api_base_url="http://telegram.test",
+        poll_timeout=kw.pop("poll_timeout", 30),  # type: ignore[arg-type]
+    )
+    return TelegramAdapter(config, client, backoff_initial=1.0, backoff_max=4.0), client
 
 
 async def receive(
@@ -69,20 +85,25 @@ async def test_poll_delivers_text_messages(fake: FakeTelegram, client: httpx.Asy
     assert call.params["timeout"] == 2
 
 
-async def test_long_poll_waits_for_a_message(fake: FakeTelegram, client: httpx.AsyncClient) -> None:
-    adapter = make_adapter(fake, client, poll_timeout=5)
+async def test_long_poll_waits_for_a_message(autojump_clock: MockClock) -> None:
+    fake = FakeTelegram(TOKEN)
+    adapter, client = in_process_adapter(fake, poll_timeout=30)
     send, recv = trio.open_memory_channel[InboundMessage](10)
-    async with trio.open_nursery() as nursery:
+    async with client, trio.open_nursery() as nursery:
         await nursery.start(adapter.run, send)
-        with trio.fail_after(5):
-            await fake.wait_until(lambda: len(fake.calls_to("getUpdates")) == 1)
-        await trio.sleep(0.05)
+        await trio.sleep(12)
         fake.push_message(1, 2, "late")
         (msg,) = await receive(recv, 1)
+        arrived = trio.current_time()
+        await trio.sleep(100)
         nursery.cancel_scope.cancel()
-    assert msg.text == "late"
-    # Answered by the poll that was already waiting, not by a new one.
-    assert fake.calls_to("getUpdates")[0].response["result"][0]["message"]["text"] == "late"
+    assert msg.text == "late" and arrived == 12.0
+    polls = fake.calls_to("getUpdates")
+    # Answered at once by the poll that was already waiting, not by a new
+    # one; then each empty poll lasts its whole 30 s timeout.
+    assert polls[0].time == 0.0 and polls[0].response["result"][0]["message"]["text"] == "late"
+    assert [c.time for c in polls[1:]] == [12.0, 42.0, 72.0, 102.0]
+    assert all(c.params["timeout"] == 30 for c in polls)
 
 
 async def test_offsets_mean_no_update_is_handled_twice_even_across_restarts(
@@ -106,7 +127,8 @@ async def test_offsets_mean_no_update_is_handled_twice_even_across_restarts(
         # Let it poll again: nothing old comes back.
         with trio.fail_after(5):
             await fake.wait_until(lambda: fake.confirmed_offset == first["update_id"] + 3)
-        await trio.sleep(0.05)
+        # Everything is confirmed: no poll can hand an old update back.
+        assert fake.updates == []
         nursery.cancel_scope.cancel()
     assert [m.text for m in got] == ["three"]
     assert recv.statistics().current_buffer_used == 0
@@ -159,37 +181,52 @@ async def test_non_text_updates_and_disallowed_users_are_skipped(
 
 
 async def test_poll_errors_are_retried_with_backoff(
-    fake: FakeTelegram, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    adapter = make_adapter(fake, client)
+    fake = FakeTelegram(TOKEN)
+    adapter, client = in_process_adapter(fake)
     send, recv = trio.open_memory_channel[InboundMessage](10)
     fake.fail_next("getMe", 500, "Internal Server Error")
     fake.fail_next("getUpdates", 502, "Bad Gateway", times=2)
     fake.fail_next(
-        "getUpdates", 429, "Too Many Requests: retry after 0", parameters={"retry_after": 0}
+        "getUpdates", 429, "Too Many Requests: retry after 5", parameters={"retry_after": 5}
     )
+    fake.fail_next("getUpdates", 502, "Bad Gateway")
     fake.push_message(1, 2, "eventually")
-    async with trio.open_nursery() as nursery:
+    async with client, trio.open_nursery() as nursery:
+        # Telegram down at startup does not hold up whoever starts the adapter.
         await nursery.start(adapter.run, send)
-        (msg,) = await receive(recv, 1)
+        assert trio.current_time() == 0.0
+        msg = await recv.receive()
         nursery.cancel_scope.cancel()
     assert msg.text == "eventually"
-    assert [c.status for c in fake.calls_to("getUpdates")][:4] == [502, 502, 429, 200]
+    polls = [(c.time, c.status) for c in fake.calls_to("getUpdates")]
+    # Backoff 1 s, then 2 s; a 429 waits its retry_after and does not grow
+    # the backoff; the next failure waits 4 s; a success resets it.
+    assert polls[:5] == [(0.0, 502), (1.0, 502), (3.0, 429), (8.0, 502), (12.0, 200)]
     assert "polling failed" in caplog.text
 
 
-async def test_unreachable_api_at_startup_does_not_block_start(client: httpx.AsyncClient) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = TelegramConfig(token=TOKEN, api_base_url=f"http://127.0.0.1:{port}")
-    adapter = TelegramAdapter(config, client, backoff_initial=0.01, backoff_max=0.02)
-    send, _recv = trio.open_memory_channel[InboundMessage](1)
-    async with trio.open_nursery() as nursery:
-        with trio.fail_after(5):
+async def test_unreachable_api_at_startup_does_not_block_start(autojump_clock: MockClock) -> None:
+    attempts: list[tuple[float, str]] = []
+
+    def unreachable(request: httpx.Request) -> httpx.Response:
+        attempts.append((trio.current_time(), request.url.path.rsplit("/", 1)[-1]))
+        raise httpx.ConnectError("connection refused", request=request)
+
+    config = TelegramConfig(token=TOKEN, api_base_url="http://telegram.test")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(unreachable)) as client:
+        adapter = TelegramAdapter(config, client, backoff_initial=1.0, backoff_max=4.0)
+        send, _recv = trio.open_memory_channel[InboundMessage](1)
+        async with trio.open_nursery() as nursery:
             await nursery.start(adapter.run, send)
-        await trio.sleep(0.05)  # a few failed polls, no crash
-        nursery.cancel_scope.cancel()
+            assert trio.current_time() == 0.0
+            await trio.sleep(20)
+            nursery.cancel_scope.cancel()
+    # Failed polls back off 1, 2, 4, 4, ... s and never crash the adapter.
+    assert attempts == [(0.0, "getMe")] + [
+        (t, "getUpdates") for t in (0.0, 1.0, 3.0, 7.0, 11.0, 15.0, 19.0)
+    ]
 
 
 async def test_bad_token_is_a_clear_error_without_the_token(

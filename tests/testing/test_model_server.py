@@ -29,9 +29,11 @@ from hermes_trio.testing import (
     ErrorReply,
     JSONInsteadOfStream,
     RawReply,
+    RecordedRequest,
     RefuseStream,
     ScriptedModelServer,
     Stall,
+    Step,
     TextReply,
     ToolCallReply,
     open_scripted_server,
@@ -599,6 +601,24 @@ async def test_length_finish_reason_in_both_apis(
     events = await responses_events(client, RESP)
     assert events[-1]["type"] == "response.incomplete"
     assert events[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+
+
+async def test_reply_functions_answer_over_the_socket_too(
+    server: ScriptedModelServer, client: httpx.AsyncClient
+) -> None:
+    async def count(request: RecordedRequest) -> Step:
+        await trio.lowlevel.checkpoint()
+        return TextReply(f"{len(request.json['messages'])} message(s)")
+
+    server.add(count, lambda request: ErrorReply(503, f"busy for {request.json['model']}"))
+    first = await client.post("/chat/completions", json=CHAT)
+    second = await client.post("/chat/completions", json=CHAT)
+    assert first.json()["choices"][0]["message"]["content"] == "1 message(s)"
+    assert (second.status_code, second.json()["error"]["message"]) == (503, "busy for test-model")
+    assert [r.step for r in server.requests] == [
+        TextReply("1 message(s)"),
+        ErrorReply(503, "busy for test-model"),
+    ]
 
 
 def test_script_rejects_non_steps() -> None:

@@ -27,7 +27,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-from ..events import StreamEvent, coalesce, receive_batch
+from ..channels import receive_batch
+from ..events import StreamEvent, coalesce
 from ..wire.responses_out import ResponseBuilder, ResponseEvent
 from ..wire.sse import KEEPALIVE
 

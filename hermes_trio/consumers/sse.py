@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import trio
 
+from ..channels import receive_batch
 from ..events import (
     LongToolHint,
     MessageChunk,
@@ -26,7 +27,6 @@ from ..events import (
     ToolCallDelta,
     ToolCallFinished,
     TurnFinished,
-    receive_batch,
 )
 from ..llm.errors import caller_status
 from ..wire.chat_out import ChatStreamFrames

@@ -15,7 +15,9 @@ from typing import Literal, TypeVar
 
 import trio
 
-from .platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter, PlatformError
+from hermes_trio.consumers.messenger import PlatformError
+
+from .platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter
 
 __all__ = [
     "AUTH_ERRORS",

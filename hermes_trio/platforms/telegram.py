@@ -30,8 +30,9 @@ import httpx
 import trio
 
 from ..config import TelegramConfig
+from ..consumers.messenger import Capabilities, PlatformError, RateLimited
 from ..llm.backoff import parse_retry_after
-from .base import Capabilities, CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from .base import CredentialsRejected, InboundMessage
 from .http import allow_list, redact, register_secret, send_request, user_allowed
 from .telegram_format import to_markdown_v2
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import trio
 
-from ..platforms.base import measure
+from ..consumers.messenger import measure
 from ..platforms.telegram_format import MarkdownV2Error, parse_markdown_v2
 from .fake_http import FakeRequest, FakeResponse, serve_http
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_trio.platforms.base import measure
+from hermes_trio.consumers.messenger import measure
 from hermes_trio.platforms.telegram_format import (
     MarkdownV2Error,
     escape_code,

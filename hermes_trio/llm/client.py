@@ -46,7 +46,7 @@ from ..wire.sse import SSEDecoder, SSEError, SSEEvent
 from ..wire.upstream_json import loads_upstream
 from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
 from .backoff import backoff_delay, parse_retry_after
-from .errors import NO_MODEL_SERVER, ModelError, caller_status
+from .errors import NO_MODEL_SERVER, ModelError, request_refused
 from .pool import PooledTransport
 from .stream_support import StreamSupport
 from .watchdog import Expiry, StreamWatchdog
@@ -872,7 +872,7 @@ def _status_error(target: Target, response: httpx.Response, raw: bytes) -> Model
     retry_after = parse_retry_after(response.headers.get("retry-after"))
     message, code = _error_fields(raw)
     retryable = status == 429 or status >= 500
-    if caller_status(status) is not None:
+    if request_refused(status):
         # The request's own fault: the caller gets the model server's words
         # (and code), as if it had asked the model server itself.
         log.info("the model server at %s refused the request: HTTP %d", target.where, status)

@@ -27,7 +27,6 @@ from ..consumers.sse import (
     PreStreamError,
     SSEOptions,
     WriterOutput,
-    error_status,
     write_chat_sse,
 )
 from ..events import StreamEvent
@@ -42,7 +41,7 @@ from .bodies import (
     stream_extensions,
 )
 from .chat_request import ChatRequest, parse_chat_request
-from .errors import APIError, error_body
+from .errors import APIError, error_body, error_status
 from .front import Front
 from .gate import GateSettings
 from .responses_routes import register_responses_routes
@@ -329,7 +328,9 @@ class _ChatRun:
             raise
         if isinstance(first, PreStreamError):
             out.close()
-            raise APIError(first.status, first.message, code=first.code)
+            raise APIError(
+                error_status(first.code, first.model_status), first.message, code=first.code
+            )
         response = sse_response(_StreamBody(first, out, turn, frames))
         response.headers.update(self.headers)
         return response
@@ -340,11 +341,7 @@ def _untold_failure(turn: RunningTurn, frames: ChatStreamFrames) -> PreStreamErr
     JSON error. None when the stream must start and say how it ended."""
     end = turn.result
     if end is not None and end.finish_reason == "error" and not frames.started:
-        return PreStreamError(
-            error_status(end.error_code, end.model_status),
-            end.error or "the turn failed",
-            end.error_code,
-        )
+        return PreStreamError(end.error or "the turn failed", end.error_code, end.model_status)
     return None
 
 

@@ -27,6 +27,7 @@ import trio
 from ..config import ModelConfig
 from ..events import Usage
 from ..redaction import shown_url
+from ..retry import backoff_delay, parse_retry_after
 from ..wire.chat_chunks import (
     AssistantMessage,
     ChatChunkAccumulator,
@@ -45,7 +46,6 @@ from ..wire.responses_stream import (
 from ..wire.sse import SSEDecoder, SSEError, SSEEvent
 from ..wire.upstream_json import loads_upstream
 from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
-from .backoff import backoff_delay, parse_retry_after
 from .errors import NO_MODEL_SERVER, ModelError, request_refused
 from .pool import PooledTransport
 from .stream_support import StreamSupport

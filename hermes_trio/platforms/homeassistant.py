@@ -53,7 +53,7 @@ from quart_trio import QuartTrio
 
 from ..config import HomeAssistantConfig
 from ..consumers.messenger import PlatformError, RateLimited
-from ..llm.backoff import parse_retry_after
+from ..retry import parse_retry_after
 from .base import CredentialsRejected, InboundMessage
 from .http import allow_list, redact, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger

@@ -1,4 +1,9 @@
-"""Retry timing: exponential backoff with jitter, and ``Retry-After``."""
+"""Retry timing, shared by every loop that retries: the model client
+(jittered backoff between attempts), the gateway's adapter supervisor and
+the platforms' polling (plain doubling), and ``Retry-After`` headers.
+
+Pure arithmetic, no I/O and no clock: the callers sleep on trio's clock.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,35 @@ import random
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-__all__ = ["backoff_delay", "parse_retry_after"]
+__all__ = ["Backoff", "backoff_delay", "parse_retry_after"]
+
+
+class Backoff:
+    """Waits that start at ``initial`` and double after every failure, up to
+    ``maximum`` (never below ``initial``); ``reset()`` after a success.
+
+    It keeps the next wait rather than a count of failures, so a loop that
+    fails for days never overflows a power of two.
+    """
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self.initial = initial
+        self.maximum = max(maximum, initial)
+        self._upcoming = initial
+
+    @property
+    def upcoming(self) -> float:
+        """The wait ``next()`` will return."""
+        return self._upcoming
+
+    def next(self) -> float:
+        """The wait before the next try; the one after is twice as long."""
+        delay = self._upcoming
+        self._upcoming = min(delay * 2, self.maximum)
+        return delay
+
+    def reset(self) -> None:
+        self._upcoming = self.initial
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:

@@ -37,8 +37,8 @@ from typing import Any
 import trio
 
 from ..consumers.messenger import measure
-from ..platforms.telegram_format import MarkdownV2Error, parse_markdown_v2
 from .fake_http import FakeRequest, FakeResponse, serve_http
+from .telegram_markdown import MarkdownV2Error, parse_markdown_v2
 
 __all__ = [
     "FakeMessage",

@@ -32,8 +32,6 @@ from ..wire.chat_chunks import (
     AssistantMessage,
     ChatChunkAccumulator,
     ChunkDelta,
-    ChunkError,
-    ProviderError,
     merge_deltas,
     message_from_completion,
 )
@@ -44,6 +42,7 @@ from ..wire.responses_stream import (
     message_from_response,
 )
 from ..wire.sse import SSEDecoder, SSEError, SSEEvent
+from ..wire.upstream_fields import ChunkError, ProviderError
 from ..wire.upstream_json import loads_upstream
 from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
 from .errors import NO_MODEL_SERVER, ModelError, request_refused

@@ -6,8 +6,6 @@ from hermes_trio.wire.chat_chunks import (
     AssistantMessage,
     ChatChunkAccumulator,
     ChunkDelta,
-    ChunkError,
-    ProviderError,
     ToolCall,
     ToolCallArgs,
     ToolCallStart,
@@ -21,6 +19,7 @@ from hermes_trio.wire.responses_stream import (
 )
 from hermes_trio.wire.sse import SSEComment, SSEDecoder, SSEEvent, encode_comment, encode_event
 from hermes_trio.wire.think import DEFAULT_THINK_TAGS, Filtered, ThinkFilter, strip_think_blocks
+from hermes_trio.wire.upstream_fields import ChunkError, ProviderError
 
 __all__ = [
     "DEFAULT_THINK_TAGS",

@@ -67,7 +67,7 @@ class ServerState:
     slots: TurnSlots
     sessions: SessionStore
     store: ResponseStore
-    """The response store (issue 4), opened by ``open_api_server``."""
+    """The durable response store, opened by ``open_api_server``."""
     created: int = 0
     turns: set[RunningTurn] = field(default_factory=set)
     """Every running turn, chat and Responses."""
@@ -86,7 +86,7 @@ def create_app(state: ServerState) -> QuartTrio:
     # The one body size limit: Quart applies it to a declared length at
     # once and to a chunked body as it arrives.
     app.config["MAX_CONTENT_LENGTH"] = api.max_body_bytes
-    # Quart would end a long stream after RESPONSE_TIMEOUT (DESIGN §7).
+    # Quart would silently end a long stream after RESPONSE_TIMEOUT (60 s).
     app.config["RESPONSE_TIMEOUT"] = None
     # The front's body deadlines replace Quart's single total one.
     app.config["BODY_TIMEOUT"] = None

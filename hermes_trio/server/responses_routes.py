@@ -1,5 +1,5 @@
 """``/v1/responses``: the Responses API over the agent, with a durable store
-and resumable streams (issue 4).
+and resumable streams.
 
 - ``POST /v1/responses`` runs one agent turn, streamed (``stream: true``) or
   not. ``previous_response_id`` continues the stored conversation, tool calls

@@ -1,6 +1,7 @@
 """The sans-IO wire layer: SSE framing, upstream stream accumulation and the
 think-block filter. Pure functions and small state machines — no trio, no
-httpx, no clock (DESIGN §2)."""
+httpx, no clock: the lowest layer ("Layers" in docs/architecture.md).
+"""
 
 from hermes_trio.wire.chat_chunks import (
     AssistantMessage,

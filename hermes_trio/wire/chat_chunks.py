@@ -1,5 +1,5 @@
 """Chat Completions streaming: fold ``chat.completion.chunk`` objects into one
-assistant message (DESIGN §5).
+assistant message.
 
 The accumulator is lenient where real servers disagree (missing tool-call
 ``index``, reused indices, ``reasoning`` vs ``reasoning_content``, list-shaped

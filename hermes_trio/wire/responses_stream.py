@@ -1,6 +1,6 @@
 """Responses API upstreams: fold a streamed (or whole) Responses object into the
 same :class:`ChunkDelta`/:class:`AssistantMessage` the Chat Completions path
-produces, and translate chat-shaped requests into Responses input (DESIGN §5).
+produces, and translate chat-shaped requests into Responses input.
 """
 
 from __future__ import annotations

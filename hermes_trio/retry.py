@@ -49,7 +49,8 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | No
     at zero, half is random so many clients hitting one 429 spread out.
     """
     step = min(cap, base * (2**attempt))
-    return step / 2 + (rng or random).uniform(0, step / 2)
+    uniform = rng.uniform if rng is not None else random.uniform
+    return step / 2 + uniform(0, step / 2)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:

@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import orjson
@@ -756,7 +756,9 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
     """At most ``limit`` bytes of the (decoded) body; the rest is not read."""
     parts: list[bytes] = []
     size = 0
-    async with aclosing(response.aiter_bytes()) as pieces:
+    # httpx types it as an iterator; it is an async generator, which aclosing needs.
+    pieces_gen = cast("AsyncGenerator[bytes]", response.aiter_bytes())
+    async with aclosing(pieces_gen) as pieces:
         async for piece in pieces:
             parts.append(piece)
             size += len(piece)

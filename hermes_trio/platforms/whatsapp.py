@@ -159,7 +159,7 @@ class WhatsAppAdapter:
 
         @app.post(WEBHOOK_PATH)
         async def notify() -> Response:
-            body = await request.get_data()
+            body = await request.get_data(cache=True, as_text=False, parse_form_data=False)
             assert self.config.app_secret is not None
             status = _check_signature(
                 request.headers.get("X-Hub-Signature-256"), body, self.config.app_secret
@@ -301,7 +301,8 @@ class WhatsAppAdapter:
             body = {}
         if response.status_code < 400 and "error" not in body:
             return body
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        found = body.get("error")
+        error: dict[str, Any] = found if isinstance(found, dict) else {}
         code = error.get("code")
         message = redact(str(error.get("message") or f"HTTP {response.status_code}"))
         if response.status_code == 429 or code in _RATE_CODES:

@@ -79,7 +79,7 @@ def _message_text(item: dict[str, Any]) -> str:
 
 
 def _reasoning_text(item: dict[str, Any]) -> str:
-    texts = []
+    texts: list[str] = []
     for key in ("summary", "content"):
         parts = item.get(key)
         if isinstance(parts, list):

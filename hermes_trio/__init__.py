@@ -90,14 +90,17 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
-    # Cache it, so the next lookup is a plain attribute read.
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:
+    # Hidden from type checkers: they see the imports above, so a misspelt
+    # name is an error for them rather than ``Any``.
+    def __getattr__(name: str) -> Any:
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(import_module(home, __name__), name)
+        # Cache it, so the next lookup is a plain attribute read.
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 import httpx
 import trio
 
+from hermes_trio.consumers.messenger import Messenger, PlatformError
+
 from .agent import Agent, open_agent
 from .config import Config
 from .gateway_access import AllowList, allow_hint, configured_allow_list
@@ -35,7 +37,7 @@ from .llm import NO_MODEL_SERVER
 from .platforms import homeassistant as _homeassistant
 from .platforms import telegram as _telegram
 from .platforms import whatsapp as _whatsapp
-from .platforms.base import InboundMessage, Messenger, PlatformAdapter, PlatformError
+from .platforms.base import InboundMessage, PlatformAdapter
 from .redaction import shown_url
 
 if TYPE_CHECKING:

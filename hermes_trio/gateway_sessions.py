@@ -25,11 +25,13 @@ from typing import Any
 
 import trio
 
+from hermes_trio.consumers.messenger import Messenger, PlatformError, RateLimited
+
 from .agent import Agent
 from .config import Config
 from .consumers.editor import EditorReport, EditorSettings, run_editor
 from .events import StreamEvent
-from .platforms.base import InboundMessage, Messenger, PlatformError, RateLimited
+from .platforms.base import InboundMessage
 from .tools import ToolContext
 
 __all__ = ["HELP_TEXT", "REPLY_TIMEOUT", "ChatSessions", "Session"]

@@ -15,7 +15,10 @@ from typing import Literal, TypeVar
 
 import trio
 
-from .platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter, PlatformError
+from hermes_trio.consumers.messenger import PlatformError
+from hermes_trio.retry import Backoff
+
+from .platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter
 
 __all__ = [
     "AUTH_ERRORS",
@@ -66,7 +69,7 @@ async def supervise(
     platform never holds up the others.
     """
     name = adapter.name
-    delay = backoff_initial
+    backoff = Backoff(backoff_initial, backoff_max)
     reported = False
     with send:
         while True:
@@ -97,7 +100,8 @@ async def supervise(
                 )
                 return
             if trio.current_time() - began >= HEALTHY_RUN:
-                delay = backoff_initial
+                backoff.reset()
+            delay = backoff.next()
             status.restarts += 1
             status.state = "restarting"
             status.last_error = _describe(error) if error else "stopped"
@@ -111,7 +115,6 @@ async def supervise(
             else:
                 log.error("%s: adapter crashed; restarting in %g s", name, delay, exc_info=error)
             await trio.sleep(delay)
-            delay = min(delay * 2, max(backoff_max, delay))
 
 
 def _leaves(exc: BaseException) -> Iterable[BaseException]:

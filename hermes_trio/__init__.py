@@ -31,10 +31,12 @@ from .events import (
     Usage,
 )
 from .llm import ModelError
+from .turn import INTERNAL_ERROR, Turn, open_turn, run_turn, start_turn
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "INTERNAL_ERROR",
     "Agent",
     "Commentary",
     "Config",
@@ -49,10 +51,14 @@ __all__ = [
     "ToolCallChunk",
     "ToolCallDelta",
     "ToolCallFinished",
+    "Turn",
     "TurnEvents",
     "TurnFinished",
     "TurnResult",
     "Usage",
     "load_config",
     "open_agent",
+    "open_turn",
+    "run_turn",
+    "start_turn",
 ]

@@ -12,9 +12,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import httpx
@@ -157,25 +156,19 @@ class Agent:
     def streams(self, consumer: str, request_stream: bool | None = None) -> bool:
         return self.config.streaming.enabled_for(consumer, request_stream)
 
-    @asynccontextmanager
-    async def turn(
+    def turn(
         self, messages: list[dict[str, Any]] | str, **kwargs: Any
-    ) -> AsyncIterator[TurnEvents]:
+    ) -> AbstractAsyncContextManager[TurnEvents]:
         """Run a turn in the background of this block; iterate its events.
 
         ``messages`` may be a plain prompt. Leaving the block early cancels
-        the turn.
+        the turn. A crash ends it with ``TurnFinished(error_code=
+        "internal_error")`` (see :func:`hermes_trio.turn.open_turn`).
         """
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": messages}]
-        send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(partial(self.run_turn, messages, send, **kwargs))
-            with receive:
-                try:
-                    yield TurnEvents(receive)
-                finally:
-                    nursery.cancel_scope.cancel()
+        # turn.py builds on this module, so it is imported when first used.
+        from .turn import open_turn
+
+        return open_turn(self, messages, **kwargs)
 
     async def ask(self, prompt: str, **kwargs: Any) -> str:
         """Run one turn and return its final text (raises on a model error)."""

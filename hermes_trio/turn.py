@@ -298,11 +298,12 @@ async def _produce(
 ) -> None:
     # Synchronous close: the crash's ending must reach the consumer before
     # its channel ends, and `async with` could replace an error with
-    # Cancelled at close. The agent closes its clone; ours stays open for
-    # that ending.
+    # Cancelled at close. The agent gets a clone (closed here too, should a
+    # crash leave it open); ours stays open for that ending.
     with send:
         try:
-            turn.result = await agent.run_turn(messages, send.clone(), **agent_kwargs)
+            with send.clone() as agents:
+                turn.result = await agent.run_turn(messages, agents, **agent_kwargs)
             return
         except BaseException as exc:
             crash, rest = _split_crash(exc)

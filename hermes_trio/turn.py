@@ -24,8 +24,9 @@ serving. Cancellation is no crash and propagates as usual.
 Three ways to run one::
 
     import trio
+
     import hermes_trio
-    from hermes_trio import StreamEvent, Turn, open_turn, run_turn, start_turn
+    from hermes_trio import StreamEvent, open_turn, run_turn, start_turn
 
     async def show(events: trio.MemoryReceiveChannel[StreamEvent]) -> None:
         async for event in events:
@@ -34,22 +35,24 @@ Three ways to run one::
 
     async def main() -> None:
         async with hermes_trio.open_agent() as agent:
-            # Wait for it (the history list is extended in place):
+            # Wait for it; the history list is extended in place.
             history = [{"role": "user", "content": "Hi!"}]
             result = await run_turn(agent, history, show)
+            print(f" ({result.finish_reason})")
 
-            # In the background, stopped if it takes too long:
+            # In the background, stopped if it takes too long.
             async with trio.open_nursery() as nursery:
                 turn = start_turn(nursery, agent, "Count to a million.", show)
                 with trio.move_on_after(10):
                     await turn.done.wait()
                 turn.cancel("took too long")
-            assert turn.result is not None  # "interrupted" unless it was quick
+            print(f" ({turn.result.finish_reason}: {turn.interrupted})")
 
-            # Or read its events in this task (what ``Agent.turn`` does):
+            # Or read its events in this task, as Agent.turn does.
             async with open_turn(agent, "What is 2 + 2?") as events:
                 async for event in events:
-                    ...
+                    if isinstance(event, hermes_trio.TurnFinished):
+                        print(event.text)
 
     trio.run(main)
 """

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 import trio
-from support import agent_on_double, crashing_tools
+from support import agent_on_double, crashing_tools, make_config
 from trio.testing import MockClock
 
+import hermes_trio
 from hermes_trio import ModelError
+from hermes_trio import turn as turn_module
+from hermes_trio.agent import open_agent
 from hermes_trio.events import MessageChunk, StreamEvent, TurnFinished
 from hermes_trio.testing import ModelDouble, TextReply, ToolCallReply
 from hermes_trio.turn import INTERNAL_ERROR, Turn, open_turn, run_turn, start_turn
@@ -280,3 +283,30 @@ async def test_an_exception_in_the_open_turn_block_is_the_callers(
                 async for _ in events:
                     raise KeyError("mine")
     assert _crashes(caplog) == []
+
+
+async def test_the_module_example_runs(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = turn_module.__doc__ or ""
+    code = doc.split("Three ways to run one::\n", 1)[1]
+    lines = [line.removeprefix("    ") for line in code.splitlines()]
+    source = "\n".join(line for line in lines if not line.startswith("trio.run("))
+    counting = TextReply(tokens=[f" {n}" for n in range(1, 100)], delay=1.5)
+    double = ModelDouble([TextReply("Hello!"), counting, TextReply("4")])
+    config = make_config(double.base_url)
+    monkeypatch.setattr(
+        hermes_trio, "open_agent", lambda: open_agent(config, transport=double)
+    )
+    printed: list[str] = []
+
+    def fake_print(*args: Any, end: str = "\n", flush: bool = False) -> None:
+        printed.append(" ".join(map(str, args)) + end)
+
+    namespace: dict[str, Any] = {"__name__": "turn_example", "print": fake_print}
+    exec(compile(source, "hermes_trio/turn.py", "exec"), namespace)
+    await namespace["main"]()
+    assert "".join(printed) == (
+        "Hello! (stop)\n 1 2 3 4 5 6 7 (interrupted: took too long)\n4\n"
+    )
+    assert trio.current_time() == 10.0

@@ -20,7 +20,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .agent import Agent, TurnEvents, TurnResult, open_agent
+    from .agent import Agent, open_agent
     from .config import Config, ConfigError, load_config
     from .events import (
         Commentary,
@@ -37,10 +37,20 @@ if TYPE_CHECKING:
         Usage,
     )
     from .llm import ModelError
+    from .turn import (
+        INTERNAL_ERROR,
+        Turn,
+        TurnEvents,
+        TurnResult,
+        open_turn,
+        run_turn,
+        start_turn,
+    )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "INTERNAL_ERROR",
     "Agent",
     "Commentary",
     "Config",
@@ -55,12 +65,16 @@ __all__ = [
     "ToolCallChunk",
     "ToolCallDelta",
     "ToolCallFinished",
+    "Turn",
     "TurnEvents",
     "TurnFinished",
     "TurnResult",
     "Usage",
     "load_config",
     "open_agent",
+    "open_turn",
+    "run_turn",
+    "start_turn",
 ]
 
 # Where each public name lives. Importing the package loads none of them, so
@@ -68,8 +82,8 @@ __all__ = [
 # the first time someone asks for it (like httpx's public surface, but lazy).
 _HOMES = {
     "Agent": ".agent",
-    "TurnEvents": ".agent",
-    "TurnResult": ".agent",
+    "TurnEvents": ".turn",
+    "TurnResult": ".turn",
     "open_agent": ".agent",
     "Config": ".config",
     "ConfigError": ".config",
@@ -87,6 +101,11 @@ _HOMES = {
     "TurnFinished": ".events",
     "Usage": ".events",
     "ModelError": ".llm",
+    "INTERNAL_ERROR": ".turn",
+    "Turn": ".turn",
+    "open_turn": ".turn",
+    "run_turn": ".turn",
+    "start_turn": ".turn",
 }
 
 

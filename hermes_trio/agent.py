@@ -12,9 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from functools import partial
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import httpx
@@ -41,6 +39,7 @@ from .tools import (
     ToolResult,
     default_registry,
 )
+from .turn import TurnEvents, TurnResult, open_turn
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
 from .wire.think import ThinkFilter
@@ -50,23 +49,6 @@ __all__ = ["Agent", "TurnEvents", "TurnResult", "open_agent"]
 log = logging.getLogger("hermes_trio.agent")
 
 INTERRUPTED_MARK = "[interrupted]"
-
-
-@dataclass
-class TurnResult:
-    """How a turn ended. ``text`` is the last step's text (as in
-    ``TurnFinished``); ``answer`` is every step's text as a Chat Completions
-    stream shows it, the steps separated by a blank line."""
-
-    text: str
-    usage: Usage
-    finish_reason: str
-    tool_calls: tuple[dict[str, Any], ...] = ()
-    error: str | None = None
-    error_code: str | None = None
-    model_status: int | None = None
-    added: list[dict[str, Any]] = field(default_factory=list)
-    answer: str = ""
 
 
 async def _end(
@@ -81,37 +63,6 @@ async def _end(
     """Tell the consumers how the turn ended, and return the same ending."""
     await send.send(TurnFinished(text, usage, reason, **extra))
     return TurnResult(text, usage, reason, answer=answer, **extra)
-
-
-class TurnEvents:
-    """Async iterator over a turn's events that takes whatever is already
-    waiting without a scheduler pass.
-
-    ``MemoryReceiveChannel.receive`` checkpoints even when an event is ready,
-    so a plain ``async for`` wakes its task once per token; this iterator
-    waits only when the channel is empty. The channel holds at most
-    ``agent.channel_size`` events, which bounds the run between checkpoints.
-    """
-
-    __slots__ = ("receive",)
-
-    def __init__(self, receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
-        self.receive = receive
-
-    def __aiter__(self) -> TurnEvents:
-        return self
-
-    async def __anext__(self) -> StreamEvent:
-        try:
-            return self.receive.receive_nowait()
-        except trio.WouldBlock:
-            pass
-        except trio.EndOfChannel:
-            raise StopAsyncIteration from None
-        try:
-            return await self.receive.receive()
-        except trio.EndOfChannel:
-            raise StopAsyncIteration from None
 
 
 class _Step:
@@ -157,25 +108,16 @@ class Agent:
     def streams(self, consumer: str, request_stream: bool | None = None) -> bool:
         return self.config.streaming.enabled_for(consumer, request_stream)
 
-    @asynccontextmanager
-    async def turn(
+    def turn(
         self, messages: list[dict[str, Any]] | str, **kwargs: Any
-    ) -> AsyncIterator[TurnEvents]:
+    ) -> AbstractAsyncContextManager[TurnEvents]:
         """Run a turn in the background of this block; iterate its events.
 
         ``messages`` may be a plain prompt. Leaving the block early cancels
-        the turn.
+        the turn. A crash ends it with ``TurnFinished(error_code=
+        "internal_error")`` (see :func:`hermes_trio.turn.open_turn`).
         """
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": messages}]
-        send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(partial(self.run_turn, messages, send, **kwargs))
-            with receive:
-                try:
-                    yield TurnEvents(receive)
-                finally:
-                    nursery.cancel_scope.cancel()
+        return open_turn(self, messages, **kwargs)
 
     async def ask(self, prompt: str, **kwargs: Any) -> str:
         """Run one turn and return its final text (raises on a model error)."""

@@ -1,11 +1,10 @@
 """``hermes-trio chat``: the agent in a terminal.
 
 One turn at a time: read a line (prompt_toolkit, in a worker thread because
-its prompt is synchronous), run the turn in its own cancel scope with the
-terminal consumer as a sibling task, and turn Ctrl-C into a cancellation of
-that scope. Cancelling the scope closes the upstream stream and stops tool
-processes; the consumer then sees the channel end without ``TurnFinished``
-and leaves the partial answer on screen marked as interrupted.
+its prompt is synchronous), run the turn (:mod:`hermes_trio.turn`) with the
+terminal consumer, and turn Ctrl-C into a cancellation of that turn.
+Cancelling it closes the upstream stream and stops tool processes; the
+consumer leaves the partial answer on screen marked as interrupted.
 
 Streaming: a person at a terminal expects to see the answer arrive, so the
 terminal streams unless ``streaming.cli: false`` or ``--no-stream`` says
@@ -23,7 +22,6 @@ import sys
 import termios
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -42,10 +40,11 @@ from rich.text import Text
 from .agent import Agent, open_agent
 from .config import Config
 from .consumers.terminal import TerminalSettings, TerminalView
-from .events import StreamEvent, TurnFinished, Usage
+from .events import StreamEvent, TurnFinished
 from .llm import NO_MODEL_SERVER
 from .redaction import shown_url
 from .tools import ApprovalDecision, ApprovalRequest, ToolContext
+from .turn import INTERNAL_ERROR, Turn, run_turn
 
 __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
 
@@ -259,12 +258,6 @@ async def _read_tty_line(fd: int) -> str | None:
 # The session
 
 
-@dataclass
-class _Turn:
-    scope: trio.CancelScope
-    interrupts: int = 0
-
-
 class Chat:
     """One conversation at the terminal: history, model choice, approvals."""
 
@@ -320,56 +313,53 @@ class Chat:
     async def turn(self, text: str) -> TurnFinished | None:
         """Run one turn and show it; None when it was interrupted."""
         self.messages.append({"role": "user", "content": text})
-        send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
-        turn = _Turn(trio.CancelScope())
+        turn = Turn()
+        shown: list[TurnFinished | None] = []
+
+        async def show(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+            shown.append(await self.view.render_turn(receive))
+
         # The receiver exists before the turn starts, so an early Ctrl-C is
         # an interrupt too rather than a KeyboardInterrupt that ends the program.
         with trio.open_signal_receiver(*_STOP_SIGNALS) as signals, _echo(self.input_fd, False):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._produce, send, turn.scope)
                 nursery.start_soon(self._watch_signals, signals, turn)
-                with receive:
-                    result = await self.view.render_turn(receive)
-                nursery.cancel_scope.cancel()
-        return result
-
-    async def _produce(
-        self, send: trio.MemorySendChannel[StreamEvent], scope: trio.CancelScope
-    ) -> None:
-        with send, scope:
-            try:
-                # A clone goes to run_turn (which closes it), so this task can
-                # still report a crash on the original.
-                await self.agent.run_turn(
+                result = await run_turn(
+                    self.agent,
                     self.messages,
-                    send.clone(),
+                    show,
+                    turn=turn,
                     stream=self.stream,
                     model=self.model,
                     tool_context=self.ctx,
                 )
-            except Exception as exc:  # trio.Cancelled is a BaseException and passes
-                log.debug("turn crashed", exc_info=True)
-                message = f"internal error: {type(exc).__name__}: {exc}"
-                try:
-                    await send.send(TurnFinished("", Usage(), "error", error=message))
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
+                nursery.cancel_scope.cancel()
+        if shown:
+            return shown[0]
+        if result.error_code == INTERNAL_ERROR:
+            # The renderer crashed, so the screen has not said how it ended.
+            self._say(f"error: {escape(result.error or 'internal error')}", "red")
+            return TurnFinished(
+                "", result.usage, "error", error=result.error, error_code=result.error_code
+            )
+        return None
 
-    async def _watch_signals(self, signals: Any, turn: _Turn) -> None:
+    async def _watch_signals(self, signals: Any, turn: Turn) -> None:
+        interrupts = 0
         async for signum in signals:
             if signum != signal.SIGINT:
                 # Asked to quit (terminal closed, kill): stop the turn the
                 # clean way, which restores the terminal and stops tool
                 # processes, and leave after it.
                 self.exit_code = 128 + signum
-                turn.scope.cancel()
+                turn.cancel(f"signal {signum}")
                 continue
-            turn.interrupts += 1
-            if turn.interrupts > 1:
+            interrupts += 1
+            if interrupts > 1:
                 # The first Ctrl-C asked for a clean stop; a second one means
                 # the user will not wait for it.
                 raise KeyboardInterrupt
-            turn.scope.cancel()
+            turn.cancel("interrupted")
 
     # -- approvals ---------------------------------------------------------
 

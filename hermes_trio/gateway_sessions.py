@@ -20,7 +20,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import trio
@@ -33,6 +32,7 @@ from .consumers.editor import EditorReport, EditorSettings, run_editor
 from .events import StreamEvent
 from .platforms.base import InboundMessage
 from .tools import ToolContext
+from .turn import INTERNAL_ERROR, Turn, run_turn
 
 __all__ = ["HELP_TEXT", "REPLY_TIMEOUT", "ChatSessions", "Session"]
 
@@ -68,8 +68,8 @@ class Session:
     messages: list[dict[str, Any]]
     tool_context: ToolContext
     pending: deque[InboundMessage | _Reply] = field(default_factory=deque)
-    turn: trio.CancelScope | None = None
-    """The running turn's scope; cancelling it interrupts the turn."""
+    turn: Turn | None = None
+    """The running turn; cancelling it interrupts the turn."""
     working: bool = False
     turns_done: int = 0
     last_report: EditorReport | None = None
@@ -129,7 +129,7 @@ class ChatSessions:
                 log.info(
                     "%s chat %s: new message interrupts the running turn", platform, message.chat_id
                 )
-                session.turn.cancel()
+                session.turn.cancel("interrupted by a new message")
             session.pending.append(message)
         self._wake(session)
 
@@ -147,7 +147,7 @@ class ChatSessions:
         session.pending = deque(item for item in session.pending if isinstance(item, _Reply))
         running = session.turn is not None and not session.turn.cancel_called
         if session.turn is not None:
-            session.turn.cancel()
+            session.turn.cancel("stopped")
         return running or bool(waiting)
 
     def _wake(self, session: Session) -> None:
@@ -201,38 +201,31 @@ class ChatSessions:
         messages = session.messages
         for message in batch:
             messages.append({"role": "user", "content": message.text})
-        send, receive = trio.open_memory_channel[StreamEvent](self.config.agent.channel_size)
         reports: list[EditorReport] = []
 
-        async def show() -> None:
+        async def show(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
             reports.append(await run_editor(receive, messenger, settings))
 
         log.info("%s chat %s: turn started", platform, chat_id)
         began = trio.current_time()
-        failed = False
+        turn = session.turn = Turn()
         try:
-            with trio.CancelScope() as scope:
-                session.turn = scope
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(
-                        partial(
-                            self.agent.run_turn,
-                            messages,
-                            send,
-                            stream=stream,
-                            tool_context=session.tool_context,
-                        )
-                    )
-                    nursery.start_soon(show)
-        except Exception:
-            # A bug in a tool or the agent ends this turn, not the gateway.
-            failed = True
-            log.exception("%s chat %s: the turn failed", platform, chat_id)
+            # A bug in a tool, the agent or the editor ends this turn (the
+            # turn's crash policy), not the gateway.
+            result = await run_turn(
+                self.agent,
+                messages,
+                show,
+                turn=turn,
+                stream=stream,
+                tool_context=session.tool_context,
+            )
         finally:
             session.turn = None
             session.turns_done += 1
             session.last_report = reports[0] if reports else None
-        outcome = "interrupted" if scope.cancelled_caught else "failed" if failed else "done"
+        failed = result.error_code == INTERNAL_ERROR
+        outcome = "interrupted" if turn.scope.cancelled_caught else "failed" if failed else "done"
         log.info(
             "%s chat %s: turn %s after %.1f s",
             platform,
@@ -240,8 +233,9 @@ class ChatSessions:
             outcome,
             trio.current_time() - began,
         )
-        if failed:
-            await self.say(platform, chat_id, "⚠️ Something went wrong; see the gateway log.")
+        if failed and not reports:
+            # The editor crashed, so the chat has not seen the ending yet.
+            await self.say(platform, chat_id, settings.error_note.format(error=result.error))
 
     async def say(self, platform: str, chat_id: str, text: str) -> bool:
         """Send one short message; logs and gives up on failure."""

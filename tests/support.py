@@ -11,13 +11,16 @@ import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import trio
 
-from hermes_trio.agent import Agent, TurnResult, open_agent
+from hermes_trio import turn
+from hermes_trio.agent import Agent, open_agent
 from hermes_trio.config import AgentConfig, Config, ModelConfig, StoreConfig, TimeoutsConfig
 from hermes_trio.events import StreamEvent
+from hermes_trio.tools import ToolContext, ToolRegistry, ToolResult
+from hermes_trio.turn import TurnResult
 
 if TYPE_CHECKING:
     import httpx
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 
     from hermes_trio.server.run import ApiServer
     from hermes_trio.testing import ModelDouble, ScriptedModelServer
-    from hermes_trio.tools import ApprovalCallback, ToolRegistry
+    from hermes_trio.tools import ApprovalCallback
 
 # Every store make_config creates lives under here, removed when the test run
 # exits; the object must stay referenced until then.
@@ -73,29 +76,50 @@ def make_config(
 async def run_turn(
     agent: Agent, messages: list[dict[str, Any]] | str, **kwargs: Any
 ) -> tuple[list[StreamEvent], TurnResult]:
-    if isinstance(messages, str):
-        messages = [{"role": "user", "content": messages}]
-    send, receive = trio.open_memory_channel[StreamEvent](64)
+    """One turn through the turn primitive, keeping every event."""
     events: list[StreamEvent] = []
-    results: list[TurnResult] = []
 
-    async def produce() -> None:
-        results.append(await agent.run_turn(messages, send, **kwargs))
+    async def collect(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+        async for event in receive:
+            events.append(event)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(produce)
-        async with receive:
-            async for event in receive:
-                events.append(event)
-    return events, results[0]
+    result = await turn.run_turn(agent, messages, collect, **kwargs)
+    return events, result
+
+
+class CrashingTools(ToolRegistry):
+    """A registry with a bug: running any tool raises outside the tool's own
+    error handling, so the exception escapes the agent (a crashing turn)."""
+
+    async def execute(self, name: str, raw_args: str, ctx: ToolContext) -> ToolResult:
+        raise RuntimeError(f"tool bug in {name}")
+
+
+class _Probe:
+    name = "probe"
+    description = "Looks at something."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    def preview(self, args: dict[str, Any]) -> str:
+        return "probe"
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return ToolResult(True, "fine")
+
+
+def crashing_tools() -> CrashingTools:
+    """Tools whose one tool, ``probe``, crashes the turn that calls it."""
+    return CrashingTools([_Probe()])
 
 
 __all__ = [
+    "CrashingTools",
     "ServeProcess",
     "agent_on_double",
     "api_stack",
     "clean_env",
     "client_for",
+    "crashing_tools",
     "http_for",
     "make_config",
     "open_agent",

@@ -2,10 +2,10 @@
 puts the request gate (origin, host, content type, CORS) and the body
 deadlines in front of it (:mod:`.front`).
 
-Each chat request runs one agent turn (``turns.start_turn``) whose consumer
-is the SSE writer (streaming) or a collector (non-streaming). Client
-disconnect cancels the request task; the ``finally`` blocks here then cancel
-the turn's scope, which closes the upstream stream and kills tool processes.
+Each chat request runs one agent turn (``hermes_trio.turn.start_turn``)
+whose consumer is the SSE writer (streaming) or a collector (non-streaming).
+Client disconnect cancels the request task; the ``finally`` blocks here then
+cancel the turn, which closes the upstream stream and kills tool processes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
-from ..agent import Agent, TurnEvents
+from ..agent import Agent
 from ..consumers.sse import (
     LastPiece,
     PreStreamError,
@@ -30,6 +30,7 @@ from ..consumers.sse import (
     write_chat_sse,
 )
 from ..events import StreamEvent
+from ..turn import INTERNAL_ERROR, Turn, TurnEvents, start_turn
 from ..wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from .bodies import (
     StreamedBody,
@@ -47,14 +48,7 @@ from .gate import GateSettings
 from .responses_routes import register_responses_routes
 from .sessions import SessionStore, new_messages, validate_session_id
 from .store import ResponseStore, wall_clock
-from .turns import (
-    INTERNAL_ERROR,
-    RunningTurn,
-    TurnSlots,
-    agent_turn,
-    start_turn,
-    turn_options,
-)
+from .turns import TurnSlots, turn_options
 
 __all__ = ["ServerState", "asgi_app", "create_app"]
 
@@ -69,7 +63,7 @@ class ServerState:
     store: ResponseStore
     """The durable response store, opened by ``open_api_server``."""
     created: int = 0
-    turns: set[RunningTurn] = field(default_factory=set)
+    turns: set[Turn] = field(default_factory=set)
     """Every running turn, chat and Responses."""
 
     def stop_turns(self, reason: str) -> None:
@@ -232,11 +226,11 @@ class _ChatRun:
         self.model = model
         self.extensions = extensions
         self.headers: dict[str, str] = {}
-        self.turn: RunningTurn | None = None
+        self.turn: Turn | None = None
         self.out: trio.MemoryReceiveChannel[WriterOutput] | None = None
         self.frames: ChatStreamFrames | None = None
 
-    def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> RunningTurn:
+    def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Turn:
         """Start the turn in the slot the caller acquired (released when the
         turn ends, or here when it cannot start)."""
         state = self.state
@@ -267,9 +261,12 @@ class _ChatRun:
 
             self.turn = start_turn(
                 state.nursery,
-                agent_turn(state.agent, messages, consumer, kwargs),
+                state.agent,
+                messages,
+                consumer,
                 on_exit=state.slots.release,
                 registry=state.turns,
+                **kwargs,
             )
         except BaseException:
             if self.turn is None:
@@ -307,7 +304,7 @@ class _ChatRun:
         return json_response(body, headers=self.headers)
 
     async def _stream_response(
-        self, turn: RunningTurn, out: trio.MemoryReceiveChannel[WriterOutput]
+        self, turn: Turn, out: trio.MemoryReceiveChannel[WriterOutput]
     ) -> Response:
         frames = self.frames
         assert frames is not None
@@ -336,7 +333,7 @@ class _ChatRun:
         return response
 
 
-def _untold_failure(turn: RunningTurn, frames: ChatStreamFrames) -> PreStreamError | None:
+def _untold_failure(turn: Turn, frames: ChatStreamFrames) -> PreStreamError | None:
     """A turn that failed before its writer sent anything: still a plain
     JSON error. None when the stream must start and say how it ended."""
     end = turn.result
@@ -345,7 +342,7 @@ def _untold_failure(turn: RunningTurn, frames: ChatStreamFrames) -> PreStreamErr
     return None
 
 
-def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes:
+def _untold_end(turn: Turn, frames: ChatStreamFrames) -> bytes:
     """The last frame of a stream whose writer stopped before its own last
     frame reached the body (it crashed, or was cancelled with its turn
     while that frame waited): the failure, or the interruption. The 200 is
@@ -356,13 +353,13 @@ def _untold_end(turn: RunningTurn, frames: ChatStreamFrames) -> bytes:
         return frames.error(message, type="server_error", code=end.error_code)
     reason = turn.interrupted or (
         "the turn ended without an answer"
-        if end is None
+        if end is None or end.finish_reason == "interrupted"
         else "the stream ended before its last frames were written"
     )
     return frames.error(reason, type="interrupted", code="interrupted")
 
 
-def _release(turn: RunningTurn, out: trio.MemoryReceiveChannel[WriterOutput]) -> None:
+def _release(turn: Turn, out: trio.MemoryReceiveChannel[WriterOutput]) -> None:
     """Nobody reads the stream any more: stop the turn and its writer."""
     turn.cancel("client went away")
     out.close()
@@ -376,7 +373,7 @@ class _StreamBody(StreamedBody):
         self,
         first: bytes | LastPiece | None,
         out: trio.MemoryReceiveChannel[WriterOutput],
-        turn: RunningTurn,
+        turn: Turn,
         frames: ChatStreamFrames,
     ) -> None:
         super().__init__(partial(_release, turn, out))

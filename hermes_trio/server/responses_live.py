@@ -25,7 +25,7 @@ The client and the store agree on how a stored response ended:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -34,11 +34,12 @@ import trio
 
 from ..consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ..events import StreamEvent
+from ..turn import INTERNAL_ERROR, Turn, TurnResult, start_turn
 from ..wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from .bodies import StreamedBody
 from .responses_request import ResponsesRequest
 from .store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
-from .turns import INTERNAL_ERROR, RunningTurn, run_with_consumer, start_turn, turn_options
+from .turns import turn_options
 
 if TYPE_CHECKING:
     # app.py imports the routes, which import this module.
@@ -68,7 +69,7 @@ class LiveResponse:
     conversation: list[dict[str, Any]]
     background: bool
     log: EventLog = field(default_factory=EventLog)
-    turn: RunningTurn = field(default_factory=RunningTurn)
+    turn: Turn = field(default_factory=Turn)
     """Its ``done`` is set once the response's end is recorded (the turn
     that runs it replaces this placeholder as it starts)."""
     persisted: int = 0
@@ -170,9 +171,13 @@ class LiveResponses:
                 self.running[live.id] = live
             live.turn = start_turn(
                 state.nursery,
-                partial(self._run, live, kwargs, req.store),
+                state.agent,
+                live.conversation,
+                partial(self._consume, live, req.store),
                 on_exit=state.slots.release,
                 registry=state.turns,
+                around=partial(self._run, live, req.store),
+                **kwargs,
             )
             started = True
         finally:
@@ -203,30 +208,32 @@ class LiveResponses:
         live.cancelled = True
         await live.turn.stop("cancelled by the client", grace=STOP_WAIT)
 
-    async def _run(
-        self, live: LiveResponse, kwargs: dict[str, Any], stored: bool, turn: RunningTurn
+    async def _consume(
+        self, live: LiveResponse, stored: bool, receive: trio.MemoryReceiveChannel[StreamEvent]
     ) -> None:
-        """One response's turn, from its first event to its last store write."""
+        await write_response_events(
+            receive,
+            live.builder,
+            live.log,
+            admit=partial(self._admit, live) if stored else None,
+        )
+
+    async def _run(
+        self,
+        live: LiveResponse,
+        stored: bool,
+        turn: Turn,
+        run: Callable[[], Awaitable[TurnResult]],
+    ) -> None:
+        """One response's turn, from its first event to its last store write.
+        The turn's own crash policy covers the agent, its tools and the
+        writer (the response ends failed, ``internal_error``)."""
         failure: str | None = None
         try:
             async with trio.open_nursery() as outer:
                 if stored:
                     outer.start_soon(self._persist, live)
-
-                async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
-                    await write_response_events(
-                        receive,
-                        live.builder,
-                        live.log,
-                        admit=partial(self._admit, live) if stored else None,
-                    )
-
-                # The turn's own crash policy: a bug in a tool, the agent or
-                # the writer ends this response as failed (internal_error),
-                # never the server.
-                await run_with_consumer(
-                    turn, self.state.agent, live.conversation, consumer, kwargs
-                )
+                await run()
                 # What the persister has not written yet goes with the
                 # final write below.
                 outer.cancel_scope.cancel()

@@ -18,8 +18,8 @@ import orjson
 import trio
 
 from ..tools import ToolContext
+from ..turn import Turn
 from .errors import APIError
-from .turns import RunningTurn
 
 __all__ = [
     "Session",
@@ -49,7 +49,7 @@ class Session:
     messages: list[dict[str, Any]]
     tool_context: ToolContext
     last_used: float
-    running: RunningTurn | None = None
+    running: Turn | None = None
     lock: trio.Lock = field(default_factory=trio.Lock)
 
 

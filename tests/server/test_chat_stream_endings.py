@@ -13,12 +13,11 @@ import trio.testing
 from support import api_stack, http_for
 from test_responses_helpers import parse_sse
 
-from hermes_trio.agent import TurnResult
 from hermes_trio.consumers.sse import SSEOptions, write_chat_sse
 from hermes_trio.events import MessageChunk, StreamEvent, TurnFinished, Usage
 from hermes_trio.server import app as app_module
-from hermes_trio.server.turns import RunningTurn
 from hermes_trio.testing import TextReply
+from hermes_trio.turn import Turn, TurnResult
 from hermes_trio.wire.chat_out import ChatStreamFrames
 from hermes_trio.wire.sse import KEEPALIVE
 
@@ -49,7 +48,7 @@ async def test_a_last_frame_that_never_reached_the_body_is_not_taken_as_said() -
     events_send, events_receive = trio.open_memory_channel[StreamEvent](8)
     # The body is behind: the writer's last piece waits for room.
     out_send, out_receive = trio.open_memory_channel[Any](0)
-    turn = RunningTurn()
+    turn = Turn()
 
     async def writer() -> None:
         with turn.scope:
@@ -76,7 +75,7 @@ async def test_a_body_dropped_unsent_stops_its_turn() -> None:
     # Quart never enters the body, so close() never runs.
     frames = ChatStreamFrames("chatcmpl-x", 1, "m", include_usage=False)
     out_send, out_receive = trio.open_memory_channel[Any](0)
-    turn = RunningTurn()
+    turn = Turn()
     body = app_module._StreamBody(b"first", out_receive, turn, frames)
     del body
     # The release is queued to run in trio's thread (the body could have been

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from hermes_trio.chat import (
+from hermes_trio.cli.chat import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     _exit_code,

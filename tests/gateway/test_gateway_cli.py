@@ -15,8 +15,8 @@ import trio
 from support import clean_env, make_config
 
 from hermes_trio.config import Config, PlatformsConfig, TelegramConfig, load_config
-from hermes_trio.gateway import _main, build_adapters, run_gateway, telegram_enabled
-from hermes_trio.gateway_sessions import _command
+from hermes_trio.gateway.runtime import _main, build_adapters, run_gateway, telegram_enabled
+from hermes_trio.gateway.sessions import _command
 from hermes_trio.platforms.telegram import TelegramAdapter
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.testing.fake_telegram import open_fake_telegram

@@ -25,12 +25,12 @@ from typing import Any
 
 import trio
 
-from .agent import Agent
-from .config import Config
-from .consumers.editor import EditorReport, EditorSettings, run_editor
-from .events import StreamEvent
-from .platforms.base import InboundMessage, Messenger, PlatformError, RateLimited
-from .tools import ToolContext
+from ..agent import Agent
+from ..config import Config
+from ..consumers.editor import EditorReport, EditorSettings, run_editor
+from ..events import StreamEvent
+from ..platforms.base import InboundMessage, Messenger, PlatformError, RateLimited
+from ..tools import ToolContext
 
 __all__ = ["HELP_TEXT", "REPLY_TIMEOUT", "ChatSessions", "Session"]
 

@@ -39,13 +39,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from .agent import Agent, open_agent
-from .config import Config
-from .consumers.terminal import TerminalSettings, TerminalView
-from .events import StreamEvent, TurnFinished, Usage
-from .llm import NO_MODEL_SERVER
-from .redaction import shown_url
-from .tools import ApprovalDecision, ApprovalRequest, ToolContext
+from ..agent import Agent, open_agent
+from ..config import Config
+from ..consumers.terminal import TerminalSettings, TerminalView
+from ..events import StreamEvent, TurnFinished, Usage
+from ..llm import NO_MODEL_SERVER
+from ..redaction import shown_url
+from ..tools import ApprovalDecision, ApprovalRequest, ToolContext
 
 __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
 
@@ -92,7 +92,7 @@ def parse_approval(answer: str) -> ApprovalDecision | None:
 
 
 def run_chat(config: Config, args: argparse.Namespace) -> int:
-    """Entry point of ``hermes-trio chat`` (see ``hermes_trio.cli``)."""
+    """Entry point of ``hermes-trio chat`` (see ``hermes_trio.cli.main``)."""
     if not config.model.base_url:
         print(NO_SERVER, file=sys.stderr)
         return 2

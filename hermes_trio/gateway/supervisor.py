@@ -15,7 +15,7 @@ from typing import Literal, TypeVar
 
 import trio
 
-from .platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter, PlatformError
+from ..platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter, PlatformError
 
 __all__ = [
     "AUTH_ERRORS",

@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
-from .config import Config
-from .platforms.base import InboundMessage
+from ..config import Config
+from ..platforms.base import InboundMessage
 
 __all__ = ["REFUSAL_INTERVAL", "AllowList", "allow_hint", "configured_allow_list"]
 

@@ -7,9 +7,9 @@ server when it is enabled. Cancelling that nursery (Ctrl-C, SIGTERM, leaving
 ``open_gateway``) stops all of it; each running turn's message editor still
 does its shielded, deadline-bounded cleanup so no chat keeps a cursor.
 
-The parts live next door: ``gateway_supervisor`` keeps each adapter
-running, ``gateway_access`` decides who is answered, and ``gateway_sessions``
-runs what happens in a chat (turns, interrupts, ``/stop``, ``/new``).
+The parts live next door: ``supervisor`` keeps each adapter running,
+``access`` decides who is answered, and ``sessions`` runs what happens in a
+chat (turns, interrupts, ``/stop``, ``/new``).
 """
 
 from __future__ import annotations
@@ -26,20 +26,20 @@ from typing import TYPE_CHECKING
 import httpx
 import trio
 
-from .agent import Agent, open_agent
-from .config import Config
-from .gateway_access import AllowList, allow_hint, configured_allow_list
-from .gateway_sessions import ChatSessions, Session
-from .gateway_supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, first_leaf, supervise
-from .llm import NO_MODEL_SERVER
-from .platforms import homeassistant as _homeassistant
-from .platforms import telegram as _telegram
-from .platforms import whatsapp as _whatsapp
-from .platforms.base import InboundMessage, Messenger, PlatformAdapter, PlatformError
-from .redaction import shown_url
+from ..agent import Agent, open_agent
+from ..config import Config
+from ..llm import NO_MODEL_SERVER
+from ..platforms import homeassistant as _homeassistant
+from ..platforms import telegram as _telegram
+from ..platforms import whatsapp as _whatsapp
+from ..platforms.base import InboundMessage, Messenger, PlatformAdapter, PlatformError
+from ..redaction import shown_url
+from .access import AllowList, allow_hint, configured_allow_list
+from .sessions import ChatSessions, Session
+from .supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, first_leaf, supervise
 
 if TYPE_CHECKING:
-    from .server.run import ApiServer
+    from ..server.run import ApiServer
 
 __all__ = [
     "AdapterStatus",
@@ -158,7 +158,7 @@ class Gateway:
 
     async def _serve_api(self, *, task_status: trio.TaskStatus[ApiServer]) -> None:
         # Imported here: the web stack is only needed when the API is enabled.
-        from .server.run import open_api_server
+        from ..server.run import open_api_server
 
         async with open_api_server(self.config, agent=self.agent) as server:
             log.info("api server: listening on %s", server.base_url)
@@ -313,7 +313,7 @@ def startup_problem(config: Config) -> str | None:
             "(api_server.enabled / API_SERVER_ENABLED=1)"
         )
     if config.api_server.enabled:
-        from .server.run import startup_problem as api_problem
+        from ..server.run import startup_problem as api_problem
 
         return api_problem(config)
     return None
@@ -391,7 +391,7 @@ def run_gateway(config: Config, args: argparse.Namespace | None = None) -> int:
     try:
         return trio.run(_main, config)
     except (OSError, BaseExceptionGroup) as exc:
-        from .server.store import StoreOpenError
+        from ..server.store import StoreOpenError
 
         store_error = first_leaf(exc, (StoreOpenError,))
         if store_error is not None:

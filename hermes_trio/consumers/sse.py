@@ -34,7 +34,6 @@ from ..wire.sse import KEEPALIVE
 
 __all__ = [
     "EXTENSIONS",
-    "KEEPALIVE",
     "LastPiece",
     "PreStreamError",
     "SSEOptions",

@@ -19,9 +19,9 @@ __all__ = ["main"]
 
 # subcommand -> "module:function"; the function takes (config, args) -> exit code
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("hermes_trio.server.run:run_serve", "OpenAI-compatible API server"),
+    "serve": ("hermes_trio.cli.serve:run_serve", "OpenAI-compatible API server"),
     "chat": ("hermes_trio.cli.chat:run_chat", "talk to the agent in this terminal"),
-    "gateway": ("hermes_trio.gateway:run_gateway", "chat platforms (Telegram, …) + API server"),
+    "gateway": ("hermes_trio.cli.gateway:run_gateway", "chat platforms (Telegram, …) + API server"),
 }
 
 

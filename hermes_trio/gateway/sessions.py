@@ -30,6 +30,7 @@ from ..config import Config
 from ..consumers.editor import EditorReport, EditorSettings, run_editor
 from ..events import StreamEvent
 from ..platforms.base import InboundMessage, Messenger, PlatformError, RateLimited
+from ..platforms.registry import edit_interval_override
 from ..tools import ToolContext
 
 __all__ = ["HELP_TEXT", "REPLY_TIMEOUT", "ChatSessions", "Session"]
@@ -180,7 +181,7 @@ class ChatSessions:
         when the messenger cannot edit."""
         streaming = self.config.streaming
         interval = streaming.edit_interval
-        override = getattr(getattr(self.config.platforms, platform, None), "edit_interval", None)
+        override = edit_interval_override(self.config, platform)
         if override is not None:
             interval = override
         return EditorSettings(

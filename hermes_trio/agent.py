@@ -211,7 +211,7 @@ class Agent:
         "tool_calls"`` and the calls in ``TurnFinished.tool_calls``.
         """
         # Synchronous close: `async with` could replace a producer error with
-        # Cancelled at close (DESIGN §7).
+        # Cancelled at close (a trio trap; see docs/architecture.md).
         with send:
             start = len(messages)
             try:

@@ -1,4 +1,4 @@
-"""The typed event vocabulary an agent turn sends to its consumers (DESIGN §3).
+"""The typed event vocabulary an agent turn sends to its consumers.
 
 Events describe presentation only; the conversation history is owned by the
 agent. Like h11's events they are frozen dataclasses exported through one
@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-
-import trio
 
 __all__ = [
     "Commentary",
@@ -27,7 +25,6 @@ __all__ = [
     "TurnFinished",
     "Usage",
     "coalesce",
-    "receive_batch",
 ]
 
 
@@ -209,20 +206,3 @@ def coalesce(events: Iterable[StreamEvent]) -> list[StreamEvent]:
     flush()
     return out
 
-
-async def receive_batch(
-    receive: trio.MemoryReceiveChannel[StreamEvent],
-) -> list[StreamEvent] | None:
-    """Wait for one event, then take every one already waiting behind it, so
-    a consumer that fell behind catches up in one step; None once the channel
-    has ended."""
-    try:
-        batch = [await receive.receive()]
-    except trio.EndOfChannel:
-        return None
-    while True:
-        try:
-            batch.append(receive.receive_nowait())
-        except (trio.WouldBlock, trio.EndOfChannel):
-            # An end seen here shows up again on the next call.
-            return batch

@@ -12,8 +12,9 @@ import httpx
 import trio
 
 from ..config import Config
+from ..consumers.messenger import PlatformError
 from ..gateway import Gateway, build_adapters, open_gateway, startup_problem
-from ..platforms.base import PlatformAdapter, PlatformError
+from ..platforms.base import PlatformAdapter
 from ..redaction import shown_url
 from .shell import EXIT_FAILED, EXIT_USAGE, Failure, Shell
 
@@ -70,7 +71,7 @@ def _ready_line(gateway: Gateway) -> str:
         if status.state == "failed":
             # Its own error line says why; it is not part of what runs.
             continue
-        detail = "connected" if status.state == "running" else status.state
+        detail: str = "connected" if status.state == "running" else status.state
         bot = getattr(adapter, "bot_user", None)
         if isinstance(bot, dict) and bot.get("username"):
             detail = f"@{bot['username']}, {detail}"

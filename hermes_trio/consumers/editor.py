@@ -21,8 +21,8 @@ from __future__ import annotations
 import trio
 
 from hermes_trio.consumers.editor_plan import Action, EditorPlan, EditorReport, EditorSettings
+from hermes_trio.consumers.messenger import Messenger, PlatformError, RateLimited
 from hermes_trio.events import StreamEvent, TurnFinished
-from hermes_trio.platforms.base import Messenger, PlatformError, RateLimited
 
 __all__ = ["EditorReport", "EditorSettings", "run_editor"]
 

@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from hermes_trio.consumers.messenger import Capabilities, measure
 from hermes_trio.consumers.splitting import Paginator, split_all
 from hermes_trio.events import (
     Commentary,
@@ -45,7 +46,6 @@ from hermes_trio.events import (
     ToolCallFinished,
     TurnFinished,
 )
-from hermes_trio.platforms.base import Capabilities, measure
 from hermes_trio.tools.base import one_line
 
 __all__ = ["Action", "EditorPlan", "EditorReport", "EditorSettings"]

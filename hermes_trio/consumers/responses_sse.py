@@ -17,7 +17,8 @@ delay when idle), and a silent stream gets ``: keep-alive`` comments.
 Memory stays bounded by the length of one turn; while a primary reader is
 attached (a stream that is not ``background``), the writer waits when that
 reader falls more than ``window`` events behind, so a slow client slows the
-model read as on every other stream (DESIGN §1).
+model read as on every other stream (bounded channels: backpressure, not
+memory; see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-from ..events import StreamEvent, coalesce, receive_batch
+from ..channels import receive_batch
+from ..events import StreamEvent, coalesce
 from ..wire.responses_out import ResponseBuilder, ResponseEvent
 from ..wire.sse import KEEPALIVE
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from hermes_trio.consumers.messenger import LengthUnit, measure
 from hermes_trio.markdown_fence import Fence, open_fence
-from hermes_trio.platforms.base import LengthUnit, measure
 
 __all__ = ["Cut", "Paginator", "cut", "split_all"]
 

@@ -5,7 +5,7 @@ It drains every event already waiting in the channel and writes them as one
 piece (one socket write, no added delay when idle), sends ``: keep-alive``
 comments while the turn is silent, and reports a failure that happens before
 any byte was written as a :class:`PreStreamError` so the server can still
-answer with a plain JSON error and the right status. Its terminal frame
+answer with a plain JSON error and pick its status. Its terminal frame
 (the finish or an error) goes out as a :class:`LastPiece`, so the response
 body knows whether the stream's ending reached it or still has to be said.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import trio
 
+from ..channels import receive_batch
 from ..events import (
     LongToolHint,
     MessageChunk,
@@ -26,9 +27,7 @@ from ..events import (
     ToolCallDelta,
     ToolCallFinished,
     TurnFinished,
-    receive_batch,
 )
-from ..llm.errors import caller_status
 from ..wire.chat_out import ChatStreamFrames
 from ..wire.sse import KEEPALIVE
 
@@ -37,7 +36,6 @@ __all__ = [
     "LastPiece",
     "PreStreamError",
     "SSEOptions",
-    "error_status",
     "parse_extensions",
     "write_chat_sse",
 ]
@@ -54,11 +52,14 @@ class SSEOptions:
 
 @dataclass(frozen=True, slots=True)
 class PreStreamError:
-    """The turn failed before anything was written: answer with JSON."""
+    """The turn failed before anything was written: answer with JSON.
 
-    status: int
+    It carries the turn's failure (``TurnFinished.error_code`` and
+    ``model_status``); the server picks the HTTP status from them."""
+
     message: str
     code: str | None
+    model_status: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,20 +84,6 @@ def parse_extensions(header: str) -> frozenset[str]:
             f"(known: {', '.join(sorted(EXTENSIONS))})"
         )
     return names
-
-
-def error_status(code: str | None, model_status: int | None = None) -> int:
-    """HTTP status for a model failure: 504 for a timeout, the model server's
-    4xx when it refused the request itself (too long, a bad field, too
-    many: see ``caller_status``), else 502. A 401/403 from the model server
-    stays a 502: its key is the server's, not the client's. A turn that
-    crashed (``internal_error``) is a 500."""
-    if code == "internal_error":
-        return 500
-    passed_on = caller_status(model_status)
-    if passed_on is not None:
-        return passed_on
-    return 504 if code == "model_timeout" else 502
 
 
 async def write_chat_sse(
@@ -258,9 +245,9 @@ class _Writer:
                 if event.finish_reason == "error":
                     if not self.emitted and not parts and not frames.started:
                         return PreStreamError(
-                            error_status(event.error_code, event.model_status),
                             event.error or "the model server failed",
                             event.error_code,
+                            event.model_status,
                         )
                     parts.append(
                         frames.error(

@@ -25,8 +25,9 @@ import trio
 
 from ..agent import Agent, open_agent
 from ..config import Config
+from ..consumers.messenger import Messenger
 from ..llm import NO_MODEL_SERVER
-from ..platforms.base import InboundMessage, Messenger, PlatformAdapter
+from ..platforms.base import InboundMessage, PlatformAdapter
 from ..platforms.registry import PLATFORMS, enabled_platforms
 from .access import AllowList, allow_hint, configured_allow_list
 from .sessions import ChatSessions, Session

@@ -28,8 +28,9 @@ import trio
 from ..agent import Agent
 from ..config import Config
 from ..consumers.editor import EditorReport, EditorSettings, run_editor
+from ..consumers.messenger import Messenger, PlatformError, RateLimited
 from ..events import StreamEvent
-from ..platforms.base import InboundMessage, Messenger, PlatformError, RateLimited
+from ..platforms.base import InboundMessage
 from ..platforms.registry import edit_interval_override
 from ..tools import ToolContext
 

@@ -15,8 +15,10 @@ from typing import Literal
 
 import trio
 
+from ..consumers.messenger import PlatformError
 from ..exception_groups import first_leaf, leaves
-from ..platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter, PlatformError
+from ..platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter
+from ..retry import Backoff
 
 __all__ = [
     "AUTH_ERRORS",
@@ -64,7 +66,7 @@ async def supervise(
     platform never holds up the others.
     """
     name = adapter.name
-    delay = backoff_initial
+    backoff = Backoff(backoff_initial, backoff_max)
     reported = False
     with send:
         while True:
@@ -95,7 +97,8 @@ async def supervise(
                 )
                 return
             if trio.current_time() - began >= HEALTHY_RUN:
-                delay = backoff_initial
+                backoff.reset()
+            delay = backoff.next()
             status.restarts += 1
             status.state = "restarting"
             status.last_error = _describe(error) if error else "stopped"
@@ -109,7 +112,6 @@ async def supervise(
             else:
                 log.error("%s: adapter crashed; restarting in %g s", name, delay, exc_info=error)
             await trio.sleep(delay)
-            delay = min(delay * 2, max(backoff_max, delay))
 
 
 def _describe(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import orjson
@@ -27,12 +27,11 @@ import trio
 from ..config import ModelConfig
 from ..events import Usage
 from ..redaction import shown_url
+from ..retry import backoff_delay, parse_retry_after
 from ..wire.chat_chunks import (
     AssistantMessage,
     ChatChunkAccumulator,
     ChunkDelta,
-    ChunkError,
-    ProviderError,
     merge_deltas,
     message_from_completion,
 )
@@ -43,10 +42,10 @@ from ..wire.responses_stream import (
     message_from_response,
 )
 from ..wire.sse import SSEDecoder, SSEError, SSEEvent
+from ..wire.upstream_fields import ChunkError, ProviderError
 from ..wire.upstream_json import loads_upstream
 from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
-from .backoff import backoff_delay, parse_retry_after
-from .errors import NO_MODEL_SERVER, ModelError, caller_status
+from .errors import NO_MODEL_SERVER, ModelError, request_refused
 from .pool import PooledTransport
 from .stream_support import StreamSupport
 from .watchdog import Expiry, StreamWatchdog
@@ -757,7 +756,9 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
     """At most ``limit`` bytes of the (decoded) body; the rest is not read."""
     parts: list[bytes] = []
     size = 0
-    async with aclosing(response.aiter_bytes()) as pieces:
+    # httpx types it as an iterator; it is an async generator, which aclosing needs.
+    pieces_gen = cast("AsyncGenerator[bytes]", response.aiter_bytes())
+    async with aclosing(pieces_gen) as pieces:
         async for piece in pieces:
             parts.append(piece)
             size += len(piece)
@@ -872,7 +873,7 @@ def _status_error(target: Target, response: httpx.Response, raw: bytes) -> Model
     retry_after = parse_retry_after(response.headers.get("retry-after"))
     message, code = _error_fields(raw)
     retryable = status == 429 or status >= 500
-    if caller_status(status) is not None:
+    if request_refused(status):
         # The request's own fault: the caller gets the model server's words
         # (and code), as if it had asked the model server itself.
         log.info("the model server at %s refused the request: HTTP %d", target.where, status)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..redaction import redact
 
-__all__ = ["NO_MODEL_SERVER", "ModelError", "caller_status"]
+__all__ = ["NO_MODEL_SERVER", "REQUEST_FAULTS", "ModelError", "request_refused"]
 
 # Every command says the same when no model server is configured.
 NO_MODEL_SERVER = (
@@ -14,20 +14,20 @@ NO_MODEL_SERVER = (
 )
 
 
-# The model server's 4xx answers that say the request itself was wrong, and
-# the status the caller is told: the same request would fail anywhere. 422 is
-# FastAPI's validation status; OpenAI says 400 for the same thing.
-# Not here, and so a 502: 401/403 (the server's own key is wrong or lacks a
-# permission: telling a client with a valid key "unauthorised" would send it
-# hunting for a fault that is ours), 404 (our base URL or configured model
-# name), 405/407/408/415 (how we talk to the model server).
-_CALLER_STATUSES = {400: 400, 413: 413, 422: 400, 429: 429}
+# The model server's 4xx answers that say the request itself was wrong (too
+# long, a bad field, too many): the same request would fail anywhere, so the
+# caller gets the model server's own words and code. 422 is FastAPI's
+# validation status. Not here: 401/403 (the server's own key is wrong or
+# lacks a permission, a fault that is ours, not the caller's), 404 (our base
+# URL or configured model name), 405/407/408/415 (how we talk to the model
+# server). Which HTTP status an API client then sees is the server's
+# business (``hermes_trio.server.errors.error_status``).
+REQUEST_FAULTS = frozenset({400, 413, 422, 429})
 
 
-def caller_status(model_status: int | None) -> int | None:
-    """The HTTP status to pass on when the model server refused a request
-    because of the request (too long, a bad field, too many), else None."""
-    return _CALLER_STATUSES.get(model_status) if model_status is not None else None
+def request_refused(model_status: int | None) -> bool:
+    """Whether the model server refused a request because of the request."""
+    return model_status in REQUEST_FAULTS
 
 
 class ModelError(Exception):
@@ -36,7 +36,7 @@ class ModelError(Exception):
     ``code`` is ``model_unreachable`` (no connection), ``model_timeout`` (a
     timeout fired) or ``model_error`` (the server answered with an error),
     or, when the model server refused the request itself (see
-    :func:`caller_status`), the server's own error code where it gave one
+    :func:`request_refused`), the server's own error code where it gave one
     (``context_length_exceeded``). ``status`` is the model server's HTTP
     status when it answered with one.
 

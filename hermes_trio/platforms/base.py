@@ -1,80 +1,26 @@
-"""What the gateway and the message editor need from a chat platform.
+"""What the gateway needs from a chat platform.
 
 An adapter receives messages from its platform and hands out one
-``Messenger`` per chat; the editor only ever talks to a ``Messenger``.
+``Messenger`` per chat. The messenger port (``Messenger``, ``Capabilities``,
+``PlatformError``, ``RateLimited``) belongs to its consumer, the message
+editor, in :mod:`hermes_trio.consumers.messenger`; adapters implement it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import trio
 
-__all__ = [
-    "Capabilities",
-    "CredentialsRejected",
-    "InboundMessage",
-    "Messenger",
-    "PlatformAdapter",
-    "PlatformError",
-    "RateLimited",
-    "measure",
-]
+from ..consumers.messenger import Messenger, PlatformError
 
-LengthUnit = Literal["utf16", "chars", "bytes"]
-
-
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    can_edit: bool
-    max_length: int
-    length_unit: LengthUnit = "chars"
-    can_delete: bool = True
-    can_type: bool = True
-
-
-def measure(text: str, unit: LengthUnit) -> int:
-    """Length of ``text`` the way the platform counts it."""
-    if unit == "utf16":
-        return len(text.encode("utf-16-le")) // 2
-    if unit == "bytes":
-        return len(text.encode("utf-8"))
-    return len(text)
-
-
-class PlatformError(Exception):
-    """The platform refused a call; ``str()`` says what and why."""
+__all__ = ["CredentialsRejected", "InboundMessage", "PlatformAdapter"]
 
 
 class CredentialsRejected(PlatformError):
     """The platform refused our credentials (token, key). Retrying cannot
     help; the configuration has to change."""
-
-
-class RateLimited(PlatformError):
-    """The platform asked us to wait ``retry_after`` seconds (e.g. HTTP 429)."""
-
-    def __init__(self, retry_after: float, message: str = "rate limited") -> None:
-        super().__init__(f"{message} (retry after {retry_after:g} s)")
-        self.retry_after = retry_after
-
-
-class Messenger(Protocol):
-    """Sending to one chat. ``edit`` treats "not modified" as success."""
-
-    @property
-    def capabilities(self) -> Capabilities: ...
-
-    async def send(self, text: str) -> str:
-        """Send a new message; returns its id."""
-        ...
-
-    async def edit(self, message_id: str, text: str) -> None: ...
-
-    async def delete(self, message_id: str) -> None: ...
-
-    async def typing(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

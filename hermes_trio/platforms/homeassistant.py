@@ -52,8 +52,9 @@ from quart import request
 from quart_trio import QuartTrio
 
 from ..config import HomeAssistantConfig
-from ..llm.backoff import parse_retry_after
-from .base import CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from ..consumers.messenger import PlatformError, RateLimited
+from ..retry import parse_retry_after
+from .base import CredentialsRejected, InboundMessage
 from .http import allow_list, redact, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import check_then_serve, webhook_app

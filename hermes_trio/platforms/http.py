@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from ..consumers.messenger import PlatformError
 from ..redaction import REDACTED, redact, register_secret
-from .base import PlatformError
 
 __all__ = [
     "CONNECT_TIMEOUT",

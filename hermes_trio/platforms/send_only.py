@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
-from .base import Capabilities, PlatformError
+from ..consumers.messenger import Capabilities, PlatformError
 
 __all__ = ["SEND_ONLY_CAPABILITIES", "SendOnlyMessenger"]
 

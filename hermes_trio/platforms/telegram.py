@@ -30,8 +30,9 @@ import httpx
 import trio
 
 from ..config import TelegramConfig
-from ..llm.backoff import parse_retry_after
-from .base import Capabilities, CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from ..consumers.messenger import Capabilities, PlatformError, RateLimited
+from ..retry import Backoff, parse_retry_after
+from .base import CredentialsRejected, InboundMessage
 from .http import allow_list, redact, register_secret, send_request, user_allowed
 from .telegram_format import to_markdown_v2
 
@@ -240,7 +241,7 @@ class TelegramAdapter:
             await self._confirm_handled()
 
     async def _poll(self, inbound: trio.MemorySendChannel[InboundMessage]) -> None:
-        delay = self.backoff_initial
+        backoff = Backoff(self.backoff_initial, self.backoff_max)
         while True:
             params: dict[str, Any] = {
                 "timeout": self.config.poll_timeout,
@@ -259,16 +260,16 @@ class TelegramAdapter:
                 await trio.sleep(exc.retry_after)
                 continue
             except PlatformError as exc:
+                delay = backoff.next()
                 log.warning("telegram: polling failed (%s); retrying in %g s", exc, delay)
                 await trio.sleep(delay)
-                delay = min(delay * 2, self.backoff_max)
                 continue
             self._confirmed = params.get("offset")
             if not isinstance(updates, list):
                 log.warning("telegram: getUpdates answered %s, not a list", type(updates).__name__)
-                await trio.sleep(delay)
+                await trio.sleep(backoff.upcoming)
                 continue
-            delay = self.backoff_initial
+            backoff.reset()
             for update in updates:
                 try:
                     await self._handle_update(update, inbound)

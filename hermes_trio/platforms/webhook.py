@@ -22,8 +22,9 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.utils import wrap_app
 from quart_trio import QuartTrio
 
+from ..consumers.messenger import PlatformError
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
-from .base import CredentialsRejected, PlatformError
+from .base import CredentialsRejected
 
 __all__ = ["WEBHOOK_MAX_CONNECTIONS", "check_then_serve", "serve_webhook", "webhook_app"]
 

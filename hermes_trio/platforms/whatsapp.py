@@ -36,8 +36,9 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ..config import WhatsAppConfig
-from ..llm.backoff import parse_retry_after
-from .base import CredentialsRejected, InboundMessage, PlatformError, RateLimited
+from ..consumers.messenger import PlatformError, RateLimited
+from ..retry import parse_retry_after
+from .base import CredentialsRejected, InboundMessage
 from .http import allow_list, redact, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import check_then_serve, webhook_app
@@ -158,7 +159,7 @@ class WhatsAppAdapter:
 
         @app.post(WEBHOOK_PATH)
         async def notify() -> Response:
-            body = await request.get_data()
+            body = await request.get_data(cache=True, as_text=False, parse_form_data=False)
             assert self.config.app_secret is not None
             status = _check_signature(
                 request.headers.get("X-Hub-Signature-256"), body, self.config.app_secret
@@ -300,7 +301,8 @@ class WhatsAppAdapter:
             body = {}
         if response.status_code < 400 and "error" not in body:
             return body
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        found = body.get("error")
+        error: dict[str, Any] = found if isinstance(found, dict) else {}
         code = error.get("code")
         message = redact(str(error.get("message") or f"HTTP {response.status_code}"))
         if response.status_code == 429 or code in _RATE_CODES:

@@ -27,7 +27,6 @@ from ..consumers.sse import (
     PreStreamError,
     SSEOptions,
     WriterOutput,
-    error_status,
     write_chat_sse,
 )
 from ..events import StreamEvent
@@ -42,7 +41,7 @@ from .bodies import (
     stream_extensions,
 )
 from .chat_request import ChatRequest, parse_chat_request
-from .errors import APIError, error_body
+from .errors import APIError, error_body, error_status
 from .front import Front
 from .gate import GateSettings
 from .responses_routes import register_responses_routes
@@ -68,7 +67,7 @@ class ServerState:
     slots: TurnSlots
     sessions: SessionStore
     store: ResponseStore
-    """The response store (issue 4), opened by ``open_api_server``."""
+    """The durable response store, opened by ``open_api_server``."""
     created: int = 0
     turns: set[RunningTurn] = field(default_factory=set)
     """Every running turn, chat and Responses."""
@@ -87,7 +86,7 @@ def create_app(state: ServerState) -> QuartTrio:
     # The one body size limit: Quart applies it to a declared length at
     # once and to a chunked body as it arrives.
     app.config["MAX_CONTENT_LENGTH"] = api.max_body_bytes
-    # Quart would end a long stream after RESPONSE_TIMEOUT (DESIGN §7).
+    # Quart would silently end a long stream after RESPONSE_TIMEOUT (60 s).
     app.config["RESPONSE_TIMEOUT"] = None
     # The front's body deadlines replace Quart's single total one.
     app.config["BODY_TIMEOUT"] = None
@@ -329,7 +328,9 @@ class _ChatRun:
             raise
         if isinstance(first, PreStreamError):
             out.close()
-            raise APIError(first.status, first.message, code=first.code)
+            raise APIError(
+                error_status(first.code, first.model_status), first.message, code=first.code
+            )
         response = sse_response(_StreamBody(first, out, turn, frames))
         response.headers.update(self.headers)
         return response
@@ -340,11 +341,7 @@ def _untold_failure(turn: RunningTurn, frames: ChatStreamFrames) -> PreStreamErr
     JSON error. None when the stream must start and say how it ended."""
     end = turn.result
     if end is not None and end.finish_reason == "error" and not frames.started:
-        return PreStreamError(
-            error_status(end.error_code, end.model_status),
-            end.error or "the turn failed",
-            end.error_code,
-        )
+        return PreStreamError(end.error or "the turn failed", end.error_code, end.model_status)
     return None
 
 

@@ -184,6 +184,6 @@ def sse_response(body: ResponseBody | bytes) -> Response:
     response.headers["Cache-Control"] = "no-cache"
     # Proxies such as nginx would otherwise hold events back in a buffer.
     response.headers["X-Accel-Buffering"] = "no"
-    # Quart would cut a long stream after RESPONSE_TIMEOUT (DESIGN §7).
+    # Quart would silently cut a long stream after RESPONSE_TIMEOUT (60 s).
     response.timeout = None
     return response

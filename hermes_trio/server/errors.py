@@ -4,9 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..llm.errors import request_refused
 from ..serving.errors import error_body
 
-__all__ = ["APIError", "error_body"]
+__all__ = ["APIError", "error_body", "error_status"]
+
+# The status a client is told for a model server's refusal of its request:
+# the model server's own, except FastAPI's 422, which OpenAI says as 400.
+_RENAMED = {422: 400}
+
+
+def error_status(code: str | None, model_status: int | None = None) -> int:
+    """HTTP status for a turn that failed: 504 for a model timeout, the
+    model server's 4xx when it refused the request itself (too long, a bad
+    field, too many: see ``llm.errors.request_refused``), else 502. A
+    401/403 from the model server stays a 502: its key is the server's, not
+    the client's. A turn that crashed (``internal_error``) is a 500."""
+    if code == "internal_error":
+        return 500
+    if model_status is not None and request_refused(model_status):
+        return _RENAMED.get(model_status, model_status)
+    return 504 if code == "model_timeout" else 502
 
 
 class APIError(Exception):

@@ -1,5 +1,5 @@
 """``/v1/responses``: the Responses API over the agent, with a durable store
-and resumable streams (issue 4).
+and resumable streams.
 
 - ``POST /v1/responses`` runs one agent turn, streamed (``stream: true``) or
   not. ``previous_response_id`` continues the stored conversation, tool calls
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ..consumers.sse import error_status
 from .bodies import (
     JsonBody,
     json_response,
@@ -38,7 +37,7 @@ from .bodies import (
     stream_extensions,
     validate_body,
 )
-from .errors import APIError
+from .errors import APIError, error_status
 from .responses_input import check_tool_outputs, item_references, resolve_references
 from .responses_live import LiveResponses
 from .responses_request import (

@@ -1,4 +1,4 @@
-"""The durable response store behind ``/v1/responses`` (issue 4).
+"""The durable response store behind ``/v1/responses``.
 
 :class:`ResponseStore` is the small interface the routes use; a shared
 database server can implement it when several server processes share state.

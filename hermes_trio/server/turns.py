@@ -1,5 +1,6 @@
 """Running one agent turn for a request: its own cancel scope and nursery,
-with the agent task and one consumer task as siblings (DESIGN §1).
+with the agent task and one consumer task as siblings ("The turn" in
+docs/architecture.md).
 
 The turn runs in the server's long-lived nursery rather than in the request
 task, so the request handler can wait for the first output (and still answer

@@ -20,7 +20,7 @@ from typing import Literal, NoReturn
 
 import trio
 
-from hermes_trio.platforms.base import Capabilities, PlatformError, RateLimited, measure
+from hermes_trio.consumers.messenger import Capabilities, PlatformError, RateLimited, measure
 
 __all__ = ["FakeCall", "FakeMessenger"]
 

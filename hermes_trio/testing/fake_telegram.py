@@ -36,9 +36,9 @@ from typing import Any
 
 import trio
 
-from ..platforms.base import measure
-from ..platforms.telegram_format import MarkdownV2Error, parse_markdown_v2
+from ..consumers.messenger import measure
 from .fake_http import FakeRequest, FakeResponse, serve_http
+from .telegram_markdown import MarkdownV2Error, parse_markdown_v2
 
 __all__ = [
     "FakeMessage",

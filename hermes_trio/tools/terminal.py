@@ -3,7 +3,7 @@
 The command runs as ``/bin/sh -c`` in a new session, so it and everything it
 starts share one process group that we can kill as a unit — on timeout, when
 the turn is cancelled, and when the shell exits but left background jobs
-behind.  Nothing the tool starts outlives the tool call (DESIGN §1).
+behind.  Nothing the tool starts outlives the tool call.
 """
 
 from __future__ import annotations

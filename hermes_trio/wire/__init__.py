@@ -1,13 +1,12 @@
 """The sans-IO wire layer: SSE framing, upstream stream accumulation and the
 think-block filter. Pure functions and small state machines — no trio, no
-httpx, no clock (DESIGN §2)."""
+httpx, no clock: the lowest layer ("Layers" in docs/architecture.md).
+"""
 
 from hermes_trio.wire.chat_chunks import (
     AssistantMessage,
     ChatChunkAccumulator,
     ChunkDelta,
-    ChunkError,
-    ProviderError,
     ToolCall,
     ToolCallArgs,
     ToolCallStart,
@@ -21,6 +20,7 @@ from hermes_trio.wire.responses_stream import (
 )
 from hermes_trio.wire.sse import SSEComment, SSEDecoder, SSEEvent, encode_comment, encode_event
 from hermes_trio.wire.think import DEFAULT_THINK_TAGS, Filtered, ThinkFilter, strip_think_blocks
+from hermes_trio.wire.upstream_fields import ChunkError, ProviderError
 
 __all__ = [
     "DEFAULT_THINK_TAGS",

@@ -1,5 +1,5 @@
 """Chat Completions streaming: fold ``chat.completion.chunk`` objects into one
-assistant message (DESIGN §5).
+assistant message.
 
 The accumulator is lenient where real servers disagree (missing tool-call
 ``index``, reused indices, ``reasoning`` vs ``reasoning_content``, list-shaped
@@ -17,49 +17,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_trio.events import Usage
+from hermes_trio.wire.upstream_fields import (
+    chunk_error,
+    fallback_id,
+    provider_error,
+    usage_from,
+)
 from hermes_trio.wire.upstream_json import loads_upstream
 
 __all__ = [
     "AssistantMessage",
     "ChatChunkAccumulator",
     "ChunkDelta",
-    "ChunkError",
-    "ProviderError",
     "ToolCall",
     "ToolCallArgs",
     "ToolCallStart",
     "merge_deltas",
     "message_from_completion",
-    "usage_from",
 ]
-
-_QUOTE_LIMIT = 300
-# Token counts above this are nonsense (and past 2**64 our own encoder
-# refuses them): such a count is taken as unknown.
-_MAX_COUNT = 2**53
-
-
-class ChunkError(ValueError):
-    """A streamed chunk or response body that does not have the expected shape."""
-
-
-class ProviderError(Exception):
-    """The model server reported an error, e.g. a ``{"error": {...}}`` frame mid-stream."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        type: str | None = None,
-        code: str | int | None = None,
-        raw: object = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.type = type
-        self.code = code
-        self.raw = raw
-
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -148,76 +123,6 @@ class AssistantMessage:
 _EMPTY = ChunkDelta()
 
 
-# -- helpers shared with responses_stream (package-internal) -----------------
-
-
-def _quote(obj: object) -> str:
-    if isinstance(obj, str):
-        text = obj
-    else:
-        try:
-            text = json.dumps(obj, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError):
-            # Nested past the encoder's depth (repr would recurse as deep).
-            text = f"(a JSON {type(obj).__name__} nested too deep to quote)"
-    if len(text) > _QUOTE_LIMIT:
-        text = text[:_QUOTE_LIMIT] + "…"
-    return text
-
-
-def _chunk_error(reason: str, chunk: object) -> ChunkError:
-    return ChunkError(f"{reason}: {_quote(chunk)}")
-
-
-def _provider_error(error: object, raw: object) -> ProviderError:
-    """Build a ProviderError from an ``error`` member (usually a dict, sometimes a string)."""
-    if isinstance(error, dict):
-        message = error.get("message")
-        type_ = error.get("type")
-        code = error.get("code")
-        return ProviderError(
-            message if isinstance(message, str) and message else _quote(error),
-            type=type_ if isinstance(type_, str) else None,
-            code=code if isinstance(code, str | int) and not isinstance(code, bool) else None,
-            raw=raw,
-        )
-    return ProviderError(error if isinstance(error, str) else _quote(error), raw=raw)
-
-
-def _int(value: object) -> int:
-    # Some servers send null or floats for counts they do not track.
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, float):
-        # NaN fails both comparisons below, infinity the second.
-        value = int(value) if 0 <= value < _MAX_COUNT else 0
-    if isinstance(value, int) and 0 <= value < _MAX_COUNT:
-        return value
-    return 0
-
-
-def _detail(usage: dict[str, Any], details_key: str, key: str) -> int:
-    details = usage.get(details_key)
-    return _int(details.get(key)) if isinstance(details, dict) else 0
-
-
-def usage_from(
-    usage: dict[str, Any], prompt: str = "prompt", completion: str = "completion"
-) -> Usage:
-    """A usage object of either API: Chat Completions names its counts
-    ``prompt``/``completion``, the Responses API ``input``/``output``."""
-    asked = _int(usage.get(f"{prompt}_tokens"))
-    answered = _int(usage.get(f"{completion}_tokens"))
-    return Usage(
-        prompt_tokens=asked,
-        completion_tokens=answered,
-        total_tokens=_int(usage.get("total_tokens")) or asked + answered,
-        reasoning_tokens=_detail(usage, f"{completion}_tokens_details", "reasoning_tokens"),
-        cached_tokens=_detail(usage, f"{prompt}_tokens_details", "cached_tokens"),
-    )
-
-
-
 def _text(content: object, chunk: object) -> str:
     """Content as text: a string, null, or a list of ``{"type": "text"}`` parts."""
     if isinstance(content, str):
@@ -232,7 +137,7 @@ def _text(content: object, chunk: object) -> str:
             elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 parts.append(part["text"])
         return "".join(parts)
-    raise _chunk_error("content is neither a string nor a list of parts", chunk)
+    raise chunk_error("content is neither a string nor a list of parts", chunk)
 
 
 def _reasoning(message: dict[str, Any]) -> str:
@@ -253,7 +158,7 @@ def _arguments(value: object, chunk: object) -> str:
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
-        raise _chunk_error("tool call arguments are nested too deep", chunk) from None
+        raise chunk_error("tool call arguments are nested too deep", chunk) from None
 
 
 class _Slot:
@@ -292,15 +197,15 @@ class ChatChunkAccumulator:
         try:
             chunk = loads_upstream(raw)
         except ValueError as exc:
-            raise _chunk_error(f"chunk is not valid JSON ({exc})", raw) from None
+            raise chunk_error(f"chunk is not valid JSON ({exc})", raw) from None
         return self.feed(chunk)
 
     def feed(self, chunk: dict[str, Any]) -> ChunkDelta:
         if not isinstance(chunk, dict):
-            raise _chunk_error("chunk is not a JSON object", chunk)
+            raise chunk_error("chunk is not a JSON object", chunk)
         error = chunk.get("error")
         if error is not None:
-            raise _provider_error(error, chunk)
+            raise provider_error(error, chunk)
         model = chunk.get("model")
         if isinstance(model, str) and model:
             self.model = model
@@ -315,7 +220,7 @@ class ChatChunkAccumulator:
         if choices is None:
             return _EMPTY
         if not isinstance(choices, list):
-            raise _chunk_error("choices is not a list", chunk)
+            raise chunk_error("choices is not a list", chunk)
         choice = _choice_zero(choices, chunk)
         if choice is None:
             return _EMPTY
@@ -323,7 +228,7 @@ class ChatChunkAccumulator:
         if delta is None:
             delta = {}
         elif not isinstance(delta, dict):
-            raise _chunk_error("delta is not an object", chunk)
+            raise chunk_error("delta is not an object", chunk)
 
         content = _text(delta.get("content"), chunk)
         if content:
@@ -335,7 +240,7 @@ class ChatChunkAccumulator:
         fragments = delta.get("tool_calls")
         if fragments is not None:
             if not isinstance(fragments, list):
-                raise _chunk_error("tool_calls is not a list", chunk)
+                raise chunk_error("tool_calls is not a list", chunk)
             calls = self._merge_tool_calls(fragments, chunk)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
@@ -352,7 +257,7 @@ class ChatChunkAccumulator:
         out: list[ToolCallStart | ToolCallArgs] = []
         for fragment in fragments:
             if not isinstance(fragment, dict):
-                raise _chunk_error("tool call fragment is not an object", chunk)
+                raise chunk_error("tool call fragment is not an object", chunk)
             index = fragment.get("index")
             if not isinstance(index, int) or isinstance(index, bool):
                 # Servers that omit the index continue the previous call.
@@ -362,7 +267,7 @@ class ChatChunkAccumulator:
             if function is None:
                 function = {}
             elif not isinstance(function, dict):
-                raise _chunk_error("tool call function is not an object", chunk)
+                raise chunk_error("tool call function is not an object", chunk)
             given_id = fragment.get("id")
             given_id = given_id if isinstance(given_id, str) else ""
             name = function.get("name")
@@ -378,7 +283,7 @@ class ChatChunkAccumulator:
                 slot_no = len(self._slots)
                 self._slots.append(slot)
                 self._slot_by_index[index] = slot_no
-                out.append(ToolCallStart(slot_no, given_id or _fallback_id(slot_no), name))
+                out.append(ToolCallStart(slot_no, given_id or fallback_id(slot_no), name))
             else:
                 # First-fragment fields occasionally arrive late; take them
                 # then, but never concatenate names that some servers repeat.
@@ -398,22 +303,17 @@ class ChatChunkAccumulator:
             content="".join(self._content),
             reasoning="".join(self._reasoning),
             tool_calls=tuple(
-                ToolCall(slot.given_id or _fallback_id(n), slot.name, "".join(slot.args), slot.type)
+                ToolCall(slot.given_id or fallback_id(n), slot.name, "".join(slot.args), slot.type)
                 for n, slot in enumerate(self._slots)
             ),
             finish_reason=self._finish_reason,
         )
 
 
-def _fallback_id(slot: int) -> str:
-    # The tool result must name its call; invent a stable id if the server gave none.
-    return f"call_{slot}"
-
-
 def _choice_zero(choices: list[Any], chunk: object) -> dict[str, Any] | None:
     for choice in choices:
         if not isinstance(choice, dict):
-            raise _chunk_error("choice is not an object", chunk)
+            raise chunk_error("choice is not an object", chunk)
         index = choice.get("index", 0)
         if index == 0 or index is None:
             return choice
@@ -423,36 +323,36 @@ def _choice_zero(choices: list[Any], chunk: object) -> dict[str, Any] | None:
 def message_from_completion(body: dict[str, Any]) -> tuple[AssistantMessage, Usage | None]:
     """Read a non-streaming ``chat.completion`` body into the streaming result types."""
     if not isinstance(body, dict):
-        raise _chunk_error("completion is not a JSON object", body)
+        raise chunk_error("completion is not a JSON object", body)
     error = body.get("error")
     if error is not None:
-        raise _provider_error(error, body)
+        raise provider_error(error, body)
     choices = body.get("choices")
     if not isinstance(choices, list):
-        raise _chunk_error("completion has no choices list", body)
+        raise chunk_error("completion has no choices list", body)
     choice = _choice_zero(choices, body)
     if choice is None:
-        raise _chunk_error("completion has no choice 0", body)
+        raise chunk_error("completion has no choice 0", body)
     message = choice.get("message")
     if not isinstance(message, dict):
-        raise _chunk_error("choice has no message object", body)
+        raise chunk_error("choice has no message object", body)
 
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
-        raise _chunk_error("tool_calls is not a list", body)
+        raise chunk_error("tool_calls is not a list", body)
     calls = []
     for n, call in enumerate(raw_calls):
         if not isinstance(call, dict):
-            raise _chunk_error("tool call is not an object", body)
+            raise chunk_error("tool call is not an object", body)
         function = call.get("function") or {}
         if not isinstance(function, dict):
-            raise _chunk_error("tool call function is not an object", body)
+            raise chunk_error("tool call function is not an object", body)
         call_id = call.get("id")
         name = function.get("name")
         type_ = call.get("type")
         calls.append(
             ToolCall(
-                id=call_id if isinstance(call_id, str) and call_id else _fallback_id(n),
+                id=call_id if isinstance(call_id, str) and call_id else fallback_id(n),
                 name=name if isinstance(name, str) else "",
                 arguments=_arguments(function.get("arguments"), body),
                 type=type_ if isinstance(type_, str) else "function",

@@ -1,4 +1,4 @@
-"""Building Chat Completions responses and stream chunks (DESIGN §5).
+"""Building Chat Completions responses and stream chunks.
 
 The per-token chunk is the hot path of every stream, so ``content_frame``
 fills a prebuilt byte template around the JSON-escaped text instead of

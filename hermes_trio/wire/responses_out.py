@@ -1,4 +1,4 @@
-"""Building Responses API objects and stream events (DESIGN §5).
+"""Building Responses API objects and stream events.
 
 :class:`ResponseBuilder` is a small state machine: feed it the agent's turn
 events and it returns the Responses stream events they become, each with the

@@ -1,6 +1,6 @@
 """Responses API upstreams: fold a streamed (or whole) Responses object into the
 same :class:`ChunkDelta`/:class:`AssistantMessage` the Chat Completions path
-produces, and translate chat-shaped requests into Responses input (DESIGN §5).
+produces, and translate chat-shaped requests into Responses input.
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ from hermes_trio.events import Usage
 from hermes_trio.wire.chat_chunks import (
     AssistantMessage,
     ChunkDelta,
-    ProviderError,
     ToolCall,
     ToolCallArgs,
     ToolCallStart,
-    _chunk_error,
-    _fallback_id,
-    _provider_error,
-    _quote,
+)
+from hermes_trio.wire.upstream_fields import (
+    ProviderError,
+    chunk_error,
+    fallback_id,
+    provider_error,
+    quote,
     usage_from,
 )
 from hermes_trio.wire.upstream_json import loads_upstream
@@ -58,7 +60,7 @@ def _failure(response: object, raw: object) -> ProviderError:
     error = response.get("error") if isinstance(response, dict) else None
     if error is None:
         return ProviderError("the model server reported the response as failed", raw=raw)
-    return _provider_error(error, raw)
+    return provider_error(error, raw)
 
 
 def _str(value: object) -> str:
@@ -77,7 +79,7 @@ def _message_text(item: dict[str, Any]) -> str:
 
 
 def _reasoning_text(item: dict[str, Any]) -> str:
-    texts = []
+    texts: list[str] = []
     for key in ("summary", "content"):
         parts = item.get(key)
         if isinstance(parts, list):
@@ -138,12 +140,12 @@ class ResponsesStreamAccumulator:
         try:
             data = loads_upstream(raw)
         except ValueError as exc:
-            raise _chunk_error(f"event data is not valid JSON ({exc})", raw) from None
+            raise chunk_error(f"event data is not valid JSON ({exc})", raw) from None
         return self.feed_event(event_type, data)
 
     def feed_event(self, event_type: str, data: dict[str, Any]) -> ChunkDelta:
         if not isinstance(data, dict):
-            raise _chunk_error("event data is not a JSON object", data)
+            raise chunk_error("event data is not a JSON object", data)
         if not event_type or event_type == "message":
             event_type = _str(data.get("type"))
         handler = _HANDLERS.get(event_type)
@@ -156,7 +158,7 @@ class ResponsesStreamAccumulator:
             content="".join(self._content),
             reasoning="".join(self._reasoning),
             tool_calls=tuple(
-                ToolCall(slot.call_id or _fallback_id(n), slot.name, "".join(slot.args))
+                ToolCall(slot.call_id or fallback_id(n), slot.name, "".join(slot.args))
                 for n, slot in enumerate(self._slots)
             ),
             finish_reason=self._finish_reason,
@@ -282,7 +284,7 @@ class ResponsesStreamAccumulator:
         # The error event carries message/code/type at top level; some servers
         # nest them under "error" instead.
         nested = data.get("error")
-        raise _provider_error(nested if nested is not None else data, data)
+        raise provider_error(nested if nested is not None else data, data)
 
     # -- helpers -------------------------------------------------------------
 
@@ -312,7 +314,7 @@ class ResponsesStreamAccumulator:
             name = _str(item.get("name")) if item is not None else ""
             slot_no = len(self._slots)
             self._slots.append(_Slot(call_id, name))
-            out.append(ToolCallStart(slot_no, call_id or _fallback_id(slot_no), name))
+            out.append(ToolCallStart(slot_no, call_id or fallback_id(slot_no), name))
         elif item is not None:
             slot = self._slots[slot_no]
             slot.call_id = slot.call_id or _str(item.get("call_id"))
@@ -374,20 +376,20 @@ del _A
 def message_from_response(body: dict[str, Any]) -> tuple[AssistantMessage, Usage | None]:
     """Read a non-streaming Responses object into the streaming result types."""
     if not isinstance(body, dict):
-        raise _chunk_error("response is not a JSON object", body)
+        raise chunk_error("response is not a JSON object", body)
     if body.get("error") is not None or body.get("status") == "failed":
         raise _failure(body, body)
     output = body.get("output")
     if output is None:
         output = []
     if not isinstance(output, list):
-        raise _chunk_error("response output is not a list", body)
+        raise chunk_error("response output is not a list", body)
     content: list[str] = []
     reasoning: list[str] = []
     calls: list[ToolCall] = []
     for item in output:
         if not isinstance(item, dict):
-            raise _chunk_error("output item is not an object", body)
+            raise chunk_error("output item is not an object", body)
         kind = item.get("type")
         if kind == "message":
             content.append(_message_text(item))
@@ -398,7 +400,7 @@ def message_from_response(body: dict[str, Any]) -> tuple[AssistantMessage, Usage
         elif kind == "function_call":
             calls.append(
                 ToolCall(
-                    _str(item.get("call_id")) or _fallback_id(len(calls)),
+                    _str(item.get("call_id")) or fallback_id(len(calls)),
                     _str(item.get("name")),
                     _str(item.get("arguments")),
                 )
@@ -423,7 +425,7 @@ def _flat_text(content: object) -> str:
             for part in content
             if isinstance(part, dict) and isinstance(part.get("text"), str)
         )
-    return "" if content is None else _quote(content)
+    return "" if content is None else quote(content)
 
 
 def _input_content(content: object, role: str) -> object:

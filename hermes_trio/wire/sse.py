@@ -1,4 +1,4 @@
-"""Server-sent events: an incremental decoder and the encoders (DESIGN §5).
+"""Server-sent events: an incremental decoder and the encoders.
 
 The decoder follows the WHATWG EventSource parsing rules
 (https://html.spec.whatwg.org/multipage/server-sent-events.html). It never

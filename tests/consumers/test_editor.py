@@ -12,6 +12,7 @@ import trio
 from trio.testing import MockClock
 
 from hermes_trio.consumers.editor import EditorReport, EditorSettings, run_editor
+from hermes_trio.consumers.messenger import Capabilities, PlatformError, RateLimited, measure
 from hermes_trio.events import (
     Commentary,
     GatewayNotice,
@@ -24,7 +25,6 @@ from hermes_trio.events import (
     TurnFinished,
     Usage,
 )
-from hermes_trio.platforms.base import Capabilities, PlatformError, RateLimited, measure
 from hermes_trio.testing.fake_messenger import FakeMessenger
 
 TELEGRAM = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_trio.consumers.editor_plan import Action, EditorPlan, EditorSettings
+from hermes_trio.consumers.messenger import Capabilities, LengthUnit, measure
 from hermes_trio.consumers.splitting import Paginator, cut, split_all
 from hermes_trio.events import (
     Commentary,
@@ -32,7 +33,6 @@ from hermes_trio.events import (
     TurnFinished,
     Usage,
 )
-from hermes_trio.platforms.base import Capabilities, LengthUnit, measure
 
 TELEGRAM = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")
 WHATSAPP = Capabilities(can_edit=False, max_length=4096, can_delete=False)

@@ -24,8 +24,9 @@ from hermes_trio.config import (
     TelegramConfig,
     WhatsAppConfig,
 )
+from hermes_trio.consumers.messenger import PlatformError
 from hermes_trio.gateway import Gateway, open_gateway, run_gateway_async
-from hermes_trio.platforms.base import InboundMessage, PlatformError
+from hermes_trio.platforms.base import InboundMessage
 from hermes_trio.platforms.telegram import TelegramAdapter
 from hermes_trio.testing import (
     FakeMessenger,

@@ -15,7 +15,8 @@ import trio.testing
 from trio.testing import MockClock
 
 from hermes_trio.config import TelegramConfig
-from hermes_trio.platforms.base import InboundMessage, PlatformError, RateLimited
+from hermes_trio.consumers.messenger import PlatformError, RateLimited
+from hermes_trio.platforms.base import InboundMessage
 from hermes_trio.platforms.telegram import TelegramAdapter, TokenRejected
 from hermes_trio.testing import FakeTelegram, FakeTransport, open_fake_telegram
 

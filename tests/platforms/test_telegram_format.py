@@ -6,15 +6,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_trio.platforms.base import measure
+from hermes_trio.consumers.messenger import measure
 from hermes_trio.platforms.telegram_format import (
-    MarkdownV2Error,
     escape_code,
     escape_link_url,
     escape_markdown_v2,
-    parse_markdown_v2,
     to_markdown_v2,
 )
+from hermes_trio.testing.telegram_markdown import MarkdownV2Error, parse_markdown_v2
 
 
 def visible(markdown: str) -> tuple[str, list[tuple[str, str]]]:

@@ -11,7 +11,8 @@ import pytest
 import trio
 
 from hermes_trio.config import WhatsAppConfig
-from hermes_trio.platforms.base import InboundMessage, PlatformError, RateLimited
+from hermes_trio.consumers.messenger import PlatformError, RateLimited
+from hermes_trio.platforms.base import InboundMessage
 from hermes_trio.platforms.whatsapp import TokenRejected, WhatsAppAdapter
 from hermes_trio.testing.fake_whatsapp import (
     FakeWhatsApp,

@@ -19,12 +19,11 @@ from hermes_trio.wire.chat_chunks import (
     AssistantMessage,
     ChatChunkAccumulator,
     ChunkDelta,
-    ChunkError,
-    ProviderError,
     message_from_completion,
 )
 from hermes_trio.wire.responses_stream import ResponsesStreamAccumulator, message_from_response
 from hermes_trio.wire.sse import SSEDecoder, SSEError, SSEEvent
+from hermes_trio.wire.upstream_fields import ChunkError, ProviderError
 from hermes_trio.wire.upstream_json import loads_upstream
 
 EXPECTED = (ChunkError, ProviderError)

@@ -1,0 +1,70 @@
+"""The port the message editor writes through: one chat's ``Messenger``.
+
+It lives with its consumer, not with the chat platforms: the editor only
+needs something that can send, edit, delete and show typing, and each
+platform adapter implements this port (its ``messenger(chat_id)``). Tests
+use ``hermes_trio.testing.FakeMessenger``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+__all__ = [
+    "Capabilities",
+    "LengthUnit",
+    "Messenger",
+    "PlatformError",
+    "RateLimited",
+    "measure",
+]
+
+LengthUnit = Literal["utf16", "chars", "bytes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    can_edit: bool
+    max_length: int
+    length_unit: LengthUnit = "chars"
+    can_delete: bool = True
+    can_type: bool = True
+
+
+def measure(text: str, unit: LengthUnit) -> int:
+    """Length of ``text`` the way the platform counts it."""
+    if unit == "utf16":
+        return len(text.encode("utf-16-le")) // 2
+    if unit == "bytes":
+        return len(text.encode("utf-8"))
+    return len(text)
+
+
+class PlatformError(Exception):
+    """The platform refused a call; ``str()`` says what and why."""
+
+
+class RateLimited(PlatformError):
+    """The platform asked us to wait ``retry_after`` seconds (e.g. HTTP 429)."""
+
+    def __init__(self, retry_after: float, message: str = "rate limited") -> None:
+        super().__init__(f"{message} (retry after {retry_after:g} s)")
+        self.retry_after = retry_after
+
+
+class Messenger(Protocol):
+    """Sending to one chat. ``edit`` treats "not modified" as success."""
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    async def send(self, text: str) -> str:
+        """Send a new message; returns its id."""
+        ...
+
+    async def edit(self, message_id: str, text: str) -> None: ...
+
+    async def delete(self, message_id: str) -> None: ...
+
+    async def typing(self) -> None: ...

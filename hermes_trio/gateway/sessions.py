@@ -27,7 +27,8 @@ import trio
 
 from ..agent import Agent
 from ..config import Config
-from ..consumers.editor import EditorReport, EditorSettings, run_editor
+from ..consumers.editor import run_editor
+from ..consumers.editor_plan import EditorReport, EditorSettings
 from ..consumers.messenger import Messenger, PlatformError, RateLimited
 from ..events import StreamEvent
 from ..platforms.base import InboundMessage

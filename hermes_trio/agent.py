@@ -44,7 +44,7 @@ from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
 from .wire.think import ThinkFilter
 
-__all__ = ["Agent", "TurnEvents", "TurnResult", "open_agent"]
+__all__ = ["Agent", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 

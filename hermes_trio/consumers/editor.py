@@ -24,7 +24,7 @@ from hermes_trio.consumers.editor_plan import Action, EditorPlan, EditorReport, 
 from hermes_trio.consumers.messenger import Messenger, PlatformError, RateLimited
 from hermes_trio.events import StreamEvent, TurnFinished
 
-__all__ = ["EditorReport", "EditorSettings", "run_editor"]
+__all__ = ["run_editor"]
 
 
 class _Driver:

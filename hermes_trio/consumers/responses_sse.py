@@ -33,13 +33,7 @@ from ..events import StreamEvent, coalesce
 from ..wire.responses_out import ResponseBuilder, ResponseEvent
 from ..wire.sse import KEEPALIVE
 
-__all__ = [
-    "KEEPALIVE",
-    "EventLog",
-    "LogFollower",
-    "coalesce",
-    "write_response_events",
-]
+__all__ = ["EventLog", "LogFollower", "write_response_events"]
 
 DEFAULT_WINDOW = 256
 

@@ -33,7 +33,6 @@ from ..wire.sse import KEEPALIVE
 
 __all__ = [
     "EXTENSIONS",
-    "KEEPALIVE",
     "LastPiece",
     "PreStreamError",
     "SSEOptions",

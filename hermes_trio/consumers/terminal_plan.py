@@ -53,7 +53,6 @@ __all__ = [
     "TerminalPlan",
     "TextDelta",
     "ToolLine",
-    "coalesce",
     "format_duration",
     "spinner_frame",
     "tail_lines",

@@ -53,9 +53,10 @@ from quart_trio import QuartTrio
 
 from ..config import HomeAssistantConfig
 from ..consumers.messenger import PlatformError, RateLimited
+from ..redaction import redact
 from ..retry import parse_retry_after
 from .base import CredentialsRejected, InboundMessage
-from .http import allow_list, redact, send_request, user_allowed
+from .http import allow_list, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import check_then_serve, webhook_app
 

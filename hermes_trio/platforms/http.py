@@ -2,8 +2,7 @@
 with a bounded timeout (network errors redacted), and the allow-list check.
 
 Secrets live in the one process-wide registry of :mod:`hermes_trio.redaction`
-(every token in the config joins it); ``redact`` and ``register_secret`` are
-re-exported here for the adapters.
+(every token in the config joins it); the adapters use it from there.
 """
 
 from __future__ import annotations
@@ -14,14 +13,11 @@ from typing import Any, TypeVar
 import httpx
 
 from ..consumers.messenger import PlatformError
-from ..redaction import REDACTED, redact, register_secret
+from ..redaction import redact
 
 __all__ = [
     "CONNECT_TIMEOUT",
-    "REDACTED",
     "allow_list",
-    "redact",
-    "register_secret",
     "send_request",
     "user_allowed",
 ]

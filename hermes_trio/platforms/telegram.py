@@ -31,9 +31,10 @@ import trio
 
 from ..config import TelegramConfig
 from ..consumers.messenger import Capabilities, PlatformError, RateLimited
+from ..redaction import redact, register_secret
 from ..retry import Backoff, parse_retry_after
 from .base import CredentialsRejected, InboundMessage
-from .http import allow_list, redact, register_secret, send_request, user_allowed
+from .http import allow_list, send_request, user_allowed
 from .telegram_format import to_markdown_v2
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "TelegramApiError",
     "TelegramMessenger",
     "TokenRejected",
-    "redact",
 ]
 
 log = logging.getLogger(__name__)

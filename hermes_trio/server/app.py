@@ -30,6 +30,7 @@ from ..consumers.sse import (
     write_chat_sse,
 )
 from ..events import StreamEvent
+from ..serving.errors import error_body
 from ..turn import INTERNAL_ERROR, Turn, TurnEvents, start_turn
 from ..wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from .bodies import (
@@ -42,7 +43,7 @@ from .bodies import (
     stream_extensions,
 )
 from .chat_request import ChatRequest, parse_chat_request
-from .errors import APIError, error_body, error_status
+from .errors import APIError, error_status
 from .front import Front
 from .gate import GateSettings
 from .responses_routes import register_responses_routes

@@ -7,7 +7,7 @@ from typing import Any
 from ..llm.errors import request_refused
 from ..serving.errors import error_body
 
-__all__ = ["APIError", "error_body", "error_status"]
+__all__ = ["APIError", "error_status"]
 
 # The status a client is told for a model server's refusal of its request:
 # the model server's own, except FastAPI's 422, which OpenAI says as 400.

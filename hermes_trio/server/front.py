@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from .errors import error_body
+from ..serving.errors import error_body
 from .gate import Answer, GateRequest, GateSettings, Refuse, decide
 
 __all__ = ["BodyDeadline", "Front"]

@@ -1,24 +1,20 @@
-"""``hermes-trio serve``: the app (behind its gate) on the listener of
+"""The API server: the app (behind its gate) on the listener of
 :mod:`hermes_trio.serving`, which drives hypercorn's HTTP/1.1 protocol.
 
-``open_api_server`` is the same server as an async context manager, for
-tests and for trio programs that embed it.
+``open_api_server`` runs it for the life of a block: ``hermes-trio serve``
+(:mod:`hermes_trio.cli.serve`), the gateway, tests and trio programs that
+embed it all start it this way.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
 import socket
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
 
-import httpx
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.utils import wrap_app
@@ -26,20 +22,16 @@ from hypercorn.utils import wrap_app
 from ..agent import Agent, open_agent
 from ..config import Config
 from ..llm import NO_MODEL_SERVER
-from ..redaction import shown_url
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from .app import ServerState, asgi_app
 from .gate import is_loopback
 from .sessions import SessionStore
-from .store import StoreOpenError, open_response_store, wall_clock
+from .store import open_response_store, wall_clock
 from .turns import TurnSlots
 
-__all__ = ["ApiServer", "open_api_server", "run_serve", "startup_problem"]
+__all__ = ["ApiServer", "open_api_server", "startup_problem"]
 
 log = logging.getLogger("hermes_trio.server")
-
-_E = TypeVar("_E", bound=BaseException)
-
 
 @dataclass
 class ApiServer:
@@ -162,97 +154,3 @@ async def _agent_or(config: Config, agent: Agent | None) -> AsyncIterator[Agent]
         return
     async with open_agent(config) as opened:
         yield opened
-
-
-async def _check_model_server(agent: Agent) -> None:
-    """Warn once at start when the model server does not answer."""
-    try:
-        with trio.fail_after(agent.config.model.timeouts.connect + 5):
-            await agent.client.probe()
-    except (httpx.HTTPError, trio.TooSlowError) as exc:
-        log.warning(
-            "the model server at %s is not reachable (%s: %s); chat requests will get "
-            "502 until it is",
-            shown_url(agent.config.model.base_url or ""),
-            type(exc).__name__,
-            exc,
-        )
-
-
-async def _serve_until_signal(config: Config) -> None:
-    stop = trio.Event()
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-
-            async def watch() -> None:
-                async for signum in signals:
-                    if stop.is_set():
-                        # A second Ctrl-C: stop waiting for anyone.
-                        nursery.cancel_scope.cancel()
-                        return
-                    print(
-                        f"hermes-trio serve: {signal.Signals(signum).name} received, stopping",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    stop.set()
-                    # Whatever is still open after a few seconds is cut off.
-                    nursery.cancel_scope.deadline = trio.current_time() + 5
-
-            nursery.start_soon(watch)
-            async with open_api_server(config, shutdown=stop) as server:
-                api = config.api_server
-                auth = "an API key is required" if api.key else "no API key required"
-                print(
-                    f"hermes-trio serve: listening on {server.base_url} "
-                    f"(model '{api.model_name}', {auth})\n"
-                    f"hermes-trio serve: model server {shown_url(config.model.base_url or '')} "
-                    f"(model {_model_label(config)}, {config.model.api_mode})",
-                    flush=True,
-                )
-                nursery.start_soon(_check_model_server, server.state.agent)
-                await stop.wait()
-            nursery.cancel_scope.cancel()
-
-
-def _leaves(group: BaseExceptionGroup[_E]) -> list[_E]:
-    """The errors inside nested exception groups."""
-    found: list[_E] = []
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            found.extend(_leaves(exc))
-        else:
-            found.append(exc)
-    return found
-
-
-def _model_label(config: Config) -> str:
-    name = config.model.name
-    return f"'{name}'" if name else "the first one it lists"
-
-
-def run_serve(config: Config, args: argparse.Namespace) -> int:
-    problem = startup_problem(config)
-    if problem:
-        print(f"hermes-trio serve: {problem}", file=sys.stderr)
-        return 2
-    failures: list[OSError] = []
-    store_failures: list[StoreOpenError] = []
-    try:
-        trio.run(_serve_until_signal, config)
-    except* StoreOpenError as group:
-        store_failures.extend(_leaves(group))
-    except* OSError as group:
-        failures.extend(_leaves(group))
-    if store_failures:
-        # Like a busy port: the environment, not the configuration's form.
-        print(f"hermes-trio serve: {store_failures[0]}", file=sys.stderr)
-        return 1
-    if failures:
-        api = config.api_server
-        reason = failures[0].strerror or str(failures[0])
-        print(
-            f"hermes-trio serve: cannot listen on {api.host}:{api.port}: {reason}", file=sys.stderr
-        )
-        return 1
-    return 0

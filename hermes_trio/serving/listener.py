@@ -54,7 +54,7 @@ from hypercorn.utils import parse_socket_addr
 from .errors import error_body
 from .lifetime import ConnectionLifetime, ConnectionLimits, Expiry, raw_error_response
 
-__all__ = ["ConnectionLimits", "listening_socket", "serve_hypercorn"]
+__all__ = ["listening_socket", "serve_hypercorn"]
 
 log = logging.getLogger("hermes_trio.server")
 

@@ -1,12 +1,6 @@
 """The tool layer: protocol, registry, built-in tools and the approval policy."""
 
-from hermes_trio.tools.approval import (
-    DANGEROUS_PATTERNS,
-    DangerPattern,
-    check_approval,
-    find_danger,
-    find_dangers,
-)
+from hermes_trio.tools.approval import check_approval
 from hermes_trio.tools.base import (
     ApprovalCallback,
     ApprovalDecision,
@@ -15,6 +9,8 @@ from hermes_trio.tools.base import (
     ToolContext,
     ToolResult,
 )
+from hermes_trio.tools.command_policy import find_danger, find_dangers
+from hermes_trio.tools.command_rules import DANGEROUS_PATTERNS, DangerPattern
 from hermes_trio.tools.files import ReadFileTool, WriteFileTool
 from hermes_trio.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
 from hermes_trio.tools.terminal import TerminalTool

@@ -11,21 +11,10 @@ from __future__ import annotations
 import trio
 
 from hermes_trio.tools.base import ApprovalDecision, ApprovalRequest, ToolContext
-from hermes_trio.tools.command_policy import (
-    DANGEROUS_PATTERNS,
-    DangerPattern,
-    find_danger,
-    find_dangers,
-    work_budget,
-)
+from hermes_trio.tools.command_policy import find_dangers, work_budget
+from hermes_trio.tools.command_rules import DangerPattern
 
-__all__ = [
-    "DANGEROUS_PATTERNS",
-    "DangerPattern",
-    "check_approval",
-    "find_danger",
-    "find_dangers",
-]
+__all__ = ["check_approval"]
 
 
 # Commands this long or longer are judged in a worker thread.  The work on

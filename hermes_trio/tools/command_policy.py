@@ -137,9 +137,7 @@ from hermes_trio.tools.command_judge import CommandJudge, OverBudget
 from hermes_trio.tools.command_rules import DANGEROUS_PATTERNS, DangerPattern
 
 __all__ = [
-    "DANGEROUS_PATTERNS",
     "MAX_COMMAND_LENGTH",
-    "DangerPattern",
     "Verdict",
     "assess",
     "find_danger",

@@ -6,13 +6,7 @@ import dataclasses
 
 import pytest
 
-from hermes_trio.chat import (
-    EXIT_BROKEN_PIPE,
-    EXIT_INTERRUPTED,
-    _exit_code,
-    chat_streams,
-    parse_approval,
-)
+from hermes_trio.cli.chat import chat_streams, parse_approval
 from hermes_trio.config import Config, ConfigError, StreamingConfig, load_config
 from hermes_trio.tools import ApprovalDecision
 
@@ -55,11 +49,3 @@ def test_approval_timeout_from_config_and_environment(tmp_path, monkeypatch) -> 
     with pytest.raises(ConfigError, match=r"agent\.approval_timeout"):
         load_config(env={"HERMES_APPROVAL_TIMEOUT": "0"})
 
-
-def test_exit_codes_see_through_exception_groups() -> None:
-    assert _exit_code(KeyboardInterrupt()) == EXIT_INTERRUPTED
-    group = BaseExceptionGroup("x", [BaseExceptionGroup("y", [KeyboardInterrupt()])])
-    assert _exit_code(group) == EXIT_INTERRUPTED
-    assert _exit_code(ExceptionGroup("x", [BrokenPipeError()])) == EXIT_BROKEN_PIPE
-    assert _exit_code(ExceptionGroup("x", [BrokenPipeError(), ValueError()])) is None
-    assert _exit_code(RuntimeError()) is None

@@ -13,7 +13,7 @@ from rich.console import Console
 from support import agent_on_double, crashing_tools
 from trio.testing import MockClock
 
-from hermes_trio.chat import Chat, _Reader
+from hermes_trio.cli.chat import Chat, _Reader
 from hermes_trio.consumers.terminal import TerminalSettings, TerminalView
 from hermes_trio.testing import TextReply, ToolCallReply
 

@@ -19,7 +19,6 @@ from hermes_trio.consumers.terminal_plan import (
     TerminalPlan,
     TextDelta,
     ToolLine,
-    coalesce,
     format_duration,
     spinner_frame,
     tail_lines,
@@ -35,6 +34,7 @@ from hermes_trio.events import (
     ToolCallFinished,
     TurnFinished,
     Usage,
+    coalesce,
 )
 
 

@@ -11,7 +11,8 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from hermes_trio.consumers.editor import EditorReport, EditorSettings, run_editor
+from hermes_trio.consumers.editor import run_editor
+from hermes_trio.consumers.editor_plan import EditorReport, EditorSettings
 from hermes_trio.consumers.messenger import Capabilities, PlatformError, RateLimited, measure
 from hermes_trio.events import (
     Commentary,

@@ -9,7 +9,6 @@ import trio
 import trio.testing
 
 from hermes_trio.consumers.sse import (
-    KEEPALIVE,
     LastPiece,
     PreStreamError,
     SSEOptions,
@@ -25,6 +24,7 @@ from hermes_trio.events import (
     Usage,
 )
 from hermes_trio.wire.chat_out import ChatStreamFrames
+from hermes_trio.wire.sse import KEEPALIVE
 
 
 def frames() -> ChatStreamFrames:

@@ -14,9 +14,11 @@ import pytest
 import trio
 from support import clean_env, make_config
 
+from hermes_trio.cli.gateway import _main, run_gateway
 from hermes_trio.config import Config, PlatformsConfig, TelegramConfig, load_config
-from hermes_trio.gateway import _main, build_adapters, run_gateway, telegram_enabled
-from hermes_trio.gateway_sessions import _command
+from hermes_trio.gateway import build_adapters
+from hermes_trio.gateway.sessions import _command
+from hermes_trio.platforms.registry import TELEGRAM
 from hermes_trio.platforms.telegram import TelegramAdapter
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.testing.fake_telegram import open_fake_telegram
@@ -68,7 +70,7 @@ def test_cli_exit_code_and_message(tmp_path: Path) -> None:
 async def test_token_alone_enables_telegram() -> None:
     env = {"TELEGRAM_BOT_TOKEN": TOKEN, "HERMES_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
     config = load_config(env=env)
-    assert telegram_enabled(config)
+    assert TELEGRAM.enabled(config)
     async with httpx.AsyncClient() as client:
         (adapter,) = build_adapters(config, client)
         assert isinstance(adapter, TelegramAdapter)

@@ -7,13 +7,7 @@ import pytest
 import trio
 import trio.testing
 
-from hermes_trio.consumers.responses_sse import (
-    KEEPALIVE,
-    EventLog,
-    LogFollower,
-    coalesce,
-    write_response_events,
-)
+from hermes_trio.consumers.responses_sse import EventLog, LogFollower, write_response_events
 from hermes_trio.events import (
     MessageChunk,
     MessageStop,
@@ -21,9 +15,10 @@ from hermes_trio.events import (
     StreamEvent,
     TurnFinished,
     Usage,
+    coalesce,
 )
 from hermes_trio.wire.responses_out import ResponseBuilder, ResponseEvent
-from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+from hermes_trio.wire.sse import KEEPALIVE, SSEDecoder, SSEEvent
 
 
 @pytest.fixture

@@ -8,31 +8,28 @@ since only a changed setting can help.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal, TypeVar
+from typing import Literal
 
 import trio
 
-from hermes_trio.consumers.messenger import PlatformError
-from hermes_trio.retry import Backoff
-
-from .platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter
+from ..consumers.messenger import PlatformError
+from ..exception_groups import first_leaf, leaves
+from ..platforms.base import CredentialsRejected, InboundMessage, PlatformAdapter
+from ..retry import Backoff
 
 __all__ = [
     "AUTH_ERRORS",
     "HEALTHY_RUN",
     "RESTART_BACKOFF_INITIAL",
     "AdapterStatus",
-    "first_leaf",
     "supervise",
 ]
 
 # The gateway's modules share one logger, so operators tune it by one name.
 log = logging.getLogger("hermes_trio.gateway")
-
-_E = TypeVar("_E", bound=BaseException)
 
 RESTART_BACKOFF_INITIAL = 1.0
 # An adapter that ran at least this long before failing was healthy: its
@@ -117,26 +114,8 @@ async def supervise(
             await trio.sleep(delay)
 
 
-def _leaves(exc: BaseException) -> Iterable[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
-
-
-def first_leaf(exc: BaseException | None, types: tuple[type[_E], ...]) -> _E | None:
-    """The first exception of ``types`` in ``exc``, looking inside groups."""
-    if exc is None:
-        return None
-    for leaf in _leaves(exc):
-        if isinstance(leaf, types):
-            return leaf
-    return None
-
-
 def _describe(exc: BaseException) -> str:
-    return "; ".join(str(leaf) or type(leaf).__name__ for leaf in _leaves(exc))
+    return "; ".join(str(leaf) or type(leaf).__name__ for leaf in leaves(exc))
 
 
 def _prefixed(name: str, text: str) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import trio
 
-from .config import Config
-from .platforms.base import InboundMessage
+from ..config import Config
+from ..platforms.base import InboundMessage
+from ..platforms.registry import find_platform
 
 __all__ = ["REFUSAL_INTERVAL", "AllowList", "allow_hint", "configured_allow_list"]
 
@@ -29,22 +29,18 @@ REFUSAL_INTERVAL = 600.0
 # a flood of strangers cannot grow memory.
 _REFUSAL_MEMORY = 1024
 
-# Settings a user would look for, per platform, in refusal and startup lines.
-_ALLOW_HINTS: dict[str, str] = {
-    "telegram": "platforms.telegram.allowed_users in config.yaml (or TELEGRAM_ALLOWED_USERS)",
-    "whatsapp": "platforms.whatsapp.allowed_users in config.yaml",
-    "homeassistant": "platforms.homeassistant.allowed_users in config.yaml",
-}
-
 
 def allow_hint(platform: str) -> str:
-    """Where the owner allows users of ``platform``."""
-    return _ALLOW_HINTS.get(platform, f"the {platform} allow-list")
+    """Where the owner allows users of ``platform``, for refusal and startup lines."""
+    entry = find_platform(platform)
+    return entry.allow_hint if entry is not None else f"the {platform} allow-list"
 
 
-def configured_allow_list(config: Config, platform: str) -> list[Any]:
-    section = getattr(config.platforms, platform, None)
-    return list(getattr(section, "allowed_users", None) or [])
+def configured_allow_list(config: Config, platform: str) -> list[int | str]:
+    """The user ids ``config`` allows on ``platform`` (none for an adapter of
+    one's own: pass its list to the gateway)."""
+    entry = find_platform(platform)
+    return entry.allowed_users(config) if entry is not None else []
 
 
 class AllowList:

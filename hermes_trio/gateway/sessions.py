@@ -24,15 +24,16 @@ from typing import Any
 
 import trio
 
-from hermes_trio.consumers.messenger import Messenger, PlatformError, RateLimited
-
-from .agent import Agent
-from .config import Config
-from .consumers.editor import EditorReport, EditorSettings, run_editor
-from .events import StreamEvent
-from .platforms.base import InboundMessage
-from .tools import ToolContext
-from .turn import INTERNAL_ERROR, Turn, run_turn
+from ..agent import Agent
+from ..config import Config
+from ..consumers.editor import run_editor
+from ..consumers.editor_plan import EditorReport, EditorSettings
+from ..consumers.messenger import Messenger, PlatformError, RateLimited
+from ..events import StreamEvent
+from ..platforms.base import InboundMessage
+from ..platforms.registry import edit_interval_override
+from ..tools import ToolContext
+from ..turn import INTERNAL_ERROR, Turn, run_turn
 
 __all__ = ["HELP_TEXT", "REPLY_TIMEOUT", "ChatSessions", "Session"]
 
@@ -182,7 +183,7 @@ class ChatSessions:
         when the messenger cannot edit."""
         streaming = self.config.streaming
         interval = streaming.edit_interval
-        override = getattr(getattr(self.config.platforms, platform, None), "edit_interval", None)
+        override = edit_interval_override(self.config, platform)
         if override is not None:
             interval = override
         return EditorSettings(

@@ -37,22 +37,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from .agent import Agent, open_agent
-from .config import Config
-from .consumers.terminal import TerminalSettings, TerminalView
-from .events import StreamEvent, TurnFinished
-from .llm import NO_MODEL_SERVER
-from .redaction import shown_url
-from .tools import ApprovalDecision, ApprovalRequest, ToolContext
-from .turn import INTERNAL_ERROR, Turn, run_turn
+from ..agent import Agent, open_agent
+from ..config import Config
+from ..consumers.terminal import TerminalSettings, TerminalView
+from ..events import StreamEvent, TurnFinished
+from ..llm import NO_MODEL_SERVER
+from ..redaction import shown_url
+from ..tools import ApprovalDecision, ApprovalRequest, ToolContext
+from ..turn import INTERNAL_ERROR, Turn, run_turn
+from .shell import EXIT_INTERRUPTED, Shell
 
 __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
 
 log = logging.getLogger("hermes_trio.chat")
 
 DEFAULT_APPROVAL_TIMEOUT = 60.0
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what shells report for `cmd | head`
 # Ctrl-C interrupts a turn; the others end the program, but after the turn
 # has been stopped the clean way.
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -66,7 +65,7 @@ SLASH_COMMANDS: dict[str, str] = {
 }
 _ALIASES = {"/quit": "/exit", "/q": "/exit", "/reset": "/new", "/clear": "/new", "/?": "/help"}
 
-NO_SERVER = f"hermes-trio chat: {NO_MODEL_SERVER}"
+shell = Shell("chat")
 
 
 def chat_streams(config: Config, no_stream: bool = False) -> bool:
@@ -91,40 +90,9 @@ def parse_approval(answer: str) -> ApprovalDecision | None:
 
 
 def run_chat(config: Config, args: argparse.Namespace) -> int:
-    """Entry point of ``hermes-trio chat`` (see ``hermes_trio.cli``)."""
-    if not config.model.base_url:
-        print(NO_SERVER, file=sys.stderr)
-        return 2
-    try:
-        return trio.run(_main, config, args)
-    except BaseException as exc:
-        code = _exit_code(exc)
-        if code is None:
-            raise
-        if code == EXIT_BROKEN_PIPE:
-            # The reader left (`| head`); keep the interpreter's final flush
-            # from complaining about it too.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        return code
-
-
-def _exit_code(exc: BaseException) -> int | None:
-    """The exit code for an ending the user asked for, else None.
-
-    A second Ctrl-C during a turn or a closed pipe is raised inside a task,
-    so it arrives wrapped in an exception group; to the user it is still
-    just "stop".
-    """
-    if isinstance(exc, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
-    if isinstance(exc, BrokenPipeError):
-        return EXIT_BROKEN_PIPE
-    if isinstance(exc, BaseExceptionGroup):
-        codes = {_exit_code(inner) for inner in exc.exceptions}
-        if None not in codes:
-            return max(c for c in codes if c is not None)
-    return None
+    """Entry point of ``hermes-trio chat`` (see ``hermes_trio.cli.main``)."""
+    problem = None if config.model.base_url else NO_MODEL_SERVER
+    return shell.run(_main, config, args, problem=problem)
 
 
 async def _main(config: Config, args: argparse.Namespace) -> int:

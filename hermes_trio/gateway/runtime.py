@@ -1,4 +1,4 @@
-"""``hermes-trio gateway``: chat platform adapters under supervision.
+"""The gateway at run time: chat platform adapters under supervision.
 
 One nursery holds everything: a supervisor task per adapter (restarted with
 backoff when it crashes), a dispatcher per adapter that turns inbound
@@ -7,17 +7,14 @@ server when it is enabled. Cancelling that nursery (Ctrl-C, SIGTERM, leaving
 ``open_gateway``) stops all of it; each running turn's message editor still
 does its shielded, deadline-bounded cleanup so no chat keeps a cursor.
 
-The parts live next door: ``gateway_supervisor`` keeps each adapter
-running, ``gateway_access`` decides who is answered, and ``gateway_sessions``
-runs what happens in a chat (turns, interrupts, ``/stop``, ``/new``).
+The parts live next door: ``supervisor`` keeps each adapter running,
+``access`` decides who is answered, and ``sessions`` runs what happens in a
+chat (turns, interrupts, ``/stop``, ``/new``).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
-import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
@@ -26,31 +23,23 @@ from typing import TYPE_CHECKING
 import httpx
 import trio
 
-from hermes_trio.consumers.messenger import Messenger, PlatformError
-
-from .agent import Agent, open_agent
-from .config import Config
-from .gateway_access import AllowList, allow_hint, configured_allow_list
-from .gateway_sessions import ChatSessions, Session
-from .gateway_supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, first_leaf, supervise
-from .llm import NO_MODEL_SERVER
-from .platforms import homeassistant as _homeassistant
-from .platforms import telegram as _telegram
-from .platforms import whatsapp as _whatsapp
-from .platforms.base import InboundMessage, PlatformAdapter
-from .redaction import shown_url
+from ..agent import Agent, open_agent
+from ..config import Config
+from ..consumers.messenger import Messenger
+from ..llm import NO_MODEL_SERVER
+from ..platforms.base import InboundMessage, PlatformAdapter
+from ..platforms.registry import PLATFORMS, enabled_platforms
+from .access import AllowList, allow_hint, configured_allow_list
+from .sessions import ChatSessions, Session
+from .supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, supervise
 
 if TYPE_CHECKING:
-    from .server.run import ApiServer
+    from ..server.run import ApiServer
 
 __all__ = [
-    "AdapterStatus",
     "Gateway",
-    "Session",
     "build_adapters",
-    "enabled_platforms",
     "open_gateway",
-    "run_gateway",
     "run_gateway_async",
     "startup_problem",
 ]
@@ -160,7 +149,7 @@ class Gateway:
 
     async def _serve_api(self, *, task_status: trio.TaskStatus[ApiServer]) -> None:
         # Imported here: the web stack is only needed when the API is enabled.
-        from .server.run import open_api_server
+        from ..server.run import open_api_server
 
         async with open_api_server(self.config, agent=self.agent) as server:
             log.info("api server: listening on %s", server.base_url)
@@ -198,51 +187,17 @@ class Gateway:
 # Assembly
 
 
-def telegram_enabled(config: Config) -> bool:
-    telegram = config.platforms.telegram
-    return bool(telegram.token) if telegram.enabled is None else telegram.enabled
-
-
-def enabled_platforms(config: Config) -> list[str]:
-    """The names of the chat platforms ``config`` enables, in start order."""
-    platforms = config.platforms
-    enabled = {
-        "telegram": telegram_enabled(config),
-        "whatsapp": platforms.whatsapp.enabled,
-        "homeassistant": platforms.homeassistant.enabled,
-    }
-    return [name for name, on in enabled.items() if on]
-
-
 def build_adapters(config: Config, client: httpx.AsyncClient) -> list[PlatformAdapter]:
     """The adapters ``config`` enables, sharing ``client`` (owned by the caller).
 
     Raises ``PlatformError`` (one line) when an enabled adapter lacks a setting.
     """
-    return [_build_adapter(name, config, client) for name in enabled_platforms(config)]
-
-
-def _build_adapter(name: str, config: Config, client: httpx.AsyncClient) -> PlatformAdapter:
-    # filter_users=False everywhere: the gateway enforces the allow-lists
-    # itself, because only it can answer a refused user.
-    platforms = config.platforms
-    if name == "telegram":
-        return _telegram.TelegramAdapter(platforms.telegram, client, filter_users=False)
-    if name == "whatsapp":
-        return _whatsapp.WhatsAppAdapter(platforms.whatsapp, client, filter_users=False)
-    if name == "homeassistant":
-        ha = platforms.homeassistant
-        return _homeassistant.HomeAssistantAdapter(
-            ha,
-            client,
-            webhook_host=ha.webhook_host,
-            webhook_port=ha.webhook_port,
-            webhook_secret=ha.webhook_secret,
-            reply_event=ha.reply_event,
-            notify_service=ha.notify_service,
-            filter_users=False,
-        )
-    raise ValueError(f"no chat platform named {name!r}")
+    # filter_users=False: the gateway enforces the allow-lists itself,
+    # because only it can answer a refused user.
+    return [
+        platform.build(config, client, filter_users=False)
+        for platform in enabled_platforms(config)
+    ]
 
 
 @asynccontextmanager
@@ -301,7 +256,7 @@ async def run_gateway_async(
 
 
 # ---------------------------------------------------------------------------
-# Command line
+# Startup
 
 
 def startup_problem(config: Config) -> str | None:
@@ -309,101 +264,21 @@ def startup_problem(config: Config) -> str | None:
     if not config.model.base_url:
         return NO_MODEL_SERVER
     if not (enabled_platforms(config) or config.api_server.enabled):
-        return (
-            "nothing to run: set TELEGRAM_BOT_TOKEN (or platforms.telegram.token), enable "
-            "platforms.whatsapp or platforms.homeassistant, or enable the API server "
-            "(api_server.enabled / API_SERVER_ENABLED=1)"
-        )
+        return f"nothing to run: {_ways_to_enable()}"
     if config.api_server.enabled:
-        from .server.run import startup_problem as api_problem
+        from ..server.run import startup_problem as api_problem
 
         return api_problem(config)
     return None
 
 
-def _say_cli(text: str, *, err: bool = False) -> None:
-    print(f"hermes-trio gateway: {text}", file=sys.stderr if err else sys.stdout, flush=True)
-
-
-async def _main(config: Config) -> int:
-    async with httpx.AsyncClient() as client:
-        try:
-            adapters = build_adapters(config, client)
-        except PlatformError as exc:
-            _say_cli(str(exc), err=True)
-            return 2
-        code = 0
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
-
-                async def watch() -> None:
-                    async for signum in signals:
-                        _say_cli(f"{signal.Signals(signum).name} received, stopping", err=True)
-                        # Running editors finish their shielded cleanup within
-                        # their own deadline; nothing else waits.
-                        nursery.cancel_scope.cancel()
-                        return
-
-                nursery.start_soon(watch)
-                async with open_gateway(config, adapters=adapters) as gateway:
-                    _say_cli(_ready_line(gateway))
-                    if gateway.api_server is None:
-                        # With nothing left that could receive a message, staying
-                        # up would only hide the failure from a service manager.
-                        await gateway.wait_until(gateway.all_adapters_failed)
-                        _say_cli("every platform adapter failed (see above); stopping", err=True)
-                        code = 1
-                    else:
-                        await trio.sleep_forever()
-                nursery.cancel_scope.cancel()
-        return code
-
-
-def _ready_line(gateway: Gateway) -> str:
-    parts: list[str] = []
-    for name, adapter in gateway.adapters.items():
-        status = gateway.adapter_status[name]
-        if status.state == "failed":
-            # Its own error line says why; it is not part of what runs.
-            continue
-        detail = "connected" if status.state == "running" else status.state
-        bot = getattr(adapter, "bot_user", None)
-        if isinstance(bot, dict) and bot.get("username"):
-            detail = f"@{bot['username']}, {detail}"
-        url = getattr(adapter, "webhook_url", None)
-        if url:
-            detail = f"{detail}, webhook {url}"
-        parts.append(f"{name} ({detail})")
-    if gateway.api_server is not None:
-        parts.append(f"api server ({gateway.api_server.base_url})")
-    config = gateway.config
-    model_server = shown_url(config.model.base_url or "")
-    return (
-        f"running {', '.join(parts) or 'nothing'}; model server {model_server}; "
-        f"a new message during a turn: {config.gateway.on_new_message}"
-    )
-
-
-def run_gateway(config: Config, args: argparse.Namespace | None = None) -> int:
-    """``hermes-trio gateway``; returns the exit code."""
-    problem = startup_problem(config)
-    if problem:
-        _say_cli(problem, err=True)
-        return 2
-    try:
-        return trio.run(_main, config)
-    except (OSError, BaseExceptionGroup) as exc:
-        from .server.store import StoreOpenError
-
-        store_error = first_leaf(exc, (StoreOpenError,))
-        if store_error is not None:
-            _say_cli(str(store_error), err=True)
-            return 1
-        os_error = first_leaf(exc, (OSError,))
-        if os_error is None:
-            raise
-        api = config.api_server
-        _say_cli(
-            f"cannot listen on {api.host}:{api.port}: {os_error.strerror or os_error}", err=True
-        )
-        return 1
+def _ways_to_enable() -> str:
+    """"set A, enable B or C, or enable the API server (…)": the platforms'
+    switches, those with the same verb together."""
+    settings: dict[str, list[str]] = {}
+    for platform in PLATFORMS:
+        verb, setting = platform.to_enable
+        settings.setdefault(verb, []).append(setting)
+    ways = [f"{verb} {' or '.join(names)}" for verb, names in settings.items()]
+    ways.append("enable the API server (api_server.enabled / API_SERVER_ENABLED=1)")
+    return f"{', '.join(ways[:-1])}, or {ways[-1]}"

@@ -13,15 +13,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .config import ConfigError, load_config
+from ..config import ConfigError, load_config
 
 __all__ = ["main"]
 
 # subcommand -> "module:function"; the function takes (config, args) -> exit code
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("hermes_trio.server.run:run_serve", "OpenAI-compatible API server"),
-    "chat": ("hermes_trio.chat:run_chat", "talk to the agent in this terminal"),
-    "gateway": ("hermes_trio.gateway:run_gateway", "chat platforms (Telegram, …) + API server"),
+    "serve": ("hermes_trio.cli.serve:run_serve", "OpenAI-compatible API server"),
+    "chat": ("hermes_trio.cli.chat:run_chat", "talk to the agent in this terminal"),
+    "gateway": ("hermes_trio.cli.gateway:run_gateway", "chat platforms (Telegram, …) + API server"),
 }
 
 
@@ -75,7 +75,7 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__
 

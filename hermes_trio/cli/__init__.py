@@ -1,0 +1,1 @@
+"""The ``hermes-trio`` command; ``main`` is its entry point."""

@@ -1,0 +1,84 @@
+"""``hermes-trio serve``: the API server until SIGINT or SIGTERM.
+
+The first signal stops accepting and lets open streams end for a few
+seconds; a second one stops waiting for anyone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import httpx
+import trio
+
+from ..agent import Agent
+from ..config import Config
+from ..redaction import shown_url
+from ..server.run import open_api_server, startup_problem
+from ..server.store import StoreOpenError
+from .shell import Failure, Shell
+
+__all__ = ["run_serve"]
+
+log = logging.getLogger("hermes_trio.server")
+
+# Whatever is still open this long after the first signal is cut off.
+STOP_GRACE = 5.0
+
+shell = Shell("serve")
+
+
+def run_serve(config: Config, args: argparse.Namespace) -> int:
+    api = config.api_server
+    return shell.run(
+        _main,
+        config,
+        problem=startup_problem(config),
+        failures=[
+            # Like a busy port: the environment, not the configuration's form.
+            Failure((StoreOpenError,)),
+            Failure(
+                (OSError,),
+                lambda exc: f"cannot listen on {api.host}:{api.port}: {exc.strerror or exc}",
+            ),
+        ],
+    )
+
+
+async def _main(config: Config) -> int:
+    async def serve(stop: trio.Event) -> None:
+        async with open_api_server(config, shutdown=stop) as server:
+            api = config.api_server
+            auth = "an API key is required" if api.key else "no API key required"
+            shell.say(f"listening on {server.base_url} (model '{api.model_name}', {auth})")
+            shell.say(
+                f"model server {shown_url(config.model.base_url or '')} "
+                f"(model {_model_label(config)}, {config.model.api_mode})"
+            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_check_model_server, server.state.agent)
+                await stop.wait()
+                nursery.cancel_scope.cancel()
+
+    return await shell.until_stop_signal(serve, grace=STOP_GRACE)
+
+
+async def _check_model_server(agent: Agent) -> None:
+    """Warn once at start when the model server does not answer."""
+    try:
+        with trio.fail_after(agent.config.model.timeouts.connect + 5):
+            await agent.client.probe()
+    except (httpx.HTTPError, trio.TooSlowError) as exc:
+        log.warning(
+            "the model server at %s is not reachable (%s: %s); chat requests will get "
+            "502 until it is",
+            shown_url(agent.config.model.base_url or ""),
+            type(exc).__name__,
+            exc,
+        )
+
+
+def _model_label(config: Config) -> str:
+    name = config.model.name
+    return f"'{name}'" if name else "the first one it lists"

@@ -1,0 +1,194 @@
+"""Every chat platform the gateway can run, one entry each.
+
+An entry says where the platform's settings are (its section of
+``config.platforms``, reached through a typed accessor), whether they
+enable it, how to build its adapter, and what to tell a user about it (the
+setting that allows users, the one that turns it on). The gateway asks the
+entries and never spells a platform's name.
+
+A new platform is its adapter module beside this file, its settings
+dataclass in ``PlatformsConfig``, and one entry in ``PLATFORMS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import httpx
+
+from ..config import (
+    Config,
+    HomeAssistantConfig,
+    PlatformsConfig,
+    TelegramConfig,
+    WhatsAppConfig,
+)
+from .base import PlatformAdapter
+from .homeassistant import HomeAssistantAdapter
+from .telegram import TelegramAdapter
+from .whatsapp import WhatsAppAdapter
+
+__all__ = [
+    "HOMEASSISTANT",
+    "PLATFORMS",
+    "TELEGRAM",
+    "WHATSAPP",
+    "Platform",
+    "PlatformSettings",
+    "edit_interval_override",
+    "enabled_platforms",
+    "find_platform",
+]
+
+
+class PlatformSettings(Protocol):
+    """What every platform's section of ``config.platforms`` has."""
+
+    @property
+    def allowed_users(self) -> Sequence[int | str]: ...
+
+
+S = TypeVar("S", bound=PlatformSettings)
+
+
+def _no_edit_interval(settings: object) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Platform(Generic[S]):
+    """One chat platform: its settings, its switch, its adapter, its hints."""
+
+    name: str
+    """The adapter's ``name``, and the section's key in ``config.platforms``."""
+    section: Callable[[PlatformsConfig], S]
+    switch: Callable[[S], bool]
+    """Whether these settings turn the platform on."""
+    make_adapter: Callable[[S, httpx.AsyncClient, bool], PlatformAdapter]
+    """``(settings, client, filter_users)`` → the adapter; raises
+    ``PlatformError`` (one line) when a setting it needs is missing."""
+    allow_hint: str
+    """Where the owner allows users, for refusals and startup warnings."""
+    to_enable: tuple[str, str]
+    """``(verb, setting)`` that turns it on, for the "nothing to run" line."""
+    edit_interval_of: Callable[[S], float | None] = _no_edit_interval
+    """The platform's own ``streaming.edit_interval``, if it has one."""
+
+    def settings(self, config: Config) -> S:
+        return self.section(config.platforms)
+
+    def enabled(self, config: Config) -> bool:
+        return self.switch(self.settings(config))
+
+    def allowed_users(self, config: Config) -> list[int | str]:
+        return list(self.settings(config).allowed_users)
+
+    def edit_interval(self, config: Config) -> float | None:
+        return self.edit_interval_of(self.settings(config))
+
+    def build(
+        self, config: Config, client: httpx.AsyncClient, *, filter_users: bool = True
+    ) -> PlatformAdapter:
+        """The adapter, sharing ``client`` (owned by the caller)."""
+        return self.make_adapter(self.settings(config), client, filter_users)
+
+
+# -- Telegram ---------------------------------------------------------------
+
+
+def _telegram_on(settings: TelegramConfig) -> bool:
+    # A token alone turns Telegram on; ``enabled`` overrides either way.
+    return bool(settings.token) if settings.enabled is None else settings.enabled
+
+
+def _telegram(
+    settings: TelegramConfig, client: httpx.AsyncClient, filter_users: bool
+) -> PlatformAdapter:
+    return TelegramAdapter(settings, client, filter_users=filter_users)
+
+
+def _telegram_edit_interval(settings: TelegramConfig) -> float | None:
+    return settings.edit_interval
+
+
+TELEGRAM = Platform[TelegramConfig](
+    name="telegram",
+    section=lambda platforms: platforms.telegram,
+    switch=_telegram_on,
+    make_adapter=_telegram,
+    allow_hint="platforms.telegram.allowed_users in config.yaml (or TELEGRAM_ALLOWED_USERS)",
+    to_enable=("set", "TELEGRAM_BOT_TOKEN (or platforms.telegram.token)"),
+    edit_interval_of=_telegram_edit_interval,
+)
+
+
+# -- WhatsApp -----------------------------------------------------------------
+
+
+def _whatsapp(
+    settings: WhatsAppConfig, client: httpx.AsyncClient, filter_users: bool
+) -> PlatformAdapter:
+    return WhatsAppAdapter(settings, client, filter_users=filter_users)
+
+
+WHATSAPP = Platform[WhatsAppConfig](
+    name="whatsapp",
+    section=lambda platforms: platforms.whatsapp,
+    switch=lambda settings: settings.enabled,
+    make_adapter=_whatsapp,
+    allow_hint="platforms.whatsapp.allowed_users in config.yaml",
+    to_enable=("enable", "platforms.whatsapp"),
+)
+
+
+# -- Home Assistant -------------------------------------------------------------
+
+
+def _homeassistant(
+    settings: HomeAssistantConfig, client: httpx.AsyncClient, filter_users: bool
+) -> PlatformAdapter:
+    return HomeAssistantAdapter(
+        settings,
+        client,
+        webhook_host=settings.webhook_host,
+        webhook_port=settings.webhook_port,
+        webhook_secret=settings.webhook_secret,
+        reply_event=settings.reply_event,
+        notify_service=settings.notify_service,
+        filter_users=filter_users,
+    )
+
+
+HOMEASSISTANT = Platform[HomeAssistantConfig](
+    name="homeassistant",
+    section=lambda platforms: platforms.homeassistant,
+    switch=lambda settings: settings.enabled,
+    make_adapter=_homeassistant,
+    allow_hint="platforms.homeassistant.allowed_users in config.yaml",
+    to_enable=("enable", "platforms.homeassistant"),
+)
+
+
+PLATFORMS: tuple[Platform[Any], ...] = (TELEGRAM, WHATSAPP, HOMEASSISTANT)
+"""Every platform, in the order the gateway starts them."""
+
+_BY_NAME = {platform.name: platform for platform in PLATFORMS}
+
+
+def find_platform(name: str) -> Platform[Any] | None:
+    """The entry of the platform ``name``; None for an adapter of its own
+    (one an embedder hands the gateway)."""
+    return _BY_NAME.get(name)
+
+
+def enabled_platforms(config: Config) -> list[Platform[Any]]:
+    """The platforms ``config`` turns on, in start order."""
+    return [platform for platform in PLATFORMS if platform.enabled(config)]
+
+
+def edit_interval_override(config: Config, name: str) -> float | None:
+    """The platform ``name``'s own streaming edit interval, if it sets one."""
+    platform = find_platform(name)
+    return platform.edit_interval(config) if platform is not None else None

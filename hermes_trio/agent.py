@@ -252,6 +252,9 @@ class Agent:
         schemas += list(client_tools)
         usage = Usage()
         step = _Step(cfg.think_tags, client_names)
+        # Tool calls run so far: indexes count over the whole turn, so a
+        # consumer can key on them across steps.
+        tools_run = 0
         # Every step's text, for the whole answer of a non-streamed reply.
         said_so_far: list[str] = []
         # Set once the history holds this turn's outcome; an exception after
@@ -335,7 +338,8 @@ class Agent:
                 await send.send(MessageStop(final=False))
                 mine = [c for c in all_calls if c.name not in client_names]
                 if mine:
-                    await self._run_tools(mine, messages, send, ctx)
+                    await self._run_tools(mine, messages, send, ctx, first_index=tools_run)
+                    tools_run += len(mine)
                 if theirs:
                     calls = tuple(c.to_message() for c in theirs)
                     recorded = True
@@ -415,18 +419,24 @@ class Agent:
         messages: list[dict[str, Any]],
         send: trio.MemorySendChannel[StreamEvent],
         ctx: ToolContext,
+        *,
+        first_index: int = 0,
     ) -> None:
-        """Run one step's tool calls concurrently; results keep call order."""
+        """Run one step's tool calls concurrently; results keep call order.
+        Their events are numbered from ``first_index``."""
         results: list[ToolResult | None] = [None] * len(calls)
         async with trio.open_nursery() as nursery:
-            for index, call in enumerate(calls):
-                nursery.start_soon(self._run_tool, index, call, results, send, ctx)
+            for slot, call in enumerate(calls):
+                nursery.start_soon(
+                    self._run_tool, slot, first_index + slot, call, results, send, ctx
+                )
         for call, result in zip(calls, results, strict=True):
             assert result is not None
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
 
     async def _run_tool(
         self,
+        slot: int,
         index: int,
         call: ToolCall,
         results: list[ToolResult | None],
@@ -448,7 +458,7 @@ class Agent:
             result = await self.tools.execute(call.name, call.arguments, ctx)
             nursery.cancel_scope.cancel()
         result = _encodable_result(result)
-        results[index] = result
+        results[slot] = result
         duration = trio.current_time() - started
         await send.send(
             ToolCallFinished(call.name, duration, result.ok, index, call.id, result.content)

@@ -81,7 +81,9 @@ class Commentary:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallChunk:
-    """A tool call started. ``index`` is its position among the step's calls."""
+    """A tool call started. ``index`` numbers the turn's tool calls from 0,
+    over all its model steps (a second step's calls go on from the first's);
+    its ``ToolCallFinished`` has the same ``index``."""
 
     tool_name: str
     preview: str

@@ -281,7 +281,7 @@ class Agent:
                     await emit(ReasoningChunk(filtered.reasoning))
                 if filtered.text:
                     step.parts.append(filtered.text)
-                    await emit(MessageChunk(filtered.text))
+                    await emit(MessageChunk(filtered.text, delta.tokens))
             if delta.tool_calls:
                 first = not step.calls.started
                 pieces = step.calls.feed(delta.tool_calls)

@@ -194,6 +194,9 @@ class Agent:
         schemas += list(client_tools)
         usage = Usage()
         step = _Step(cfg.think_tags, client_names)
+        # Tool calls run so far: indexes count over the whole turn, so a
+        # consumer can key on them across steps.
+        tools_run = 0
         # Every step's text, for the whole answer of a non-streamed reply.
         said_so_far: list[str] = []
         # Set once the history holds this turn's outcome; an exception after
@@ -220,7 +223,7 @@ class Agent:
                     await emit(ReasoningChunk(filtered.reasoning))
                 if filtered.text:
                     step.parts.append(filtered.text)
-                    await emit(MessageChunk(filtered.text))
+                    await emit(MessageChunk(filtered.text, delta.tokens))
             if delta.tool_calls:
                 first = not step.calls.started
                 pieces = step.calls.feed(delta.tool_calls)
@@ -277,7 +280,8 @@ class Agent:
                 await send.send(MessageStop(final=False))
                 mine = [c for c in all_calls if c.name not in client_names]
                 if mine:
-                    await self._run_tools(mine, messages, send, ctx)
+                    await self._run_tools(mine, messages, send, ctx, first_index=tools_run)
+                    tools_run += len(mine)
                 if theirs:
                     calls = tuple(c.to_message() for c in theirs)
                     recorded = True
@@ -357,18 +361,24 @@ class Agent:
         messages: list[dict[str, Any]],
         send: trio.MemorySendChannel[StreamEvent],
         ctx: ToolContext,
+        *,
+        first_index: int = 0,
     ) -> None:
-        """Run one step's tool calls concurrently; results keep call order."""
+        """Run one step's tool calls concurrently; results keep call order.
+        Their events are numbered from ``first_index``."""
         results: list[ToolResult | None] = [None] * len(calls)
         async with trio.open_nursery() as nursery:
-            for index, call in enumerate(calls):
-                nursery.start_soon(self._run_tool, index, call, results, send, ctx)
+            for slot, call in enumerate(calls):
+                nursery.start_soon(
+                    self._run_tool, slot, first_index + slot, call, results, send, ctx
+                )
         for call, result in zip(calls, results, strict=True):
             assert result is not None
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
 
     async def _run_tool(
         self,
+        slot: int,
         index: int,
         call: ToolCall,
         results: list[ToolResult | None],
@@ -390,7 +400,7 @@ class Agent:
             result = await self.tools.execute(call.name, call.arguments, ctx)
             nursery.cancel_scope.cancel()
         result = _encodable_result(result)
-        results[index] = result
+        results[slot] = result
         duration = trio.current_time() - started
         await send.send(
             ToolCallFinished(call.name, duration, result.ok, index, call.id, result.content)

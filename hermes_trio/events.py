@@ -50,9 +50,15 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class MessageChunk:
-    """A delta of assistant text, think blocks already filtered out."""
+    """A delta of assistant text, think blocks already filtered out.
+
+    ``tokens`` is how many of the model's deltas (about one token each) the
+    text joins: more than one when several arrived in one read of the
+    stream, or were coalesced later.
+    """
 
     text: str
+    tokens: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +84,9 @@ class Commentary:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallChunk:
-    """A tool call started. ``index`` is its position among the step's calls."""
+    """A tool call started. ``index`` numbers the turn's tool calls from 0,
+    over all its model steps (a second step's calls go on from the first's);
+    its ``ToolCallFinished`` has the same ``index``."""
 
     tool_name: str
     preview: str
@@ -192,7 +200,12 @@ def coalesce(events: Iterable[StreamEvent]) -> list[StreamEvent]:
             out.append(run[0])
         elif run:
             # One join per run: pairwise concatenation is quadratic in its length.
-            out.append(type(run[0])("".join(chunk.text for chunk in run)))
+            text = "".join(chunk.text for chunk in run)
+            if isinstance(run[0], MessageChunk):
+                tokens = sum(c.tokens for c in run if isinstance(c, MessageChunk))
+                out.append(MessageChunk(text, tokens))
+            else:
+                out.append(ReasoningChunk(text))
         run.clear()
 
     for event in events:

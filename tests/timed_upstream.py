@@ -61,11 +61,15 @@ class _Body(httpx.AsyncByteStream):
         self.upstream = upstream
         self.start = trio.current_time()
         self.next = 0
+        self.closed = False
 
     def __aiter__(self) -> _Body:
         return self
 
     async def __anext__(self) -> bytes:
+        if self.closed:
+            # As a closed socket: nothing more arrives.
+            raise httpx.ReadError("the connection was closed")
         if self.next < len(self.answer.pieces):
             at, piece = self.answer.pieces[self.next]
             self.next += 1
@@ -76,6 +80,7 @@ class _Body(httpx.AsyncByteStream):
         raise StopAsyncIteration
 
     async def aclose(self) -> None:
+        self.closed = True
         self.upstream.closed.append(trio.current_time())
 
 

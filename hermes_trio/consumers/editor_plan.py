@@ -10,10 +10,10 @@ edit, never a second "final" message — and identical text is never re-sent.
 
 Decisions, in brief:
 
-- Text appears once ``min_tokens`` message chunks of the current segment have
-  arrived (one ``MessageChunk`` is counted as one token: upstreams send about
-  one token per delta) or the segment ends. While streaming, the live page
-  shows the accumulated text plus the cursor.
+- Text appears once the model has sent ``min_tokens`` tokens of the current
+  segment (``MessageChunk.tokens``: the model's deltas, about one token each,
+  however many of them one read or one chunk joined) or the segment ends.
+  While streaming, the live page shows the accumulated text plus the cursor.
 - Edits of one message are at least ``edit_interval`` apart and, while text
   keeps changing, land on that message's grid: last edit + k·interval. A
   rate-limit pause re-anchors the grid at the pause's end.
@@ -62,7 +62,7 @@ class EditorSettings:
     edit_interval: float = 1.5
     """Seconds between two edits of one message."""
     min_tokens: int = 20
-    """Message chunks (≈ tokens) of a segment before its first message appears."""
+    """The model's tokens (deltas) of a segment before its first message appears."""
     cursor: str = " ▌"
     streaming: bool = True
     """False (or a messenger that cannot edit): one complete message at the end."""
@@ -134,7 +134,7 @@ class _Slot:
 @dataclass
 class _Segment:
     pages: Paginator
-    chunks: int = 0
+    tokens: int = 0
     slots: list[int] = field(default_factory=list)
     # Frozen pages never change once assigned, so each is assigned only once.
     frozen_assigned: int = 0
@@ -197,8 +197,8 @@ class EditorPlan:
         if self._finished:
             return
         match event:
-            case MessageChunk(text=text):
-                self._chunk(text, now)
+            case MessageChunk(text=text, tokens=tokens):
+                self._chunk(text, tokens, now)
             case MessageStop(final=False):
                 self._close_segment(now)
             case Commentary(text=text):
@@ -315,16 +315,16 @@ class EditorPlan:
 
     # ---------------------------------------------------------------- events
 
-    def _chunk(self, text: str, now: float) -> None:
+    def _chunk(self, text: str, tokens: int, now: float) -> None:
         if not text:
             return
         seg = self._seg
         if seg is None:
             seg = self._seg = self._new_segment()
             self._last_closed_text = None
-        seg.chunks += 1
+        seg.tokens += max(tokens, 1)
         seg.pages.append(text, paginate=self._streaming)
-        if self._streaming and seg.chunks >= self._s.min_tokens:
+        if self._streaming and seg.tokens >= self._s.min_tokens:
             frozen = seg.pages.frozen
             for i in range(seg.frozen_assigned, len(frozen)):
                 self._assign(seg, i, frozen[i], final=True, now=now)

@@ -15,10 +15,9 @@ import logging
 import math
 import random
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import httpx
 import orjson
@@ -46,6 +45,7 @@ from ..wire.upstream_fields import ChunkError, ProviderError
 from ..wire.upstream_json import loads_upstream
 from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
 from .errors import NO_MODEL_SERVER, ModelError, request_refused
+from .http_body import open_body
 from .pool import PooledTransport
 from .stream_support import StreamSupport
 from .watchdog import Expiry, StreamWatchdog
@@ -603,7 +603,7 @@ class ModelClient:
                     # HTML page in it says nothing about streaming.
                     self._no_streaming(target, f"answered {ctype or 'no content type'}")
                     return answer
-                async with aclosing(_body_chunks(response)) as chunks:
+                async with open_body(response) as chunks:
                     await reader.read(chunks)
                     watchdog.finish()
                     if reader.finished:
@@ -743,22 +743,11 @@ def _json_bytes(body: dict[str, Any]) -> bytes:
 _CHAT_EVENTS = frozenset({"message", "error"})
 
 
-def _body_chunks(response: httpx.Response) -> AsyncGenerator[bytes]:
-    # Raw bytes skip httpx's decoder machinery, the common case; a body a
-    # proxy compressed anyway must be decoded first.
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    if encoding and encoding != "identity":
-        return response.aiter_bytes()  # type: ignore[return-value]
-    return response.aiter_raw()  # type: ignore[return-value]
-
-
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:
     """At most ``limit`` bytes of the (decoded) body; the rest is not read."""
     parts: list[bytes] = []
     size = 0
-    # httpx types it as an iterator; it is an async generator, which aclosing needs.
-    pieces_gen = cast("AsyncGenerator[bytes]", response.aiter_bytes())
-    async with aclosing(pieces_gen) as pieces:
+    async with open_body(response) as pieces:
         async for piece in pieces:
             parts.append(piece)
             size += len(piece)

@@ -172,7 +172,9 @@ def asgi_app(state: ServerState) -> Front:
 
 async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     agent = state.agent
-    model, kwargs = turn_options(agent, chat, chat.stream)
+    # A streamed request streams from the model; for a plain one the config
+    # decides (then the answer is assembled), as on /v1/responses.
+    model, kwargs = turn_options(agent, chat, True if chat.stream else None)
     run = _ChatRun(
         state,
         chat,

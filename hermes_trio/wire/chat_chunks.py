@@ -76,12 +76,14 @@ class ToolCallArgs:
 
 @dataclass(frozen=True, slots=True)
 class ChunkDelta:
-    """What one chunk (or Responses event) added."""
+    """What one chunk (or Responses event) added. ``tokens``: how many of
+    the model's deltas with content it joins (see :func:`merge_deltas`)."""
 
     content: str = ""
     reasoning: str = ""
     tool_calls: tuple[ToolCallStart | ToolCallArgs, ...] = ()
     finish_reason: str | None = None
+    tokens: int = 1
 
 
 def merge_deltas(deltas: list[ChunkDelta]) -> ChunkDelta:
@@ -96,6 +98,10 @@ def merge_deltas(deltas: list[ChunkDelta]) -> ChunkDelta:
         "".join(d.reasoning for d in deltas),
         tuple(call for d in deltas for call in d.tool_calls),
         finish,
+        # The model's tokens, not the reads: what waits for N tokens
+        # (the message editor's min_tokens) must not depend on how the
+        # bytes were cut.
+        sum(d.tokens for d in deltas if d.content),
     )
 
 

@@ -75,7 +75,7 @@ def test_coalesce_merges_runs_and_keeps_order() -> None:
         MessageChunk("d"),
     ]
     assert coalesce(events) == [
-        MessageChunk("ab"),
+        MessageChunk("ab", tokens=2),
         ReasoningChunk("r1r2"),
         MessageChunk("c"),
         MessageStop(final=True),
@@ -88,6 +88,7 @@ def test_coalesce_keeps_all_text(parts: list[str]) -> None:
     merged = coalesce([MessageChunk(p) for p in parts])
     assert len(merged) <= 1
     assert "".join(e.text for e in merged if isinstance(e, MessageChunk)) == "".join(parts)
+    assert sum(e.tokens for e in merged if isinstance(e, MessageChunk)) == len(parts)
 
 
 # ---------------------------------------------------------------------------

@@ -285,6 +285,13 @@ def test_nothing_is_sent_before_min_tokens() -> None:
     assert send.text == "".join(words(20)).strip() + " ▌"
 
 
+def test_min_tokens_counts_the_tokens_a_chunk_joins() -> None:
+    sim = make()
+    assert sim.feed(MessageChunk("".join(words(12)), tokens=12)) == []
+    [send] = sim.feed(MessageChunk("".join(words(20)[12:]), tokens=8))
+    assert send.text == "".join(words(20)).strip() + " ▌"
+
+
 def test_reasoning_is_not_shown_and_typing_shows_while_waiting() -> None:
     sim = make(s=EditorSettings())
     assert [a.kind for a in sim.settle()] == ["typing"]

@@ -10,6 +10,7 @@ import httpx
 import trio
 from support import api_stack, make_config
 
+from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.run import open_api_server
 from hermes_trio.testing import (
     ErrorFrame,
@@ -68,14 +69,15 @@ async def test_tokens_go_out_before_the_turn_ends() -> None:
                 decoder = SSEDecoder()
                 started = trio.current_time()
                 seen = ""
-                async for piece in response.aiter_raw():
-                    for event in decoder.feed(piece):
-                        assert isinstance(event, SSEEvent)
-                        if event.data != "[DONE]":
-                            delta = json.loads(event.data)["choices"][0]["delta"]
-                            seen += delta.get("content", "")
-                    if "early" in seen:
-                        break
+                async with open_body(response, decode=False) as pieces:
+                    async for piece in pieces:
+                        for event in decoder.feed(piece):
+                            assert isinstance(event, SSEEvent)
+                            if event.data != "[DONE]":
+                                delta = json.loads(event.data)["choices"][0]["delta"]
+                                seen += delta.get("content", "")
+                        if "early" in seen:
+                            break
                 assert trio.current_time() - started < 0.25
 
 
@@ -230,9 +232,10 @@ async def test_client_disconnect_closes_the_upstream_connection() -> None:
         async with httpx.AsyncClient() as client:
             async with client.stream("POST", f"{api.base_url}/chat/completions",
                                      json={**CHAT, "stream": True}) as response:
-                async for piece in response.aiter_raw():
-                    if b'"content":"a"' in piece:
-                        break
+                async with open_body(response, decode=False) as pieces:
+                    async for piece in pieces:
+                        if b'"content":"a"' in piece:
+                            break
             # Leaving the block closes our connection mid-stream.
         with trio.fail_after(3):
             record = await model.wait_connection_closed()
@@ -251,16 +254,15 @@ async def test_client_disconnect_kills_the_running_tool(tmp_path) -> None:
             async with client.stream("POST", f"{api.base_url}/chat/completions",
                                      json={**CHAT, "stream": True},
                                      headers={"X-Hermes-Stream-Extensions": "tools"}) as r:
-                # Keep the iterator referenced: an abandoned httpx iterator is
-                # finalised, which closes the connection before we are ready.
-                pieces = r.aiter_raw()
-                async for piece in pieces:
-                    if b"hermes.tool.started" in piece:
-                        break
-                # Opening the FIFO blocks until the shell writes its pid.
-                with trio.fail_after(5):
-                    pid = int(await trio.to_thread.run_sync(marker.read_text))
-                exited = os.pidfd_open(pid)
+                # The connection stays open until this block ends.
+                async with open_body(r, decode=False) as pieces:
+                    async for piece in pieces:
+                        if b"hermes.tool.started" in piece:
+                            break
+                    # Opening the FIFO blocks until the shell writes its pid.
+                    with trio.fail_after(5):
+                        pid = int(await trio.to_thread.run_sync(marker.read_text))
+                    exited = os.pidfd_open(pid)
         # A pidfd turns readable when its process ends: no polling needed.
         with trio.fail_after(3):
             await trio.lowlevel.wait_readable(exited)

@@ -6,7 +6,6 @@ must run, and client tool calls streamed as the model writes them."""
 from __future__ import annotations
 
 import json
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import trio
 from support import api_stack, client_for, http_for
 from test_responses_helpers import parse_sse, payloads
 
+from hermes_trio.llm.http_body import open_body
 from hermes_trio.testing import TextReply, ToolCallReply
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
@@ -239,7 +239,7 @@ async def _until(
     """Read SSE events until ``found(event)`` holds; returns those read."""
     decoder = decoder or SSEDecoder()
     seen: list[SSEEvent] = []
-    async with aclosing(response.aiter_raw()) as pieces:
+    async with open_body(response, decode=False) as pieces:
         async for piece in pieces:
             for event in decoder.feed(piece):
                 if isinstance(event, SSEEvent):

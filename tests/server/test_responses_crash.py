@@ -16,6 +16,7 @@ from support import clean_env, client_for, http_for, make_config, start_serve
 from test_responses_helpers import parse_sse, payloads, text_of
 
 from hermes_trio.config import StoreConfig
+from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.run import open_api_server
 from hermes_trio.server.store import DB_FILENAME, SQLiteResponseStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server
@@ -53,13 +54,18 @@ async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
                         "previous_response_id": earlier["id"],
                     }
                     async with http.stream("POST", "/responses", json=body) as reply:
-                        async for piece in reply.aiter_bytes():
-                            events = decoder.feed(piece)
-                            seen += [json.loads(e.data) for e in events if isinstance(e, SSEEvent)]
-                            deltas = sum(e["type"] == "response.output_text.delta" for e in seen)
-                            if deltas >= 10:
-                                served.process.send_signal(signal.SIGKILL)
-                                break
+                        async with open_body(reply) as pieces:
+                            async for piece in pieces:
+                                events = decoder.feed(piece)
+                                seen += [
+                                    json.loads(e.data) for e in events if isinstance(e, SSEEvent)
+                                ]
+                                deltas = sum(
+                                    e["type"] == "response.output_text.delta" for e in seen
+                                )
+                                if deltas >= 10:
+                                    served.process.send_signal(signal.SIGKILL)
+                                    break
                     assert await served.process.wait() == -signal.SIGKILL
             nursery.cancel_scope.cancel()
         crashed_id = str(seen[0]["response"]["id"])  # type: ignore[index]
@@ -135,17 +141,22 @@ async def test_resume_after_sigkill_ends_with_a_fresh_terminal_event(tmp_path) -
             async with httpx.AsyncClient(base_url=served.base_url, headers=headers) as http:
                 with trio.fail_after(20):
                     async with http.stream("POST", "/responses", json=body) as reply:
-                        async for piece in reply.aiter_bytes():
-                            events = decoder.feed(piece)
-                            seen += [json.loads(e.data) for e in events if isinstance(e, SSEEvent)]
-                            deltas = sum(e["type"] == "response.output_text.delta" for e in seen)
-                            if deltas >= 3 and blocker is None:
-                                blocker = await trio.to_thread.run_sync(
-                                    _hold_write_lock, data_dir / DB_FILENAME
+                        async with open_body(reply) as pieces:
+                            async for piece in pieces:
+                                events = decoder.feed(piece)
+                                seen += [
+                                    json.loads(e.data) for e in events if isinstance(e, SSEEvent)
+                                ]
+                                deltas = sum(
+                                    e["type"] == "response.output_text.delta" for e in seen
                                 )
-                            if deltas >= 15:
-                                served.process.send_signal(signal.SIGKILL)
-                                break
+                                if deltas >= 3 and blocker is None:
+                                    blocker = await trio.to_thread.run_sync(
+                                        _hold_write_lock, data_dir / DB_FILENAME
+                                    )
+                                if deltas >= 15:
+                                    served.process.send_signal(signal.SIGKILL)
+                                    break
                     assert await served.process.wait() == -signal.SIGKILL
             nursery.cancel_scope.cancel()
         assert blocker is not None

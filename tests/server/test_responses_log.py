@@ -56,7 +56,7 @@ def test_coalesce_merges_runs_only() -> None:
             stop,
             MessageChunk("d"),
         ]
-    ) == [MessageChunk("ab"), ReasoningChunk("rs"), MessageChunk("c"), stop, MessageChunk("d")]
+    ) == [MessageChunk("ab", 2), ReasoningChunk("rs"), MessageChunk("c"), stop, MessageChunk("d")]
     assert coalesce([]) == []
 
 

@@ -14,6 +14,7 @@ from support import api_stack, client_for, http_for, make_config
 from test_responses_helpers import parse_sse, payloads, text_of
 
 from hermes_trio.config import StoreConfig
+from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.run import open_api_server
 from hermes_trio.server.store import open_response_store, owner_scope
 from hermes_trio.testing import Stall, TextReply, open_scripted_server
@@ -31,14 +32,15 @@ async def read_some(
     seen: list[dict[str, Any]] = []
     async with http.stream(method, url, **kwargs) as reply:
         assert reply.status_code == 200
-        async for piece in reply.aiter_bytes():
-            for event in decoder.feed(piece):
-                if isinstance(event, SSEEvent):
-                    data = json.loads(event.data)
-                    assert event.id == str(data["sequence_number"])
-                    seen.append(data)
-            if sum(e["type"] == "response.output_text.delta" for e in seen) >= deltas:
-                break
+        async with open_body(reply) as pieces:
+            async for piece in pieces:
+                for event in decoder.feed(piece):
+                    if isinstance(event, SSEEvent):
+                        data = json.loads(event.data)
+                        assert event.id == str(data["sequence_number"])
+                        seen.append(data)
+                if sum(e["type"] == "response.output_text.delta" for e in seen) >= deltas:
+                    break
     return seen
 
 

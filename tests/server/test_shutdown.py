@@ -91,7 +91,8 @@ async def test_sigterm_ends_chat_and_responses_streams_with_their_last_words(tmp
                     for name, stream in (("short", short), ("long", long), ("chat", chat)):
 
                         async def read(name: str = name, s: trio.SocketStream = stream) -> None:
-                            results[name] = await read_response(s)
+                            async with s:
+                                results[name] = await read_response(s)
 
                         readers.start_soon(read)
                     # The short answer is under way (0.5 s of the 2 s grace).
@@ -128,7 +129,8 @@ async def test_the_grace_period_waits_for_a_responses_turn() -> None:
                     await model.wait_request(1)
 
                     async def read() -> None:
-                        results["short"] = await read_response(stream)
+                        async with stream:
+                            results["short"] = await read_response(stream)
 
                     nursery.start_soon(read)
                 # Leaving the block shut the server down.

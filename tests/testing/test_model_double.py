@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import json
 import socket
-from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -19,6 +18,7 @@ import pytest
 import trio
 import trio.testing
 
+from hermes_trio.llm.http_body import open_body
 from hermes_trio.testing import (
     Drop,
     ErrorFrame,
@@ -239,9 +239,7 @@ async def test_wait_connection_closed_wakes_at_the_close(
     async with trio.open_nursery() as nursery, client_for(double) as client:
         nursery.start_soon(watch)
         async with client.stream("POST", "/chat/completions", json=STREAM) as response:
-            # response.aiter_raw() would leave httpx's inner generator to
-            # the garbage collector when left early; this one is closed.
-            async with aclosing(response.stream.__aiter__()) as reads:
+            async with open_body(response, decode=False) as reads:
                 async for piece in reads:
                     if b'" b"' in piece:
                         break

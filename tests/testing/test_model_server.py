@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 import trio
 import trio.testing
 
+from hermes_trio.llm.http_body import open_body
 from hermes_trio.testing import (
     Drop,
     ErrorFrame,
@@ -467,10 +467,13 @@ async def test_client_closing_during_long_delay_is_recorded_promptly(
 ) -> None:
     server.add(TextReply("first then-much-later", delay=3600))
     async with client.stream("POST", "/chat/completions", json=STREAM) as r:
-        async with aclosing(sse_data(r)) as events:
-            async for _, data in events:
-                if json.loads(data)["choices"][0]["delta"].get("content"):
-                    break  # got "first"; the next token is an hour away
+        # httpx's own line iterators would be left suspended by the break.
+        seen = b""
+        async with open_body(r) as pieces:
+            async for piece in pieces:
+                seen += piece
+                if b'"content":"first"' in seen:
+                    break  # the next token is an hour away
     closed_here = trio.current_time()
     with trio.fail_after(2):
         record = await server.wait_connection_closed()

@@ -114,6 +114,7 @@ class _Body(httpx.AsyncByteStream):
         self.next = 0
         self.body_sent = False
         self.finished = False
+        self.closed = False
 
     def __aiter__(self) -> _Body:
         return self
@@ -132,9 +133,13 @@ class _Body(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self.double._mark_closed(self.connection, "client")
+        self.closed = True
 
     async def _next_piece(self) -> bytes | None:
         plan = self.plan
+        if self.closed:
+            # As a closed socket: nothing more arrives.
+            raise httpx.ReadError("the connection was closed", request=self.request)
         if self.finished:
             return None
         if plan.body is not None:

@@ -1,0 +1,21 @@
+"""Suite-wide settings that pyproject.toml cannot express."""
+
+from __future__ import annotations
+
+import pytest
+
+# The openai SDK, used here as a real client of the server, stops reading a
+# stream at ``[DONE]`` without closing its own async generators (and those of
+# httpx2/httpcore2, its HTTP stack, under them); trio reports each when the
+# garbage collector finalises it. Only those names are ignored: a generator
+# of ours, or of the httpx that hermes_trio uses, is still an error. A mark,
+# not an ini filter, so that it also holds against ``-W error::ResourceWarning``
+# on the command line.
+_SDK_GENERATORS = pytest.mark.filterwarnings(
+    r"ignore:Async generator '(openai|httpx2|httpcore2)\.:ResourceWarning"
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(_SDK_GENERATORS)

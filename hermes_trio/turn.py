@@ -150,12 +150,11 @@ class TurnRunner(Protocol):
     @property
     def config(self) -> Config: ...
 
-    async def run_turn(
-        self,
-        messages: list[dict[str, Any]],
-        send: trio.MemorySendChannel[StreamEvent],
-        **kwargs: Any,
-    ) -> TurnResult: ...
+    @property
+    def run_turn(self) -> Callable[..., Awaitable[TurnResult]]:
+        """``run_turn(messages, send, **options)``: run the turn over
+        ``messages`` (extended in place), sending its events to ``send``."""
+        ...
 
 
 

@@ -460,7 +460,7 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
             return _convert(inner[0], value, key)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _build(tp, value, key + ".")
     if origin is Literal:
         if value not in args:

@@ -48,9 +48,10 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | No
     "Equal jitter": half the exponential step is fixed so retries never bunch
     at zero, half is random so many clients hitting one 429 spread out.
     """
-    step = min(cap, base * (2**attempt))
-    uniform = rng.uniform if rng is not None else random.uniform
-    return step / 2 + uniform(0, step / 2)
+    step = min(cap, base * 2.0**attempt)
+    half = step / 2
+    jitter: float = rng.uniform(0, half) if rng is not None else random.uniform(0, half)
+    return half + jitter
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:

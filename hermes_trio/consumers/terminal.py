@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol, TextIO
+from typing import IO, Protocol, TextIO
 
 import trio
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -205,8 +205,8 @@ class _LiveArea:
             # The blank row the block will get once printed, so it does not jump.
             gutter = _Gutter(body, space_before=self.space_before and bool(pending))
             top += self._tail(console, options, gutter, budget - len(top))
-        for line in top[-budget:] if budget > 0 else []:
-            yield from line
+        for row in top[-budget:] if budget > 0 else []:
+            yield from row
             yield Segment.line()
         yield from bottom
 
@@ -315,7 +315,7 @@ class RichPainter:
 class PlainPainter:
     """Raw text for pipes: the answer on ``out``, everything else on ``err``."""
 
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    def __init__(self, out: IO[str], err: IO[str]) -> None:
         self.out = out
         self.err = err
         self._at_line_start = True

@@ -397,11 +397,11 @@ class CommandJudge:
                 choices = list(distinct.values())
         entry = self.snapshot()
         after: list[_State] = [entry]  # the list may be empty
-        for value in choices:
+        for choice in choices:
             self.restore(entry)
             if name is not None:
                 # The variable holds each word in turn.
-                self.values[name] = ("value", value) if value is not None else _UNKNOWN_VALUE
+                self.values[name] = ("value", choice) if choice is not None else _UNKNOWN_VALUE
             round_start = self.snapshot()
             downloads = self.bodies(command, feed).downloads or downloads
             if self.changed(round_start):
@@ -724,8 +724,8 @@ class CommandJudge:
                     self.wrote(value, feed.text if feed.kind == "text" else None)
         spec = interpreter(name)
         if spec is not None:
-            kind, value = program_source(spec, args, self.spend)
-            downloads = self.program(spec.shell, kind, value, feed, name).downloads or downloads
+            kind, source = program_source(spec, args, self.spend)
+            downloads = self.program(spec.shell, kind, source, feed, name).downloads or downloads
         elif name in ("source", ".") and args:
             if args[0].feed is not None or literal(args[0]) in STDIN_PATHS:
                 out = self.program(True, "file", args[0], feed, name)

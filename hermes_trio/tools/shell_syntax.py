@@ -435,7 +435,7 @@ class _Parser:
                 continue
             if c in "<>":
                 if src.startswith("(", self.pos + 1):
-                    parts.append(self.procsub(c))  # type: ignore[arg-type]
+                    parts.append(self.procsub("<" if c == "<" else ">"))
                     continue
                 break
             if c == "(":
@@ -809,7 +809,7 @@ class _Parser:
                 if fd is not None:
                     raise self.error("expected a redirection")
                 return tuple(redirects)
-            redirects.append(self.redirect(op, fd))  # type: ignore[arg-type]
+            redirects.append(self.redirect(op, fd))
 
     def redirect(self, op: str, fd: str | None) -> Redirect:
         self.pos += len(op)
@@ -842,11 +842,11 @@ class _Parser:
                 op = self.peek_op()
                 if op not in _REDIRECT_OPS:
                     raise self.error("expected a redirection")
-                redirects.append(self.redirect(op, m.group(1)))  # type: ignore[arg-type]
+                redirects.append(self.redirect(op, m.group(1)))
                 continue
             op = self.peek_op()
             if op in _REDIRECT_OPS:
-                redirects.append(self.redirect(op, None))  # type: ignore[arg-type]
+                redirects.append(self.redirect(op, None))
                 continue
             if op is not None:
                 break
@@ -958,7 +958,7 @@ class _Parser:
                 self.skip_blanks()
                 op = self.peek_op()
                 if op in (";", "\n"):
-                    self.take_op(op)  # type: ignore[arg-type]
+                    self.take_op(op)
                     break
                 if op is not None or self.pos >= self.n:
                     break
@@ -1004,7 +1004,7 @@ class _Parser:
             self.skip_linebreaks()
             op = self.peek_op()
             if op in ends:
-                self.pos += len(op)  # type: ignore[arg-type]
+                self.pos += len(op)
             elif self.peek_reserved() != "esac":
                 raise self.error("expected ';;' or 'esac'")
 

@@ -69,7 +69,7 @@ class _HeadTail:
         self._tail = bytearray()
         self.total = 0
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray) -> None:
         self.total += len(data)
         room = self._head_limit - len(self._head)
         if room > 0:

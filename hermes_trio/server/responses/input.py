@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..wire.responses_out import new_item_id
-from .errors import APIError
-from .validation import bad, role_of
+from ...wire.responses_out import new_item_id
+from ..errors import APIError
+from ..validation import bad, role_of
 
 __all__ = [
     "MAX_ITEM_REFERENCES",

@@ -14,9 +14,8 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .chat_request import FORWARDED
-from .responses_input import parse_input
-from .validation import (
+from ..forwarded import FORWARDED
+from ..validation import (
     DOCUMENTED_EXTRAS,
     ExtraParams,
     a_bool,
@@ -32,7 +31,8 @@ from .validation import (
     request_object,
     stream_options,
 )
-from .validation import metadata as check_metadata
+from ..validation import metadata as check_metadata
+from .input import parse_input
 
 if TYPE_CHECKING:
     from werkzeug.datastructures import MultiDict

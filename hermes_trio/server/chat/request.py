@@ -157,7 +157,8 @@ def _check_parts(parts: list[Any], where: str, *, text_only: bool = False) -> No
         if kind == "text":
             a_string(part.get("text"), f"{at}.text")
         elif kind == "image_url":
-            image = part.get("image_url")
+            # Any JSON value until an_object has checked it.
+            image: Any = part.get("image_url")
             an_object(image, f"{at}.image_url")
             a_string(image.get("url"), f"{at}.image_url.url")
         else:

@@ -251,6 +251,7 @@ def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dic
         text = part.get("text")
         if not isinstance(text, str):
             raise bad(f"'{where}.text' must be a string", f"{where}.text")
+        stored: dict[str, Any]
         if role == "assistant":
             stored = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
         else:
@@ -281,7 +282,12 @@ def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dic
         chat_file: dict[str, Any] = {"file_data": data}
         if isinstance(filename, str):
             chat_file["filename"] = filename
-        stored = {"type": "input_file", "file_data": data, "filename": filename, "file_id": None}
+        stored = {
+            "type": "input_file",
+            "file_data": data,
+            "filename": filename,
+            "file_id": None,
+        }
         return {"type": "file", "file": chat_file}, stored
     allowed = (
         "output_text, refusal"

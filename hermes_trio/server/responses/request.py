@@ -352,15 +352,16 @@ def parse_retrieve_query(args: MultiDict[str, str]) -> RetrieveQuery:
     if after_text is not None:
         if not stream:
             raise bad("'starting_after' is only allowed with 'stream=true'", "starting_after")
+        refusal = bad(
+            f"'starting_after' must be an integer from -1 to {MAX_SEQUENCE}", "starting_after"
+        )
         try:
             after = int(after_text)
         except ValueError:
-            after = None
+            raise refusal from None
         # Sequence numbers are stored as SQLite integers (64-bit).
-        if after is None or not -1 <= after <= MAX_SEQUENCE:
-            raise bad(
-                f"'starting_after' must be an integer from -1 to {MAX_SEQUENCE}", "starting_after"
-            )
+        if not -1 <= after <= MAX_SEQUENCE:
+            raise refusal
     return RetrieveQuery(stream=stream, after=after)
 
 

@@ -126,7 +126,8 @@ async def _read_raw() -> bytes:
         raise APIError(
             refusal.status, refusal.message, param=refusal.param, code=refusal.code
         )
-    return await request.get_data(cache=False)
+    # All three spelled out: only then do quart's overloads say bytes.
+    return await request.get_data(cache=False, as_text=False, parse_form_data=False)
 
 
 def _parse_and_validate(raw: bytes, validate: Callable[[Any], T]) -> T:

@@ -18,10 +18,18 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import trio
+from hypercorn.typing import (
+    ASGIFramework,
+    ASGIReceiveCallable,
+    ASGIReceiveEvent,
+    ASGISendCallable,
+    ASGISendEvent,
+    Scope,
+    WWWScope,
+)
 
 from ..serving.errors import error_body
 from .gate import Answer, GateRequest, GateSettings, Refuse, decide
@@ -29,13 +37,6 @@ from .gate import Answer, GateRequest, GateSettings, Refuse, decide
 __all__ = ["BodyDeadline", "Front"]
 
 log = logging.getLogger("hermes_trio.server")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 
 class BodyDeadline:
     """When a request body's upload has taken too long (no clock of its own)."""
@@ -63,7 +64,7 @@ class BodyDeadline:
         return None
 
 
-def gate_request(scope: Scope) -> GateRequest:
+def gate_request(scope: WWWScope) -> GateRequest:
     """What the gate decides on, from an ASGI scope: header names in lower
     case, repeated headers joined as HTTP allows."""
     headers: dict[str, str] = {}
@@ -71,17 +72,18 @@ def gate_request(scope: Scope) -> GateRequest:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return GateRequest(scope.get("method", "GET"), scope.get("path", ""), headers)
+    method = scope.get("method", "GET") if scope["type"] == "http" else "GET"
+    return GateRequest(method, scope.get("path", ""), headers)
 
 
 async def send_json(
-    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    send: ASGISendCallable, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
 ) -> None:
     data = json.dumps(body, ensure_ascii=False).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": data})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
 class Front:
@@ -89,7 +91,7 @@ class Front:
 
     def __init__(
         self,
-        app: ASGIApp,
+        app: ASGIFramework,
         settings: GateSettings,
         *,
         body_timeout: float = math.inf,
@@ -100,15 +102,17 @@ class Front:
         self.body_timeout = body_timeout
         self.body_total_timeout = body_total_timeout
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind not in ("http", "websocket"):
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
+        kind = scope["type"]
         decision = decide(gate_request(scope), self.settings)
         if isinstance(decision, Refuse):
             if kind == "websocket":
-                await send({"type": "websocket.close", "code": 1008})
+                await send({"type": "websocket.close", "code": 1008, "reason": None})
                 return
             body = error_body(
                 decision.message, status=decision.status, param=decision.param, code=decision.code
@@ -121,7 +125,7 @@ class Front:
                 "status": decision.status,
                 "headers": [(k.lower().encode(), v.encode()) for k, v in decision.headers.items()],
             })
-            await send({"type": "http.response.body", "body": b""})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         if kind == "websocket":
             await self.app(scope, receive, send)
@@ -148,7 +152,11 @@ class _Exchange:
     its answer, and its body under the deadlines."""
 
     def __init__(
-        self, receive: Receive, send: Send, cors: dict[str, str], deadline: BodyDeadline
+        self,
+        receive: ASGIReceiveCallable,
+        send: ASGISendCallable,
+        cors: dict[str, str],
+        deadline: BodyDeadline,
     ) -> None:
         self._receive = receive
         self._send = send
@@ -157,14 +165,16 @@ class _Exchange:
         self.started = False
         self._body_done = False
 
-    async def send(self, message: Message) -> None:
+    async def send(self, message: ASGISendEvent) -> None:
         if message["type"] == "http.response.start":
             self.started = True
             if self._cors:
-                message = {**message, "headers": [*message.get("headers", ()), *self._cors]}
+                # A copy: the app's own message stays as it sent it.
+                message = message.copy()
+                message["headers"] = [*message.get("headers", ()), *self._cors]
         await self._send(message)
 
-    async def receive(self) -> Message:
+    async def receive(self) -> ASGIReceiveEvent:
         deadline = self._deadline
         # Once the app has answered, the body is no longer awaited by anyone.
         while not (self._body_done or self.started):

@@ -23,9 +23,10 @@ from ..agent import Agent, open_agent
 from ..config import Config
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
-from .app import ServerState, asgi_app
+from .app import asgi_app
 from .gate import is_loopback
 from .sessions import SessionStore
+from .state import ServerState
 from .store import open_response_store, wall_clock
 from .turns import TurnSlots
 
@@ -102,6 +103,7 @@ async def open_api_server(
     ):
         state = ServerState(
             agent=the_agent,
+            settings=api,
             nursery=turns,
             slots=TurnSlots(api.max_concurrent),
             sessions=SessionStore(

@@ -126,6 +126,9 @@ class StoreError(APIError):
     (``store_full``, ``store_read_only``, ``store_busy``, ``store_corrupt``,
     ``store_io_error``, ``store_error``)."""
 
+    code: str
+    """Always set: the store says why it refused."""
+
     def __init__(self, code: str, message: str) -> None:
         super().__init__(503, message, code=code)
 

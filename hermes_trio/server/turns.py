@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import trio
 
 from ..agent import Agent
+from ..config import ApiServerConfig
 from .errors import APIError
 
 __all__ = ["TurnRequest", "TurnSlots", "turn_options"]
@@ -78,19 +79,18 @@ class TurnRequest(Protocol):
 
 
 def turn_options(
-    agent: Agent, req: TurnRequest, request_stream: bool | None
+    agent: Agent, settings: ApiServerConfig, req: TurnRequest, request_stream: bool | None
 ) -> tuple[str, dict[str, Any]]:
     """The model name the response reports, and the keyword arguments of
     ``Agent.run_turn`` for ``req``'s turn (``request_stream`` as
-    ``Agent.streams`` takes it)."""
-    api = agent.config.api_server
+    ``Agent.streams`` takes it) under the server's ``settings``."""
     kwargs: dict[str, Any] = {
         "stream": agent.streams("api_server", request_stream),
         "client_tools": req.tools,
         "params": req.params,
         # Unless overrides are allowed, the configured model answers whatever
         # name the client sent; the response still reports that name.
-        "model": req.model if (api.allow_model_override and req.model) else None,
+        "model": req.model if (settings.allow_model_override and req.model) else None,
         "system": req.system,
     }
-    return req.model or api.model_name, kwargs
+    return req.model or settings.model_name, kwargs

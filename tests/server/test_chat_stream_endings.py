@@ -15,7 +15,8 @@ from test_responses_helpers import parse_sse
 
 from hermes_trio.consumers.sse import SSEOptions, write_chat_sse
 from hermes_trio.events import MessageChunk, StreamEvent, TurnFinished, Usage
-from hermes_trio.server import app as app_module
+from hermes_trio.server.chat import route as chat_route
+from hermes_trio.server.chat.stream import ChatStreamBody
 from hermes_trio.testing import TextReply
 from hermes_trio.turn import Turn, TurnResult
 from hermes_trio.wire.chat_out import ChatStreamFrames
@@ -32,7 +33,7 @@ async def test_a_writer_crash_after_a_keep_alive_ends_with_an_error_frame(monkey
             await receive.receive()
             raise RuntimeError("bug in the writer")
 
-    monkeypatch.setattr(app_module, "write_chat_sse", broken)
+    monkeypatch.setattr(chat_route, "write_chat_sse", broken)
     async with api_stack([TextReply("Hello there")]) as (api, _), http_for(api) as http:
         with trio.fail_after(10):
             reply = await http.post("/chat/completions", json=CHAT)
@@ -63,7 +64,7 @@ async def test_a_last_frame_that_never_reached_the_body_is_not_taken_as_said() -
         turn.cancel("the server is shutting down")
     turn.result = TurnResult("partial answer", Usage(), "stop")
     turn.done.set()
-    body = app_module._StreamBody(b"", out_receive, turn, frames)
+    body = ChatStreamBody(b"", out_receive, turn, frames)
     pieces = [piece async for piece in body]
     assert pieces, "the stream ended without a word"
     last = parse_sse(b"".join(pieces))[-1]
@@ -76,7 +77,7 @@ async def test_a_body_dropped_unsent_stops_its_turn() -> None:
     frames = ChatStreamFrames("chatcmpl-x", 1, "m", include_usage=False)
     out_send, out_receive = trio.open_memory_channel[Any](0)
     turn = Turn()
-    body = app_module._StreamBody(b"first", out_receive, turn, frames)
+    body = ChatStreamBody(b"first", out_receive, turn, frames)
     del body
     # The release is queued to run in trio's thread (the body could have been
     # collected in any thread); it runs within a few scheduler passes.

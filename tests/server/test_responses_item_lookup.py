@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hermes_trio.server.errors import APIError
-from hermes_trio.server.responses_input import item_references, resolve_references
+from hermes_trio.server.responses.input import item_references, resolve_references
 from hermes_trio.server.store import DB_FILENAME, SQLiteResponseStore, StoredResponse, owner_scope
 
 OWNER = owner_scope("key-a")

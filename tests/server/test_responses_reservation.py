@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from hermes_trio.events import MessageChunk, TurnFinished
-from hermes_trio.server.responses_live import LiveResponse, LiveResponses
+from hermes_trio.server.responses.live import LiveResponse, LiveResponses
 from hermes_trio.server.store import RESERVE_AHEAD
 from hermes_trio.wire.responses_out import ResponseBuilder, ResponseEvent
 

@@ -14,7 +14,7 @@ from support import api_stack, http_for
 from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
-from hermes_trio.server import responses_live
+from hermes_trio.server.responses import live as responses_live
 from hermes_trio.server.store import SQLiteResponseStore, StoreError
 from hermes_trio.testing import RawReply, TextReply
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent

@@ -22,7 +22,7 @@ from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.config import StoreConfig
-from hermes_trio.server import responses_live
+from hermes_trio.server.responses import live as responses_live
 from hermes_trio.server.run import open_api_server
 from hermes_trio.server.store import DB_FILENAME, SQLiteResponseStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server

@@ -17,9 +17,9 @@ import trio
 from support import api_stack, http_for, make_config
 from test_responses_crash import _hold_write_lock
 
-from hermes_trio.server import responses_routes
 from hermes_trio.server import store as store_module
-from hermes_trio.server.responses_input import MAX_ITEM_REFERENCES
+from hermes_trio.server.responses import routes as responses_routes
+from hermes_trio.server.responses.input import MAX_ITEM_REFERENCES
 from hermes_trio.server.store import (
     SQLiteResponseStore,
     StoredResponse,

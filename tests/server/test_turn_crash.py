@@ -166,7 +166,7 @@ async def test_responses_crash_is_one_failure(caplog) -> None:
 
 @pytest.mark.parametrize("wrote_first", [True, False])
 async def test_a_crashing_stream_writer_on_the_real_server(monkeypatch, wrote_first) -> None:
-    from hermes_trio.server import app as app_module
+    from hermes_trio.server.chat import route as chat_route
 
     async def broken_writer(receive, out, frames, options) -> None:  # type: ignore[no-untyped-def]
         with out, receive:
@@ -175,7 +175,7 @@ async def test_a_crashing_stream_writer_on_the_real_server(monkeypatch, wrote_fi
                 await out.send(frames.content("Hel"))
             raise RuntimeError("registry bug in the writer")
 
-    monkeypatch.setattr(app_module, "write_chat_sse", broken_writer)
+    monkeypatch.setattr(chat_route, "write_chat_sse", broken_writer)
     async with crashing_stack([TextReply("Hello there"), TextReply("ok")]) as (api, _):
         async with httpx.AsyncClient(base_url=api.base_url, timeout=10) as http:
             with trio.fail_after(10):

@@ -14,9 +14,8 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .chat_request import FORWARDED
-from .responses_input import parse_input
-from .validation import (
+from ..forwarded import FORWARDED
+from ..validation import (
     DOCUMENTED_EXTRAS,
     ExtraParams,
     a_bool,
@@ -32,7 +31,8 @@ from .validation import (
     request_object,
     stream_options,
 )
-from .validation import metadata as check_metadata
+from ..validation import metadata as check_metadata
+from .input import parse_input
 
 if TYPE_CHECKING:
     from werkzeug.datastructures import MultiDict
@@ -352,15 +352,16 @@ def parse_retrieve_query(args: MultiDict[str, str]) -> RetrieveQuery:
     if after_text is not None:
         if not stream:
             raise bad("'starting_after' is only allowed with 'stream=true'", "starting_after")
+        refusal = bad(
+            f"'starting_after' must be an integer from -1 to {MAX_SEQUENCE}", "starting_after"
+        )
         try:
             after = int(after_text)
         except ValueError:
-            after = None
+            raise refusal from None
         # Sequence numbers are stored as SQLite integers (64-bit).
-        if after is None or not -1 <= after <= MAX_SEQUENCE:
-            raise bad(
-                f"'starting_after' must be an integer from -1 to {MAX_SEQUENCE}", "starting_after"
-            )
+        if not -1 <= after <= MAX_SEQUENCE:
+            raise refusal
     return RetrieveQuery(stream=stream, after=after)
 
 

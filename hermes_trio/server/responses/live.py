@@ -28,22 +28,19 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
-from ..consumers.responses_sse import EventLog, LogFollower, write_response_events
-from ..events import StreamEvent
-from ..turn import INTERNAL_ERROR, Turn, TurnResult, start_turn
-from ..wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
-from .bodies import StreamedBody
-from .responses_request import ResponsesRequest
-from .store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
-from .turns import turn_options
-
-if TYPE_CHECKING:
-    # app.py imports the routes, which import this module.
-    from .app import ServerState
+from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
+from ...events import StreamEvent
+from ...turn import INTERNAL_ERROR, Turn, TurnResult, start_turn
+from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
+from ..bodies import StreamedBody
+from ..state import ServerState
+from ..store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
+from ..turns import turn_options
+from .request import ResponsesRequest
 
 __all__ = ["FollowBody", "LiveResponse", "LiveResponses"]
 
@@ -134,7 +131,7 @@ class LiveResponses:
         state = self.state
         # Streamed upstream whenever someone may watch the events.
         model, kwargs = turn_options(
-            state.agent, req, True if req.stream or req.background else None
+            state.agent, state.settings, req, True if req.stream or req.background else None
         )
         builder = ResponseBuilder(
             new_response_id(),
@@ -191,7 +188,7 @@ class LiveResponses:
         follower = LogFollower(
             live.log,
             after=after,
-            keepalive=self.state.agent.config.api_server.keepalive_interval,
+            keepalive=self.state.settings.keepalive_interval,
             primary=owns_turn,
         )
         on_close = partial(live.turn.cancel, "client went away") if owns_turn else None

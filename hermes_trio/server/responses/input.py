@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..wire.responses_out import new_item_id
-from .errors import APIError
-from .validation import bad, role_of
+from ...wire.responses_out import new_item_id
+from ..errors import APIError
+from ..validation import bad, role_of
 
 __all__ = [
     "MAX_ITEM_REFERENCES",
@@ -251,6 +251,7 @@ def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dic
         text = part.get("text")
         if not isinstance(text, str):
             raise bad(f"'{where}.text' must be a string", f"{where}.text")
+        stored: dict[str, Any]
         if role == "assistant":
             stored = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
         else:
@@ -281,7 +282,12 @@ def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dic
         chat_file: dict[str, Any] = {"file_data": data}
         if isinstance(filename, str):
             chat_file["filename"] = filename
-        stored = {"type": "input_file", "file_data": data, "filename": filename, "file_id": None}
+        stored = {
+            "type": "input_file",
+            "file_data": data,
+            "filename": filename,
+            "file_id": None,
+        }
         return {"type": "file", "file": chat_file}, stored
     allowed = (
         "output_text, refusal"

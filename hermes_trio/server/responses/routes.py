@@ -14,21 +14,20 @@ and resumable streams.
 - ``DELETE /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items`` and
   ``POST /v1/responses/{id}/cancel`` (background responses).
 
-Requests are validated in :mod:`.responses_request`; running responses live
-in :mod:`.responses_live`. A response that is not running is answered from
-the store.
+Requests are validated in :mod:`.request`; running responses live in
+:mod:`.live`. A response that is not running is answered from the store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from .bodies import (
+from ..bodies import (
     JsonBody,
     json_response,
     read_json,
@@ -37,20 +36,17 @@ from .bodies import (
     stream_extensions,
     validate_body,
 )
-from .errors import APIError, error_status
-from .responses_input import check_tool_outputs, item_references, resolve_references
-from .responses_live import LiveResponses
-from .responses_request import (
+from ..errors import APIError, error_status
+from ..state import ServerState
+from ..validation import bad
+from .input import check_tool_outputs, item_references, resolve_references
+from .live import LiveResponses
+from .request import (
     ResponsesRequest,
     parse_items_query,
     parse_responses_request,
     parse_retrieve_query,
 )
-from .validation import bad
-
-if TYPE_CHECKING:
-    # app.py imports this module to register the routes.
-    from .app import ServerState
 
 __all__ = ["register_responses_routes"]
 
@@ -215,7 +211,7 @@ class _Responses:
 def register_responses_routes(app: QuartTrio, state: ServerState) -> None:
     """Add the ``/v1/responses`` endpoints to ``app``."""
     responses = _Responses(state)
-    parse = partial(parse_responses_request, extra=state.agent.config.api_server.extra_params)
+    parse = partial(parse_responses_request, extra=state.settings.extra_params)
 
     @app.post("/v1/responses")
     async def create_response() -> Response:

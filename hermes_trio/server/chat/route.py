@@ -1,0 +1,209 @@
+"""``POST /v1/chat/completions``: each request runs one agent turn
+(``hermes_trio.turn.start_turn``) whose consumer is the SSE writer
+(streaming) or a collector (non-streaming). ``X-Session-ID`` continues a
+server-side conversation; a newer request on a session interrupts the one
+still running there.
+
+Client disconnect cancels the request task; the ``finally`` blocks here (and
+the stream body's close, :mod:`.stream`) then cancel the turn, which closes
+the upstream stream and kills tool processes.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import trio
+from quart import Response, request
+from quart_trio import QuartTrio
+
+from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_chat_sse
+from ...events import StreamEvent
+from ...turn import Turn, TurnEvents, start_turn
+from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
+from ..bodies import json_response, read_json_body, request_owner, sse_response, stream_extensions
+from ..errors import APIError, error_status
+from ..sessions import SessionStore, new_messages, validate_session_id
+from ..state import ServerState
+from ..store import wall_clock
+from ..turns import turn_options
+from .request import ChatRequest, parse_chat_request
+from .stream import ChatStreamBody, untold_failure
+
+__all__ = ["register_chat_routes"]
+
+
+def register_chat_routes(app: QuartTrio, state: ServerState) -> None:
+    """Add ``POST /v1/chat/completions`` to ``app``."""
+    parse_chat = partial(parse_chat_request, extra=state.settings.extra_params)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions() -> Response:
+        return await _run_chat(state, await read_json_body(parse_chat))
+
+
+async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
+    agent = state.agent
+    # A streamed request streams from the model; for a plain one the config
+    # decides (then the answer is assembled), as on /v1/responses.
+    model, kwargs = turn_options(agent, state.settings, chat, True if chat.stream else None)
+    run = _ChatRun(
+        state,
+        chat,
+        completion_id=new_completion_id(),
+        created=int(wall_clock()),
+        model=model,
+        extensions=stream_extensions(),
+    )
+    session_id = request.headers.get("X-Session-ID")
+    if session_id is None:
+        state.slots.acquire()
+        run.begin(list(chat.messages), kwargs)
+        return await run.respond()
+    validate_session_id(session_id)
+    key = SessionStore.key(request_owner(), session_id)
+    session = state.sessions.get_or_create(key, agent.new_tool_context)
+    run.headers["X-Session-ID"] = session_id
+    async with session.lock:
+        if session.running is not None:
+            await session.running.stop("interrupted by a newer request on this session")
+        # Before the history changes: a request refused with 429 leaves it
+        # as it was.
+        state.slots.acquire()
+        try:
+            state.sessions.add(session, new_messages(session.messages, chat.messages))
+        except BaseException:
+            state.slots.release()
+            raise
+        kwargs["tool_context"] = session.tool_context
+        session.running = run.begin(session.messages, kwargs)
+    return await run.respond()
+
+
+class _ChatRun:
+    """One chat request's turn: started under the session lock, answered
+    outside it, so a newer request can interrupt while this one waits."""
+
+    def __init__(
+        self,
+        state: ServerState,
+        chat: ChatRequest,
+        *,
+        completion_id: str,
+        created: int,
+        model: str,
+        extensions: frozenset[str],
+    ) -> None:
+        self.state = state
+        self.chat = chat
+        self.completion_id = completion_id
+        self.created = created
+        self.model = model
+        self.extensions = extensions
+        self.headers: dict[str, str] = {}
+        self.turn: Turn | None = None
+        self.out: trio.MemoryReceiveChannel[WriterOutput] | None = None
+        self.frames: ChatStreamFrames | None = None
+
+    def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Turn:
+        """Start the turn in the slot the caller acquired (released when the
+        turn ends, or here when it cannot start)."""
+        state = self.state
+        try:
+            if self.chat.stream:
+                self.frames = frames = ChatStreamFrames(
+                    self.completion_id,
+                    self.created,
+                    self.model,
+                    include_usage=self.chat.include_usage,
+                )
+                out_send, self.out = trio.open_memory_channel[WriterOutput](4)
+                options = SSEOptions(
+                    keepalive=state.settings.keepalive_interval,
+                    extensions=self.extensions,
+                )
+
+                async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+                    await write_chat_sse(receive, out_send, frames, options)
+
+            else:
+
+                async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+                    # The answer is the turn's result; the events only drain.
+                    with receive:
+                        async for _ in TurnEvents(receive):
+                            pass
+
+            self.turn = start_turn(
+                state.nursery,
+                state.agent,
+                messages,
+                consumer,
+                on_exit=state.slots.release,
+                registry=state.turns,
+                **kwargs,
+            )
+        except BaseException:
+            if self.turn is None:
+                state.slots.release()
+            raise
+        return self.turn
+
+    async def respond(self) -> Response:
+        turn = self.turn
+        assert turn is not None
+        if self.out is not None:
+            return await self._stream_response(turn, self.out)
+        try:
+            await turn.done.wait()
+        finally:
+            turn.cancel("client went away")
+        end = turn.result
+        if end is None or end.finish_reason == "interrupted":
+            raise APIError(409, turn.interrupted or "the turn was interrupted", code="interrupted")
+        if end.finish_reason == "error":
+            raise APIError(
+                error_status(end.error_code, end.model_status),
+                end.error or "the model server failed",
+                code=end.error_code,
+            )
+        body = completion_body(
+            id=self.completion_id,
+            created=self.created,
+            model=self.model,
+            content=end.answer if (end.answer or not end.tool_calls) else None,
+            finish_reason=end.finish_reason,
+            usage=end.usage,
+            tool_calls=end.tool_calls,
+        )
+        return json_response(body, headers=self.headers)
+
+    async def _stream_response(
+        self, turn: Turn, out: trio.MemoryReceiveChannel[WriterOutput]
+    ) -> Response:
+        frames = self.frames
+        assert frames is not None
+        first: WriterOutput | None
+        try:
+            first = await out.receive()
+        except trio.EndOfChannel:
+            # The writer is gone without a word: cancelled, or it crashed.
+            try:
+                await turn.done.wait()
+            except BaseException:
+                turn.cancel("client went away")
+                raise
+            first = untold_failure(turn, frames)
+        except BaseException:
+            turn.cancel("client went away")
+            out.close()
+            raise
+        if isinstance(first, PreStreamError):
+            out.close()
+            raise APIError(
+                error_status(first.code, first.model_status), first.message, code=first.code
+            )
+        response = sse_response(ChatStreamBody(first, out, turn, frames))
+        response.headers.update(self.headers)
+        return response

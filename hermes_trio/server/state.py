@@ -1,0 +1,49 @@
+"""What every endpoint of the server shares: :class:`ServerState`.
+
+``open_api_server`` (:mod:`.run`) builds it once per server and hands it to
+the app factory (:mod:`.app`), which hands it to each endpoint's routes
+(:mod:`.chat`, :mod:`.responses`). The server's settings travel in it
+explicitly (``settings``, the config's ``api_server`` section); the agent's
+own config is the agent's business.
+
+This module imports no endpoint and no app code, so every endpoint can
+import it without a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import trio
+
+from ..agent import Agent
+from ..config import ApiServerConfig
+from ..turn import Turn
+from .sessions import SessionStore
+from .store import ResponseStore
+from .turns import TurnSlots
+
+__all__ = ["ServerState"]
+
+
+@dataclass(eq=False)
+class ServerState:
+    agent: Agent
+    settings: ApiServerConfig
+    """The server's settings (auth, limits, model name, keep-alive...)."""
+    nursery: trio.Nursery
+    """Where request turns run: it outlives each request (see :mod:`.turns`)."""
+    slots: TurnSlots
+    sessions: SessionStore
+    store: ResponseStore
+    """The durable response store, opened by ``open_api_server``."""
+    created: int = 0
+    """When the server started (Unix seconds), as ``/v1/models`` reports it."""
+    turns: set[Turn] = field(default_factory=set)
+    """Every running turn, chat and Responses."""
+
+    def stop_turns(self, reason: str) -> None:
+        """Cancel every running turn; its stream ends saying ``reason``
+        (a Responses stream with ``response.incomplete``)."""
+        for turn in list(self.turns):
+            turn.cancel(reason)

@@ -50,7 +50,10 @@ ENVIRONMENTS: dict[str, dict[str, Any]] = {
     },
     "pyold": {
         "probe": ["bin/python"],
-        "create": "python3.11 -m venv {dir}/pyold && {dir}/pyold/bin/pip install 'openai==1.40.0' 'httpx<0.28'",
+        "create": (
+            "python3.11 -m venv {dir}/pyold && "
+            "{dir}/pyold/bin/pip install 'openai==1.40.0' 'httpx<0.28'"
+        ),
         "modules": ["openai"],
     },
     "node": {

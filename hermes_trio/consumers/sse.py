@@ -30,6 +30,7 @@ from ..events import (
 )
 from ..wire.chat_out import ChatStreamFrames
 from ..wire.sse import KEEPALIVE
+from ..wire.tool_events import tool_event
 
 __all__ = [
     "EXTENSIONS",
@@ -199,47 +200,11 @@ class _Writer:
                         event.index, event.arguments, call_id=event.call_id, name=event.name
                     )
                 )
-            elif isinstance(event, ToolCallChunk):
-                if self.tools:
-                    parts.append(
-                        frames.extension(
-                            "hermes.tool.started",
-                            {
-                                "type": "hermes.tool.started",
-                                "tool": event.tool_name,
-                                "preview": event.preview,
-                                "index": event.index,
-                                "call_id": event.call_id,
-                            },
-                        )
-                    )
-            elif isinstance(event, ToolCallFinished):
-                if self.tools:
-                    parts.append(
-                        frames.extension(
-                            "hermes.tool.finished",
-                            {
-                                "type": "hermes.tool.finished",
-                                "tool": event.tool_name,
-                                "index": event.index,
-                                "call_id": event.call_id,
-                                "ok": event.ok,
-                                "duration": round(event.duration, 3),
-                            },
-                        )
-                    )
-            elif isinstance(event, LongToolHint):
-                if self.tools:
-                    parts.append(
-                        frames.extension(
-                            "hermes.tool.running",
-                            {
-                                "type": "hermes.tool.running",
-                                "tool": event.tool_name,
-                                "duration": round(event.duration, 3),
-                            },
-                        )
-                    )
+            elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint):
+                shown = tool_event(event) if self.tools else None
+                if shown is not None:
+                    name, fields = shown
+                    parts.append(frames.extension(name, {"type": name, **fields}))
             elif isinstance(event, TurnFinished):
                 self.ended = True
                 if event.finish_reason == "error":

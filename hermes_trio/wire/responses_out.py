@@ -50,6 +50,7 @@ from ..events import (
     Usage,
 )
 from .sse import encode_event
+from .tool_events import tool_event
 
 __all__ = [
     "TERMINAL_TYPES",
@@ -296,44 +297,13 @@ class ResponseBuilder:
             out += self._close() + self._close_calls()
         elif isinstance(event, ToolCallDelta):
             out += self._client_call(event)
-        elif isinstance(event, ToolCallChunk):
-            # The final text after the agent's tools needs an item of its own.
-            self._answered = False
-            if self.tool_events:
-                out.append(
-                    self._event(
-                        "hermes.tool.started",
-                        {
-                            "tool": event.tool_name,
-                            "preview": event.preview,
-                            "index": event.index,
-                            "call_id": event.call_id,
-                        },
-                    )
-                )
-        elif isinstance(event, ToolCallFinished):
-            self._answered = False
-            if self.tool_events:
-                out.append(
-                    self._event(
-                        "hermes.tool.finished",
-                        {
-                            "tool": event.tool_name,
-                            "index": event.index,
-                            "call_id": event.call_id,
-                            "ok": event.ok,
-                            "duration": round(event.duration, 3),
-                        },
-                    )
-                )
-        elif isinstance(event, LongToolHint):
-            if self.tool_events:
-                out.append(
-                    self._event(
-                        "hermes.tool.running",
-                        {"tool": event.tool_name, "duration": round(event.duration, 3)},
-                    )
-                )
+        elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint):
+            if not isinstance(event, LongToolHint):
+                # The final text after the agent's tools needs an item of its own.
+                self._answered = False
+            shown = tool_event(event) if self.tool_events else None
+            if shown is not None:
+                out.append(self._event(*shown))
         elif isinstance(event, TurnFinished):
             out += self._finish(event)
         # Commentary repeats text already streamed as MessageChunks; notices

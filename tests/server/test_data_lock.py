@@ -14,13 +14,14 @@ import trio
 
 from hermes_trio.server.data_lock import LOCK_FILENAME, DataDirInUse, lock_data_dir
 
+# The holder keeps the lock until the test kills it.
 HOLD = """
-import sys, time
+import signal, sys
 from pathlib import Path
 from hermes_trio.server.data_lock import lock_data_dir
 lock_data_dir(Path(sys.argv[1]))
 print("locked", flush=True)
-time.sleep(60)
+signal.pause()
 """
 
 

@@ -9,13 +9,12 @@ with it and the body's close is recorded at that very virtual time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NoReturn
 
 import httpx
 import trio
 
-from .model import Reply, ScriptedModel
+from .model import ScriptedModel
 from .plan import Plan
 from .records import ConnectionRecord
 
@@ -45,16 +44,6 @@ class ModelDouble(ScriptedModel, httpx.AsyncBaseTransport):
     """
 
     base_url = "http://scripted-model.test/v1"
-
-    def __init__(
-        self,
-        script: Iterable[Reply] = (),
-        *,
-        default: Reply | None = None,
-        model: str = "scripted-model",
-        record: bool = True,
-    ) -> None:
-        super().__init__(script, default=default, model=model, record=record)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()

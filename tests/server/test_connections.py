@@ -81,6 +81,22 @@ async def eof(stream: trio.SocketStream) -> bytes:
     return bytes(received)
 
 
+async def answer_to_a_head_alone(api: Any, *, content_length: int) -> bytes:
+    """What the server sends to a chat request whose announced body never
+    comes, until it closes the connection."""
+    stream = await connect(api)
+    async with stream:
+        await stream.send_all(
+            request_bytes(
+                "POST", "/v1/chat/completions", f"127.0.0.1:{api.port}",
+                content_length=content_length,
+            )
+        )
+        with trio.fail_after(5):
+            return await eof(stream)
+
+
+
 async def test_an_http10_stream_ends_after_done() -> None:
     async with api_stack([TextReply("Hello there")]) as (api, _):
         body = json.dumps({**CHAT, "stream": True}).encode()
@@ -114,29 +130,14 @@ async def test_connection_close_is_honoured() -> None:
 
 async def test_a_401_before_the_body_closes_the_connection() -> None:
     async with api_stack(api={"key": "sekrit"}) as (api, _):
-        stream = await connect(api)
-        async with stream:
-            # The head announces a body that never comes.
-            await stream.send_all(
-                request_bytes("POST", "/v1/chat/completions", f"127.0.0.1:{api.port}",
-                              content_length=5000)
-            )
-            with trio.fail_after(5):
-                raw = await eof(stream)
+        raw = await answer_to_a_head_alone(api, content_length=5000)
     assert raw.startswith(b"HTTP/1.1 401")
     assert b"invalid_api_key" in raw
 
 
 async def test_a_413_before_the_body_closes_the_connection() -> None:
     async with api_stack(api={"max_body_bytes": 100}) as (api, _):
-        stream = await connect(api)
-        async with stream:
-            await stream.send_all(
-                request_bytes("POST", "/v1/chat/completions", f"127.0.0.1:{api.port}",
-                              content_length=5000)
-            )
-            with trio.fail_after(5):
-                raw = await eof(stream)
+        raw = await answer_to_a_head_alone(api, content_length=5000)
     assert raw.startswith(b"HTTP/1.1 413")
 
 
@@ -193,14 +194,7 @@ async def test_a_slow_head_gets_408_and_is_closed() -> None:
 
 async def test_a_missing_body_gets_408_and_is_closed() -> None:
     async with api_stack(api={"body_timeout": 0.3}) as (api, _):
-        stream = await connect(api)
-        async with stream:
-            await stream.send_all(
-                request_bytes("POST", "/v1/chat/completions", f"127.0.0.1:{api.port}",
-                              content_length=50)
-            )
-            with trio.fail_after(5):
-                raw = await eof(stream)
+        raw = await answer_to_a_head_alone(api, content_length=50)
     assert raw.startswith(b"HTTP/1.1 408")
     assert b"api_server.body_timeout" in raw
 

@@ -96,7 +96,6 @@ async def answer_to_a_head_alone(api: Any, *, content_length: int) -> bytes:
             return await eof(stream)
 
 
-
 async def test_an_http10_stream_ends_after_done() -> None:
     async with api_stack([TextReply("Hello there")]) as (api, _):
         body = json.dumps({**CHAT, "stream": True}).encode()

@@ -31,16 +31,19 @@ __all__ = [
     "ApiServerConfig",
     "Config",
     "ConfigError",
+    "DiscordConfig",
     "DisplayConfig",
     "FallbackModel",
     "GatewayConfig",
     "HomeAssistantConfig",
     "ModelConfig",
     "PlatformsConfig",
+    "SlackConfig",
     "StoreConfig",
     "StreamingConfig",
     "TelegramConfig",
     "TimeoutsConfig",
+    "UserId",
     "WhatsAppConfig",
     "load_config",
 ]
@@ -51,6 +54,12 @@ FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 
 class ConfigError(ValueError):
     """A bad configuration value; ``str()`` is the one line shown to the user."""
+
+
+class UserId(str):
+    """A platform's user id, kept as text. YAML reads an unquoted id
+    (Discord's and Slack's are long numbers or words) as a number or a
+    string; both mean the same user."""
 
 
 def _secret() -> Any:
@@ -125,6 +134,9 @@ class ModelConfig(_HoldsSecrets):
     timeouts: TimeoutsConfig = field(default_factory=TimeoutsConfig)
     fallbacks: list[FallbackModel] = field(default_factory=list)
     extra_body: dict[str, Any] = field(default_factory=dict)
+    vision: bool = True
+    """The model takes images (``image_url`` content parts). False: an image
+    sent on a chat platform gets a reply saying the model cannot see it."""
     max_answer_bytes: int = 64 * 1024 * 1024
     """Most bytes one answer of the model server may have, streamed (the
     whole event stream) or not (after decompression); beyond it the answer
@@ -281,8 +293,45 @@ class HomeAssistantConfig(_HoldsSecrets):
 
 
 @dataclass(frozen=True)
+class DiscordConfig(_HoldsSecrets):
+    enabled: bool | None = None
+    """None: on when a bot token is set."""
+    token: str | None = _secret()
+    api_base_url: str = _url("https://discord.com/api/v10")
+    allowed_users: list[UserId] = field(default_factory=list)
+    edit_interval: float | None = 1.2
+    """Seconds between two edits of one message (Discord's own default)."""
+    mention_only: bool = True
+    """In server channels answer only messages that mention the bot (direct
+    messages are always answered)."""
+
+
+@dataclass(frozen=True)
+class SlackConfig(_HoldsSecrets):
+    enabled: bool | None = None
+    """None: on when both tokens are set."""
+    bot_token: str | None = _secret()
+    """The bot token (``xoxb-…``) for the Web API."""
+    app_token: str | None = _secret()
+    """The app-level token (``xapp-…``) that opens Socket Mode connections."""
+    api_base_url: str = _url("https://slack.com/api/")
+    allowed_users: list[UserId] = field(default_factory=list)
+    edit_interval: float | None = None
+    mention_only: bool = True
+    """In channels answer only messages that mention the bot (direct
+    messages are always answered)."""
+    transport: Literal["edit", "stream"] = "edit"
+    """``edit``: one message edited as the answer grows (``chat.update``);
+    ``stream``: Slack's streaming methods for AI apps
+    (``chat.startStream``/``appendStream``/``stopStream``), falling back to
+    edits where the workspace does not offer them."""
+
+
+@dataclass(frozen=True)
 class PlatformsConfig:
     telegram: TelegramConfig = field(default_factory=TelegramConfig)
+    discord: DiscordConfig = field(default_factory=DiscordConfig)
+    slack: SlackConfig = field(default_factory=SlackConfig)
     whatsapp: WhatsAppConfig = field(default_factory=WhatsAppConfig)
     homeassistant: HomeAssistantConfig = field(default_factory=HomeAssistantConfig)
 
@@ -335,6 +384,13 @@ ENV_OVERRIDES: dict[str, str] = {
     "TELEGRAM_BOT_TOKEN": "platforms.telegram.token",
     "TELEGRAM_API_BASE_URL": "platforms.telegram.api_base_url",
     "TELEGRAM_ALLOWED_USERS": "platforms.telegram.allowed_users",
+    "DISCORD_BOT_TOKEN": "platforms.discord.token",
+    "DISCORD_API_BASE_URL": "platforms.discord.api_base_url",
+    "DISCORD_ALLOWED_USERS": "platforms.discord.allowed_users",
+    "SLACK_BOT_TOKEN": "platforms.slack.bot_token",
+    "SLACK_APP_TOKEN": "platforms.slack.app_token",
+    "SLACK_API_BASE_URL": "platforms.slack.api_base_url",
+    "SLACK_ALLOWED_USERS": "platforms.slack.allowed_users",
 }
 
 # Conventional variables that fill a setting only when neither the config
@@ -491,6 +547,10 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
         if value < 0:
             raise ConfigError(f"{key}: expected a non-negative number, got {value}")
         return float(value)
+    if tp is UserId:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ConfigError(f"{key}: expected a user id, got {_describe(value)}")
+        return UserId(value)
     if tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a string, got {_describe(value)}")
@@ -535,6 +595,8 @@ def _convert_env(tp: Any, value: _EnvValue, key: str) -> Any:
             choices = " or ".join(repr(a) for a in args)
             raise ConfigError(f"{label}: expected {choices}, got {value.text!r}")
         return text
+    if tp is UserId:
+        return UserId(text)
     return text
 
 

@@ -78,7 +78,7 @@ class _Driver:
                     message_id = await messenger.send(action.text)
                 elif action.kind == "edit":
                     assert action.message_id is not None
-                    await messenger.edit(action.message_id, action.text)
+                    await messenger.edit(action.message_id, action.text, final=action.final)
                 elif action.kind == "delete":
                     assert action.message_id is not None
                     await messenger.delete(action.message_id)

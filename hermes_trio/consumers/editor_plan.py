@@ -157,6 +157,7 @@ class EditorPlan:
         self._s = settings
         self._caps = capabilities
         self._streaming = settings.streaming and capabilities.can_edit
+        self._cursor = settings.cursor if capabilities.shows_cursor else ""
         self._slots: list[_Slot] = []
         self._seg: _Segment | None = None
         self._last_closed_text: str | None = None
@@ -331,7 +332,7 @@ class EditorPlan:
             seg.frozen_assigned = len(frozen)
             live = seg.pages.live()
             if live:
-                self._assign(seg, len(frozen), live + self._s.cursor, final=False, now=now)
+                self._assign(seg, len(frozen), live + self._cursor, final=False, now=now)
 
     def _close_segment(self, now: float, text: str | None = None, note: str | None = None) -> None:
         seg = self._seg
@@ -429,7 +430,7 @@ class EditorPlan:
     # ---------------------------------------------------------------- ledger
 
     def _new_segment(self) -> _Segment:
-        reserve = self._s.cursor if self._streaming else ""
+        reserve = self._cursor if self._streaming else ""
         return _Segment(Paginator(self._caps.max_length, self._caps.length_unit, reserve))
 
     def _new_slot(self, role: Role, want: str, final: bool, now: float) -> int:

@@ -30,6 +30,9 @@ class Capabilities:
     length_unit: LengthUnit = "chars"
     can_delete: bool = True
     can_type: bool = True
+    shows_cursor: bool = True
+    """False: the platform draws its own "still writing" sign (a native
+    stream), so the editor adds no cursor to text that is still growing."""
 
 
 def measure(text: str, unit: LengthUnit) -> int:
@@ -63,7 +66,10 @@ class Messenger(Protocol):
         """Send a new message; returns its id."""
         ...
 
-    async def edit(self, message_id: str, text: str) -> None: ...
+    async def edit(self, message_id: str, text: str, *, final: bool = False) -> None:
+        """Show ``text`` in the message; ``final``: it will not change again
+        (a native stream ends here)."""
+        ...
 
     async def delete(self, message_id: str) -> None: ...
 

@@ -8,6 +8,7 @@ editor, in :mod:`hermes_trio.consumers.messenger`; adapters implement it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,12 +16,35 @@ import trio
 
 from ..consumers.messenger import Messenger, PlatformError
 
-__all__ = ["CredentialsRejected", "InboundMessage", "PlatformAdapter"]
+__all__ = ["Attachment", "CredentialsRejected", "InboundMessage", "PlatformAdapter"]
 
 
 class CredentialsRejected(PlatformError):
     """The platform refused our credentials (token, key). Retrying cannot
     help; the configuration has to change."""
+
+
+async def _nothing() -> bytes:
+    return b""
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file sent with a message (a photo, a document). Its bytes stay on
+    the platform until the gateway decides to use them: ``fetch()``
+    downloads them (raising ``PlatformError``), so a file the agent cannot
+    use costs no download."""
+
+    mime_type: str | None
+    """``image/jpeg`` and the like; None when the platform does not say."""
+    name: str | None = None
+    size: int | None = None
+    """Bytes, when the platform says."""
+    fetch: Callable[[], Awaitable[bytes]] = field(default=_nothing, compare=False, repr=False)
+
+    @property
+    def is_image(self) -> bool:
+        return (self.mime_type or "").lower().startswith("image/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +56,13 @@ class InboundMessage:
     message_id: str | None = None
     user_name: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    thread_id: str | None = None
+    """The thread inside the chat the message belongs to (a Telegram forum
+    topic, a Slack thread); the answer goes there, and each thread of a chat
+    is its own conversation."""
+    attachments: tuple[Attachment, ...] = ()
+    sent_at: float | None = None
+    """When the user sent it, in Unix seconds by the platform's clock."""
 
 
 class PlatformAdapter(Protocol):
@@ -46,4 +77,6 @@ class PlatformAdapter(Protocol):
         """Receive messages until cancelled, sending each to ``inbound``."""
         ...
 
-    def messenger(self, chat_id: str) -> Messenger: ...
+    def messenger(self, chat_id: str, thread_id: str | None = None) -> Messenger:
+        """Sending to one chat, or to one thread of it."""
+        ...

@@ -243,7 +243,8 @@ class HomeAssistantAdapter:
 
     # -- outbound ----------------------------------------------------------
 
-    def messenger(self, chat_id: str) -> HomeAssistantMessenger:
+    def messenger(self, chat_id: str, thread_id: str | None = None) -> HomeAssistantMessenger:
+        # No threads on this platform: every message of a chat is one conversation.
         return HomeAssistantMessenger(self, str(chat_id))
 
 

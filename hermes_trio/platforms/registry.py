@@ -20,19 +20,25 @@ import httpx
 
 from ..config import (
     Config,
+    DiscordConfig,
     HomeAssistantConfig,
     PlatformsConfig,
+    SlackConfig,
     TelegramConfig,
     WhatsAppConfig,
 )
 from .base import PlatformAdapter
+from .discord import DiscordAdapter
 from .homeassistant import HomeAssistantAdapter
+from .slack import SlackAdapter
 from .telegram import TelegramAdapter
 from .whatsapp import WhatsAppAdapter
 
 __all__ = [
+    "DISCORD",
     "HOMEASSISTANT",
     "PLATFORMS",
+    "SLACK",
     "TELEGRAM",
     "WHATSAPP",
     "Platform",
@@ -124,6 +130,62 @@ TELEGRAM = Platform[TelegramConfig](
 )
 
 
+# -- Discord ------------------------------------------------------------------
+
+
+def _discord_on(settings: DiscordConfig) -> bool:
+    return bool(settings.token) if settings.enabled is None else settings.enabled
+
+
+def _discord(
+    settings: DiscordConfig, client: httpx.AsyncClient, filter_users: bool
+) -> PlatformAdapter:
+    return DiscordAdapter(settings, client, filter_users=filter_users)
+
+
+def _discord_edit_interval(settings: DiscordConfig) -> float | None:
+    return settings.edit_interval
+
+
+DISCORD = Platform[DiscordConfig](
+    name="discord",
+    section=lambda platforms: platforms.discord,
+    switch=_discord_on,
+    make_adapter=_discord,
+    allow_hint="platforms.discord.allowed_users in config.yaml (or DISCORD_ALLOWED_USERS)",
+    to_enable=("set", "DISCORD_BOT_TOKEN (or platforms.discord.token)"),
+    edit_interval_of=_discord_edit_interval,
+)
+
+
+# -- Slack --------------------------------------------------------------------
+
+
+def _slack_on(settings: SlackConfig) -> bool:
+    if settings.enabled is not None:
+        return settings.enabled
+    return bool(settings.bot_token and settings.app_token)
+
+
+def _slack(settings: SlackConfig, client: httpx.AsyncClient, filter_users: bool) -> PlatformAdapter:
+    return SlackAdapter(settings, client, filter_users=filter_users)
+
+
+def _slack_edit_interval(settings: SlackConfig) -> float | None:
+    return settings.edit_interval
+
+
+SLACK = Platform[SlackConfig](
+    name="slack",
+    section=lambda platforms: platforms.slack,
+    switch=_slack_on,
+    make_adapter=_slack,
+    allow_hint="platforms.slack.allowed_users in config.yaml (or SLACK_ALLOWED_USERS)",
+    to_enable=("set", "SLACK_BOT_TOKEN and SLACK_APP_TOKEN (or platforms.slack)"),
+    edit_interval_of=_slack_edit_interval,
+)
+
+
 # -- WhatsApp -----------------------------------------------------------------
 
 
@@ -171,7 +233,7 @@ HOMEASSISTANT = Platform[HomeAssistantConfig](
 )
 
 
-PLATFORMS: tuple[Platform[Any], ...] = (TELEGRAM, WHATSAPP, HOMEASSISTANT)
+PLATFORMS: tuple[Platform[Any], ...] = (TELEGRAM, DISCORD, SLACK, WHATSAPP, HOMEASSISTANT)
 """Every platform, in the order the gateway starts them."""
 
 _BY_NAME = {platform.name: platform for platform in PLATFORMS}

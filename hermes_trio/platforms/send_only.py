@@ -36,7 +36,7 @@ class SendOnlyMessenger:
     async def send(self, text: str) -> str:
         return await self._adapter.send_text(self.chat_id, text)
 
-    async def edit(self, message_id: str, text: str) -> None:
+    async def edit(self, message_id: str, text: str, *, final: bool = False) -> None:
         raise PlatformError(f"{self.platform}: cannot edit messages")
 
     async def delete(self, message_id: str) -> None:

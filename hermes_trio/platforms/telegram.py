@@ -319,8 +319,8 @@ class TelegramAdapter:
 
     # -- outbound ----------------------------------------------------------
 
-    def messenger(self, chat_id: str) -> TelegramMessenger:
-        return TelegramMessenger(self, str(chat_id))
+    def messenger(self, chat_id: str, thread_id: str | None = None) -> TelegramMessenger:
+        return TelegramMessenger(self, str(chat_id), thread_id)
 
 
 _TOKEN_REJECTED = (
@@ -358,12 +358,21 @@ class TelegramMessenger:
 
     capabilities = TELEGRAM_CAPABILITIES
 
-    def __init__(self, adapter: TelegramAdapter, chat_id: str) -> None:
+    def __init__(
+        self, adapter: TelegramAdapter, chat_id: str, thread_id: str | None = None
+    ) -> None:
         self._adapter = adapter
         self.chat_id = chat_id
+        self.thread_id = thread_id
+        # New messages (and the typing sign) go to the forum topic asked in;
+        # an edit names its message, which already is there.
+        self._where: dict[str, Any] = {"chat_id": _chat_ref(chat_id)}
+        if thread_id is not None:
+            self._where["message_thread_id"] = _message_ref(thread_id)
 
     def __repr__(self) -> str:
-        return f"<TelegramMessenger chat={self.chat_id}>"
+        topic = f" topic={self.thread_id}" if self.thread_id is not None else ""
+        return f"<TelegramMessenger chat={self.chat_id}{topic}>"
 
     async def _call_text(self, method: str, params: dict[str, Any], text: str) -> Any:
         if self._adapter.markdown:
@@ -376,10 +385,10 @@ class TelegramMessenger:
         return await self._adapter.call(method, {**params, "text": text})
 
     async def send(self, text: str) -> str:
-        result = await self._call_text("sendMessage", {"chat_id": _chat_ref(self.chat_id)}, text)
+        result = await self._call_text("sendMessage", dict(self._where), text)
         return str(result["message_id"])
 
-    async def edit(self, message_id: str, text: str) -> None:
+    async def edit(self, message_id: str, text: str, *, final: bool = False) -> None:
         params = {"chat_id": _chat_ref(self.chat_id), "message_id": _message_ref(message_id)}
         try:
             await self._call_text("editMessageText", params, text)
@@ -399,6 +408,4 @@ class TelegramMessenger:
             raise
 
     async def typing(self) -> None:
-        await self._adapter.call(
-            "sendChatAction", {"chat_id": _chat_ref(self.chat_id), "action": "typing"}
-        )
+        await self._adapter.call("sendChatAction", {**self._where, "action": "typing"})

@@ -248,7 +248,8 @@ class WhatsAppAdapter:
 
     # -- outbound ----------------------------------------------------------
 
-    def messenger(self, chat_id: str) -> WhatsAppMessenger:
+    def messenger(self, chat_id: str, thread_id: str | None = None) -> WhatsAppMessenger:
+        # No threads on this platform: every message of a chat is one conversation.
         return WhatsAppMessenger(self, str(chat_id))
 
     async def send_text(self, to: str, text: str) -> str:

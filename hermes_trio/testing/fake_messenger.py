@@ -101,7 +101,7 @@ class FakeMessenger:
         self._record("send", message_id, text)
         return message_id
 
-    async def edit(self, message_id: str, text: str) -> None:
+    async def edit(self, message_id: str, text: str, *, final: bool = False) -> None:
         await self._arrive()
         self._check("edit", message_id, text)
         if self.messages[message_id] == text:

@@ -84,7 +84,7 @@ class ScriptedAdapter:
         self._inbound = inbound
         await trio.sleep_forever()
 
-    def messenger(self, chat_id: str) -> ChatMessenger:
+    def messenger(self, chat_id: str, thread_id: str | None = None) -> ChatMessenger:
         return self.chats.setdefault(chat_id, ChatMessenger())
 
     async def push(self, chat_id: str, user_id: str, text: str) -> None:

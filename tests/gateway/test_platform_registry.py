@@ -10,8 +10,10 @@ import pytest
 
 from hermes_trio.config import (
     Config,
+    DiscordConfig,
     HomeAssistantConfig,
     PlatformsConfig,
+    SlackConfig,
     TelegramConfig,
     WhatsAppConfig,
 )
@@ -29,6 +31,8 @@ from hermes_trio.platforms.registry import (
 # Enough settings for every adapter to be built (no platform is contacted).
 READY = PlatformsConfig(
     telegram=TelegramConfig(token="1:abc", allowed_users=[7], edit_interval=0.5),
+    discord=DiscordConfig(token="discord-token", allowed_users=["80351110224678912"]),
+    slack=SlackConfig(bot_token="xoxb-1", app_token="xapp-1", allowed_users=["U0123"]),
     whatsapp=WhatsAppConfig(
         enabled=True,
         access_token="wa-token",
@@ -60,7 +64,7 @@ def test_every_configured_platform_has_exactly_one_entry() -> None:
 
 def test_nothing_is_enabled_by_default() -> None:
     assert enabled_platforms(Config()) == []
-    assert find_platform("discord") is None
+    assert find_platform("matrix") is None
 
 
 @pytest.mark.parametrize(
@@ -85,7 +89,7 @@ def test_webhook_platforms_are_enabled_only_by_their_switch() -> None:
     )
     assert enabled_platforms(with_platforms(credentials_only)) == []
     names = [platform.name for platform in enabled_platforms(with_platforms(READY))]
-    assert names == ["telegram", "whatsapp", "homeassistant"]
+    assert names == ["telegram", "discord", "slack", "whatsapp", "homeassistant"]
 
 
 async def test_each_entry_builds_its_own_adapter() -> None:
@@ -116,10 +120,12 @@ def test_allow_lists_and_hints_come_from_the_entries() -> None:
     assert allow_hint("my-own-adapter") == "the my-own-adapter allow-list"
 
 
-def test_only_telegram_sets_its_own_edit_interval() -> None:
+def test_platforms_set_their_own_edit_interval() -> None:
     config = with_platforms(READY)
     assert edit_interval_override(config, "telegram") == 0.5
     assert edit_interval_override(Config(), "telegram") is None
+    assert edit_interval_override(Config(), "discord") == 1.2
+    assert edit_interval_override(Config(), "slack") is None
     assert edit_interval_override(config, "whatsapp") is None
     assert edit_interval_override(config, "my-own-adapter") is None
 
@@ -127,7 +133,9 @@ def test_only_telegram_sets_its_own_edit_interval() -> None:
 def test_nothing_to_run_names_every_platform_switch() -> None:
     config = Config().replace(model=dataclasses.replace(Config().model, base_url="http://m/v1"))
     assert startup_problem(config) == (
-        "nothing to run: set TELEGRAM_BOT_TOKEN (or platforms.telegram.token), enable "
+        "nothing to run: set TELEGRAM_BOT_TOKEN (or platforms.telegram.token) or "
+        "DISCORD_BOT_TOKEN (or platforms.discord.token) or SLACK_BOT_TOKEN and "
+        "SLACK_APP_TOKEN (or platforms.slack), enable "
         "platforms.whatsapp or platforms.homeassistant, or enable the API server "
         "(api_server.enabled / API_SERVER_ENABLED=1)"
     )

@@ -340,6 +340,13 @@ class PlatformsConfig:
 class GatewayConfig:
     on_new_message: Literal["interrupt", "queue"] = "interrupt"
     restart_backoff_max: float = 60.0
+    late_notice_after: float = 60.0
+    """A message that reaches the gateway this many seconds after it was sent
+    (the gateway or the platform was down) is answered after a "back online"
+    notice; 0 turns the notice off."""
+    long_turn_notice: float = 120.0
+    """Seconds a turn may run before its chat is told it is still being
+    worked on (once per turn); 0 turns the notice off."""
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,24 @@ Run it as the consumer task in the turn's nursery::
 When the turn is cancelled, a shielded cleanup with a deadline leaves the
 shown text without cursor plus an "interrupted" note, then ``Cancelled``
 propagates.
+
+The gateway adds its own notices to what the turn says (``GatewayNotice``):
+``notices`` are shown a given number of seconds after the editor starts (at
+once for "your message waited while I was offline", later for "still
+working"), and ``interrupt_notice`` replaces the "interrupted" note when it
+returns one (the gateway is shutting down, not the user stopping the turn).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 import trio
 
 from hermes_trio.consumers.editor_plan import Action, EditorPlan, EditorReport, EditorSettings
 from hermes_trio.consumers.messenger import Messenger, PlatformError, RateLimited
-from hermes_trio.events import StreamEvent, TurnFinished
+from hermes_trio.events import GatewayNotice, StreamEvent, TurnFinished
+from hermes_trio.exception_groups import leaves
 
 __all__ = ["run_editor"]
 
@@ -49,6 +58,17 @@ class _Driver:
             # The stream ended without ``TurnFinished``: the turn was cut off.
             self._plan.interrupt(trio.current_time())
         finally:
+            self._notify()
+
+    async def show_notices(self, notices: Sequence[tuple[float, GatewayNotice]]) -> None:
+        """Feed each notice to the plan ``delay`` seconds after the start,
+        unless the turn is over by then."""
+        start = trio.current_time()
+        for delay, notice in sorted(notices, key=lambda item: item[0]):
+            await trio.sleep_until(start + delay)
+            if self._plan.finished:
+                return
+            self._plan.feed(notice, trio.current_time())
             self._notify()
 
     async def deliver(self) -> None:
@@ -99,25 +119,46 @@ async def run_editor(
     receive: trio.MemoryReceiveChannel[StreamEvent],
     messenger: Messenger,
     settings: EditorSettings = EditorSettings(),  # noqa: B008 - frozen, never mutated
+    *,
+    notices: Sequence[tuple[float, GatewayNotice]] = (),
+    interrupt_notice: Callable[[], GatewayNotice | None] | None = None,
 ) -> EditorReport:
     """Show the turn on ``receive`` through ``messenger``; return what was delivered.
 
     Ends after ``TurnFinished`` once the final text is acknowledged (or given
     up on). If the channel closes without ``TurnFinished`` the turn counts as
-    interrupted. Closes ``receive``.
+    interrupted. Closes ``receive``. ``notices`` are ``(seconds after the
+    start, notice)``; ``interrupt_notice()``, asked when the turn is cut off,
+    may give the note to show instead of the "interrupted" one.
     """
     plan = EditorPlan(settings, messenger.capabilities)
     driver = _Driver(plan, messenger, settings)
+    cut_by: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(driver.pump, receive)
-            nursery.start_soon(driver.deliver)
+            if notices:
+                nursery.start_soon(driver.show_notices, notices)
+            await driver.deliver()
+            # Notices still waiting are for a turn that is over.
+            nursery.cancel_scope.cancel()
+    except BaseException as exc:
+        cut_by = exc
+        raise
     finally:
         if not plan.done:
             # Cancelled (or failed): the turn is cut off, but the chat must not
             # keep a cursor. Whatever raised is re-raised after this block.
             with trio.move_on_after(settings.cleanup_deadline, shield=True):
+                notice = None
+                if interrupt_notice is not None and _only_cancelled(cut_by):
+                    # A crash is no interruption: it is told as the error it is.
+                    notice = interrupt_notice()
                 plan.forget_in_flight()
-                plan.interrupt(trio.current_time())
+                plan.interrupt(trio.current_time(), notice.text if notice else None)
                 await driver.deliver()
     return plan.report()
+
+
+def _only_cancelled(exc: BaseException | None) -> bool:
+    return exc is not None and all(isinstance(leaf, trio.Cancelled) for leaf in leaves(exc))

@@ -176,6 +176,11 @@ class EditorPlan:
     # ------------------------------------------------------------------ state
 
     @property
+    def finished(self) -> bool:
+        """The turn is over (what it owes the platform may still be on its way)."""
+        return self._finished
+
+    @property
     def done(self) -> bool:
         """The turn is over and nothing more is owed to the platform."""
         return self._finished and self._in_flight is None and not any(s.owed() for s in self._slots)
@@ -220,13 +225,14 @@ class EditorPlan:
                 # is followed by TurnFinished, which carries the text to show.
                 pass
 
-    def interrupt(self, now: float) -> None:
-        """Stop the turn: keep what is shown, drop the cursor, add the note, and
-        give the cleanup ``cleanup_deadline`` seconds."""
+    def interrupt(self, now: float, note: str | None = None) -> None:
+        """Stop the turn: keep what is shown, drop the cursor, add the note
+        (``note``, else ``interrupted_note``), and give the cleanup
+        ``cleanup_deadline`` seconds."""
         self._give_up_at = min(self._give_up_at, now + self._s.cleanup_deadline)
         if self._finished:
             return
-        self._interrupt_with(None, now)
+        self._interrupt_with(None, now, note)
 
     def forget_in_flight(self) -> None:
         """The call in flight will never report back (its task died). Its
@@ -409,11 +415,11 @@ class EditorPlan:
         self._final_text = text
         self._finish()
 
-    def _interrupt_with(self, text: str | None, now: float) -> None:
+    def _interrupt_with(self, text: str | None, now: float, note: str | None = None) -> None:
         partial = (text or "").strip()
         if not partial and self._seg is not None:
             partial = self._seg.pages.raw.strip()
-        self._close_segment(now, text=partial, note=self._s.interrupted_note)
+        self._close_segment(now, text=partial, note=note or self._s.interrupted_note)
         self._final_text = partial
         self._interrupted = True
         self._give_up_at = min(self._give_up_at, now + self._s.cleanup_deadline)

@@ -30,7 +30,7 @@ from ..llm import NO_MODEL_SERVER
 from ..platforms.base import InboundMessage, PlatformAdapter
 from ..platforms.registry import PLATFORMS, enabled_platforms
 from .access import AllowList, allow_hint, configured_allow_list
-from .sessions import ChatSessions, Session
+from .sessions import ChatSessions, Session, SessionKey
 from .supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, supervise
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class Gateway:
     # -- observing ---------------------------------------------------------
 
     @property
-    def sessions(self) -> dict[tuple[str, str], Session]:
+    def sessions(self) -> dict[SessionKey, Session]:
         return self._chats.sessions
 
     @property
@@ -91,11 +91,15 @@ class Gateway:
         """Refused messages, most recent last (bounded), for operators and tests."""
         return self._access.refused
 
-    def session(self, platform: str, chat_id: str | int) -> Session | None:
-        return self._chats.get(platform, chat_id)
+    def session(
+        self, platform: str, chat_id: str | int, thread_id: str | int | None = None
+    ) -> Session | None:
+        return self._chats.get(platform, chat_id, thread_id)
 
-    def turns_done(self, platform: str, chat_id: str | int) -> int:
-        session = self.session(platform, chat_id)
+    def turns_done(
+        self, platform: str, chat_id: str | int, thread_id: str | int | None = None
+    ) -> int:
+        session = self.session(platform, chat_id, thread_id)
         return session.turns_done if session else 0
 
     def all_adapters_failed(self) -> bool:
@@ -117,8 +121,8 @@ class Gateway:
         self._changed.set()
         self._changed = trio.Event()
 
-    def _messenger(self, platform: str, chat_id: str) -> Messenger:
-        return self.adapters[platform].messenger(chat_id)
+    def _messenger(self, platform: str, chat_id: str, thread_id: str | None) -> Messenger:
+        return self.adapters[platform].messenger(chat_id, thread_id)
 
     # -- starting ----------------------------------------------------------
 
@@ -179,7 +183,9 @@ class Gateway:
             return
         refusal = self._access.refuse(platform, message)
         if refusal is not None:
-            self._nursery.start_soon(self._chats.say, platform, message.chat_id, refusal)
+            self._nursery.start_soon(
+                self._chats.say, platform, message.chat_id, refusal, message.thread_id
+            )
         self._notify()
 
 
@@ -195,8 +201,7 @@ def build_adapters(config: Config, client: httpx.AsyncClient) -> list[PlatformAd
     # filter_users=False: the gateway enforces the allow-lists itself,
     # because only it can answer a refused user.
     return [
-        platform.build(config, client, filter_users=False)
-        for platform in enabled_platforms(config)
+        platform.build(config, client, filter_users=False) for platform in enabled_platforms(config)
     ]
 
 
@@ -273,7 +278,7 @@ def startup_problem(config: Config) -> str | None:
 
 
 def _ways_to_enable() -> str:
-    """"set A, enable B or C, or enable the API server (…)": the platforms'
+    """ "set A, enable B or C, or enable the API server (…)": the platforms'
     switches, those with the same verb together."""
     settings: dict[str, list[str]] = {}
     for platform in PLATFORMS:

@@ -1,13 +1,21 @@
 """The gateway's chat sessions: one turn at a time per chat.
 
-A session is one chat on one platform ``(platform, chat_id)``, kept in
-memory: the conversation history and a ``ToolContext``. Turns of a session
+A session is one conversation on one platform: a chat, or one thread of it
+(a Telegram forum topic, a Slack thread) — ``(platform, chat_id,
+thread_id)`` — kept in memory: the conversation history and a
+``ToolContext``. Answers go to the thread the question came from. Turns of a session
 run one at a time in the session's worker task, each in its own cancel scope
 with the agent and the editor as sibling tasks. A new message either cancels
 the running turn (``gateway.on_new_message: interrupt``, the default) or
 waits behind it (``queue``). ``/stop`` cancels the turn and drops what
 waits; ``/new`` also starts a new conversation. Command replies are queued
 with the turns, so a chat sees them in the order it asked.
+
+Besides the turn's own events, a chat is told (``GatewayNotice``, shown by
+the message editor like the rest of the turn) when its message waited
+``gateway.late_notice_after`` seconds or more before reaching us (we were
+offline), when a turn runs longer than ``gateway.long_turn_notice``, and,
+instead of "interrupted", when the gateway stops while answering.
 
 Dangerous-command approval: chat platforms have no interactive approval yet,
 so a session's ``ToolContext`` has no ``approve`` callback and dangerous
@@ -17,6 +25,7 @@ commands are refused unless ``agent.yolo`` is set.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,13 +38,22 @@ from ..config import Config
 from ..consumers.editor import run_editor
 from ..consumers.editor_plan import EditorReport, EditorSettings
 from ..consumers.messenger import Messenger, PlatformError, RateLimited
-from ..events import StreamEvent
+from ..events import GatewayNotice, StreamEvent
 from ..platforms.base import InboundMessage
 from ..platforms.registry import edit_interval_override
 from ..tools import ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
+from .user_content import user_content
 
-__all__ = ["HELP_TEXT", "REPLY_TIMEOUT", "ChatSessions", "Session"]
+__all__ = [
+    "HELP_TEXT",
+    "REPLY_TIMEOUT",
+    "RESTART_NOTICE",
+    "ChatSessions",
+    "Session",
+    "SessionKey",
+    "duration_words",
+]
 
 # The gateway's modules share one logger, so operators tune it by one name.
 log = logging.getLogger("hermes_trio.gateway")
@@ -51,6 +69,28 @@ HELP_TEXT = (
 )
 
 
+RESTART_NOTICE = GatewayNotice(
+    "restart",
+    "⟳ The gateway is stopping (a restart or shutdown), so this answer ends here. "
+    "Send your message again in a minute.",
+)
+
+SessionKey = tuple[str, str, str | None]
+"""``(platform, chat_id, thread_id)``."""
+
+
+def duration_words(seconds: float) -> str:
+    """ "45 s", "3 min", "2 h 5 min": how long, for a person."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
 class _Reply:
     """A short text a session owes its chat, sent in order with its turns."""
 
@@ -62,12 +102,13 @@ class _Reply:
 
 @dataclass(eq=False)
 class Session:
-    """One chat on one platform."""
+    """One conversation: a chat on one platform, or one thread of it."""
 
     platform: str
     chat_id: str
     messages: list[dict[str, Any]]
     tool_context: ToolContext
+    thread_id: str | None = None
     pending: deque[InboundMessage | _Reply] = field(default_factory=deque)
     turn: Turn | None = None
     """The running turn; cancelling it interrupts the turn."""
@@ -79,9 +120,10 @@ class Session:
 class ChatSessions:
     """Every chat's session, and the worker tasks that run their turns.
 
-    Workers run in ``nursery``; ``messenger(platform, chat_id)`` reaches a
-    chat, and ``notify()`` is called whenever a turn ends or a reply went out
-    (or could not).
+    Workers run in ``nursery``; ``messenger(platform, chat_id, thread_id)``
+    reaches a chat (or a thread of it), and ``notify()`` is called whenever a
+    turn ends or a reply went out (or could not). ``wall_clock`` is the Unix
+    time, compared with when a platform says a message was sent.
     """
 
     def __init__(
@@ -89,18 +131,24 @@ class ChatSessions:
         config: Config,
         agent: Agent,
         nursery: trio.Nursery,
-        messenger: Callable[[str, str], Messenger],
+        messenger: Callable[[str, str, str | None], Messenger],
         notify: Callable[[], None],
+        *,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         self.agent = agent
-        self.sessions: dict[tuple[str, str], Session] = {}
+        self.sessions: dict[SessionKey, Session] = {}
         self._nursery = nursery
         self._messenger = messenger
         self._notify = notify
+        self._wall_clock = wall_clock
 
-    def get(self, platform: str, chat_id: str | int) -> Session | None:
-        return self.sessions.get((platform, str(chat_id)))
+    def get(
+        self, platform: str, chat_id: str | int, thread_id: str | int | None = None
+    ) -> Session | None:
+        thread = None if thread_id is None else str(thread_id)
+        return self.sessions.get((platform, str(chat_id), thread))
 
     def idle(self) -> bool:
         """No session has a turn running or work waiting."""
@@ -109,7 +157,7 @@ class ChatSessions:
     def handle(self, platform: str, message: InboundMessage) -> None:
         """Queue an allowed message (or run its command) in its chat's
         session. Never waits: platform calls and turns happen in the worker."""
-        session = self._session(platform, message.chat_id)
+        session = self._session(platform, message.chat_id, message.thread_id)
         command = _command(message.text)
         if command == "/stop":
             had_work = self._cancel(session)
@@ -123,7 +171,7 @@ class ChatSessions:
             session.pending.append(_Reply("new conversation"))
         elif command in ("/start", "/help"):
             session.pending.append(_Reply(HELP_TEXT))
-        elif not message.text.strip():
+        elif not message.text.strip() and not message.attachments:
             return
         else:
             if self.config.gateway.on_new_message == "interrupt" and session.turn is not None:
@@ -134,11 +182,13 @@ class ChatSessions:
             session.pending.append(message)
         self._wake(session)
 
-    def _session(self, platform: str, chat_id: str) -> Session:
-        key = (platform, chat_id)
+    def _session(self, platform: str, chat_id: str, thread_id: str | None) -> Session:
+        key = (platform, chat_id, thread_id)
         session = self.sessions.get(key)
         if session is None:
-            session = Session(platform, chat_id, [], self.agent.new_tool_context())
+            session = Session(
+                platform, chat_id, [], self.agent.new_tool_context(), thread_id=thread_id
+            )
             self.sessions[key] = session
         return session
 
@@ -161,7 +211,7 @@ class ChatSessions:
             while session.pending:
                 item = session.pending.popleft()
                 if isinstance(item, _Reply):
-                    await self.say(session.platform, session.chat_id, item.text)
+                    await self.say(session.platform, session.chat_id, item.text, session.thread_id)
                     continue
                 batch = [item]
                 if self.config.gateway.on_new_message == "interrupt":
@@ -194,22 +244,70 @@ class ChatSessions:
             show_tool_progress=self.config.display.show_tools,
         )
 
+    def _notices(self, batch: list[InboundMessage]) -> list[tuple[float, GatewayNotice]]:
+        """The gateway's notices for a turn answering ``batch``: when to show each."""
+        notices: list[tuple[float, GatewayNotice]] = []
+        late_after = self.config.gateway.late_notice_after
+        sent = [m.sent_at for m in batch if m.sent_at is not None]
+        if late_after > 0 and sent:
+            waited = self._wall_clock() - min(sent)
+            if waited >= late_after:
+                text = (
+                    f"⏳ Back online. Your message waited {duration_words(waited)} "
+                    "while I was away; answering now."
+                )
+                notices.append((0.0, GatewayNotice("online", text, {"waited": waited})))
+        long_after = self.config.gateway.long_turn_notice
+        if long_after > 0:
+            text = f"⏳ Still working on it ({duration_words(long_after)} so far)…"
+            notices.append((long_after, GatewayNotice("long_turn", text, {"after": long_after})))
+        return notices
+
+    async def _user_messages(
+        self, batch: list[InboundMessage]
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The user messages for ``batch`` (text and images), and what the
+        chat must be told first (files the model cannot use)."""
+        messages: list[dict[str, Any]] = []
+        replies: list[str] = []
+        for message in batch:
+            prepared = await user_content(message, vision=self.config.model.vision)
+            replies.extend(prepared.replies)
+            if prepared.content is not None:
+                messages.append({"role": "user", "content": prepared.content})
+        return messages, replies
+
     async def _turn(self, session: Session, batch: list[InboundMessage]) -> None:
-        platform, chat_id = session.platform, session.chat_id
-        messenger = self._messenger(platform, chat_id)
+        platform, chat_id, thread_id = session.platform, session.chat_id, session.thread_id
+        asked, replies = await self._user_messages(batch)
+        for reply in replies:
+            await self.say(platform, chat_id, reply, thread_id)
+        if not asked:
+            return  # nothing in it the model can use; the replies said why
+        messenger = self._messenger(platform, chat_id, thread_id)
         stream = self.agent.streams(platform)
         settings = self.editor_settings(platform, stream=stream)
         messages = session.messages
-        for message in batch:
-            messages.append({"role": "user", "content": message.text})
+        messages.extend(asked)
+        notices = self._notices(batch)
         reports: list[EditorReport] = []
+        turn = Turn()
+
+        def cut_off() -> GatewayNotice | None:
+            # Cancelled without its own handle being used: only the gateway
+            # stopping cancels a turn from outside.
+            return RESTART_NOTICE if turn.interrupted is None else None
 
         async def show(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
-            reports.append(await run_editor(receive, messenger, settings))
+            reports.append(
+                await run_editor(
+                    receive, messenger, settings, notices=notices, interrupt_notice=cut_off
+                )
+            )
 
         log.info("%s chat %s: turn started", platform, chat_id)
         began = trio.current_time()
-        turn = session.turn = Turn()
+        session.turn = turn
         try:
             # A bug in a tool, the agent or the editor ends this turn (the
             # turn's crash policy), not the gateway.
@@ -236,11 +334,15 @@ class ChatSessions:
         )
         if failed and not reports:
             # The editor crashed, so the chat has not seen the ending yet.
-            await self.say(platform, chat_id, settings.error_note.format(error=result.error))
+            await self.say(
+                platform, chat_id, settings.error_note.format(error=result.error), thread_id
+            )
 
-    async def say(self, platform: str, chat_id: str, text: str) -> bool:
+    async def say(
+        self, platform: str, chat_id: str, text: str, thread_id: str | None = None
+    ) -> bool:
         """Send one short message; logs and gives up on failure."""
-        messenger = self._messenger(platform, chat_id)
+        messenger = self._messenger(platform, chat_id, thread_id)
         try:
             with trio.move_on_after(REPLY_TIMEOUT):
                 while True:

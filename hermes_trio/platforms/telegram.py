@@ -11,6 +11,11 @@ what it handled since its last poll (one quick call, shielded and bounded):
 a new process, starting without an offset, then does not get the last
 message again.
 
+A message in a forum topic carries the topic as its ``thread_id``, and the
+answer goes to the same topic. Photos and files become attachments whose
+bytes are fetched (``getFile``, then the file URL) only when the gateway
+uses them; the caption is the text.
+
 Outgoing text is converted from common Markdown to MarkdownV2. If Telegram
 still refuses the markup ("can't parse entities"), the same call is repeated
 as plain text with the original text.
@@ -24,6 +29,8 @@ the ``httpx`` logger, which logs each request URL at INFO.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -33,7 +40,7 @@ from ..config import TelegramConfig
 from ..consumers.messenger import Capabilities, PlatformError, RateLimited
 from ..redaction import redact, register_secret
 from ..retry import Backoff, parse_retry_after
-from .base import CredentialsRejected, InboundMessage
+from .base import Attachment, CredentialsRejected, InboundMessage
 from .http import allow_list, send_request, user_allowed
 from .telegram_format import to_markdown_v2
 
@@ -51,6 +58,8 @@ TELEGRAM_CAPABILITIES = Capabilities(can_edit=True, max_length=4096, length_unit
 # The confirming call on stop answers at once (timeout 0); this only bounds
 # an unreachable Bot API, so stopping stays quick.
 CONFIRM_TIMEOUT = 3.0
+# The Bot API hands bots files of up to 20 MB.
+MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
 class TokenRejected(CredentialsRejected):
@@ -198,6 +207,26 @@ class TelegramAdapter:
             description += f" (the group is now chat {parameters['migrate_to_chat_id']})"
         raise TelegramApiError(method, code, description)
 
+    async def download(self, file_id: str) -> bytes:
+        """The bytes of a file a user sent (``getFile``, then its URL)."""
+        info = await self.call("getFile", {"file_id": file_id})
+        path = info.get("file_path") if isinstance(info, dict) else None
+        if not isinstance(path, str):
+            raise PlatformError("telegram getFile: the file is not available for download")
+        response = await send_request(
+            self._client,
+            "GET",
+            f"{self._base}/file/bot{self._token}/{path}",
+            what="telegram file download",
+            request_timeout=self.request_timeout,
+            name_if_empty=True,
+        )
+        if response.status_code != 200:
+            raise PlatformError(f"telegram file download: HTTP {response.status_code}")
+        if len(response.content) > MAX_FILE_BYTES:
+            raise PlatformError("telegram file download: larger than 20 MB")
+        return response.content
+
     async def get_me(self) -> dict[str, Any]:
         me = await self.call("getMe")
         if not isinstance(me, dict):
@@ -242,6 +271,9 @@ class TelegramAdapter:
 
     async def _poll(self, inbound: trio.MemorySendChannel[InboundMessage]) -> None:
         backoff = Backoff(self.backoff_initial, self.backoff_max)
+        # One warning when polling starts failing and one line when it works
+        # again: an outage of an hour must not write a line per retry.
+        outage_since: float | None = None
         while True:
             params: dict[str, Any] = {
                 "timeout": self.config.poll_timeout,
@@ -261,9 +293,23 @@ class TelegramAdapter:
                 continue
             except PlatformError as exc:
                 delay = backoff.next()
-                log.warning("telegram: polling failed (%s); retrying in %g s", exc, delay)
+                if outage_since is None:
+                    outage_since = trio.current_time()
+                    log.warning(
+                        "telegram: polling failed (%s); retrying with backoff (at most %g s apart)",
+                        exc,
+                        self.backoff_max,
+                    )
+                else:
+                    log.debug("telegram: polling failed again (%s); retrying in %g s", exc, delay)
                 await trio.sleep(delay)
                 continue
+            if outage_since is not None:
+                log.info(
+                    "telegram: polling works again after %.0f s",
+                    trio.current_time() - outage_since,
+                )
+                outage_since = None
             self._confirmed = params.get("offset")
             if not isinstance(updates, list):
                 log.warning("telegram: getUpdates answered %s, not a list", type(updates).__name__)
@@ -304,7 +350,7 @@ class TelegramAdapter:
         if not isinstance(update, dict):
             return
         update_id = update.get("update_id")
-        message = _to_inbound(update.get("message"))
+        message = _to_inbound(update.get("message"), self._fetcher)
         # allowed_users are ints in the config, so compare as ints.
         if message is not None and not user_allowed(self._allowed, message.user_id, int):
             log.info("telegram: ignoring a message from user %s (not allowed)", message.user_id)
@@ -316,6 +362,9 @@ class TelegramAdapter:
             await inbound.send(message)
         if isinstance(update_id, int):
             self._offset = max(self._offset or 0, update_id + 1)
+
+    def _fetcher(self, file_id: str) -> Callable[[], Awaitable[bytes]]:
+        return partial(self.download, file_id)
 
     # -- outbound ----------------------------------------------------------
 
@@ -329,14 +378,58 @@ _TOKEN_REJECTED = (
 )
 
 
-def _to_inbound(message: Any) -> InboundMessage | None:
+# Kinds of media a user can send, with the type to report when the Bot API
+# gives none (photos are always JPEG; the others say theirs).
+_MEDIA: dict[str, str | None] = {
+    "document": None,
+    "audio": "audio/mpeg",
+    "voice": "audio/ogg",
+    "video": "video/mp4",
+    "video_note": "video/mp4",
+    "animation": "video/mp4",
+    "sticker": None,
+}
+
+
+def _attachments(
+    message: dict[str, Any], fetcher: Callable[[str], Callable[[], Awaitable[bytes]]]
+) -> tuple[Attachment, ...]:
+    found: list[Attachment] = []
+    photo = message.get("photo")
+    if isinstance(photo, list) and photo and isinstance(photo[-1], dict):
+        largest = photo[-1]  # sizes come smallest first
+        if isinstance(largest.get("file_id"), str):
+            found.append(
+                Attachment(
+                    "image/jpeg", "photo.jpg", largest.get("file_size"), fetcher(largest["file_id"])
+                )
+            )
+    for kind, default_type in _MEDIA.items():
+        media = message.get(kind)
+        if not isinstance(media, dict) or not isinstance(media.get("file_id"), str):
+            continue
+        mime = media.get("mime_type") or default_type
+        if kind == "sticker":
+            animated = media.get("is_animated") or media.get("is_video")
+            mime = "application/x-tgsticker" if animated else "image/webp"
+        name = media.get("file_name") or kind
+        found.append(Attachment(mime, name, media.get("file_size"), fetcher(media["file_id"])))
+    return tuple(found)
+
+
+def _to_inbound(
+    message: Any, fetcher: Callable[[str], Callable[[], Awaitable[bytes]]]
+) -> InboundMessage | None:
     if not isinstance(message, dict):
         return None
-    text = message.get("text")
+    text = message.get("text", message.get("caption", ""))
     chat = message.get("chat") or {}
     sender = message.get("from") or {}
     if not isinstance(text, str) or "id" not in chat or sender.get("is_bot"):
         return None
+    attachments = _attachments(message, fetcher)
+    if not text and not attachments:
+        return None  # a service message (a member joined, a pin, …)
     user_id = sender.get("id", chat["id"])
     name = sender.get("username") or " ".join(
         part for part in (sender.get("first_name"), sender.get("last_name")) if part
@@ -349,7 +442,19 @@ def _to_inbound(message: Any) -> InboundMessage | None:
         message_id=str(message["message_id"]) if "message_id" in message else None,
         user_name=name or None,
         raw=message,
+        thread_id=_topic(message),
+        attachments=attachments,
+        sent_at=float(message["date"]) if isinstance(message.get("date"), int) else None,
     )
+
+
+def _topic(message: dict[str, Any]) -> str | None:
+    """The forum topic the message is in. Other chats set
+    ``message_thread_id`` too (on replies), but only a topic can be sent to."""
+    thread = message.get("message_thread_id")
+    if message.get("is_topic_message") and isinstance(thread, int):
+        return str(thread)
+    return None
 
 
 class TelegramMessenger:

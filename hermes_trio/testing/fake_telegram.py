@@ -19,6 +19,12 @@ What it enforces, with Telegram's own error texts:
 - ``getUpdates`` long-polls up to ``timeout`` seconds; an ``offset`` confirms
   every update below it, as on the real server; a second concurrent poll
   ends the first with 409 Conflict.
+- Forum topics: a message pushed with ``topic=`` is a topic message
+  (``message_thread_id``, ``is_topic_message``); ``sendMessage`` with a
+  ``message_thread_id`` in a chat without that topic is "message thread not
+  found".
+- Files: a pushed photo or document is kept; ``getFile`` gives its
+  ``file_path`` and ``GET /file/bot<token>/<file_path>`` its bytes.
 
 State for assertions: ``messages[chat_id]`` (bot messages with their full
 edit history), ``calls`` (every call with ``trio.current_time()``),
@@ -28,6 +34,7 @@ edit history), ``calls`` (every call with ``trio.current_time()``),
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -95,6 +102,8 @@ class FakeMessage:
     raw: str
     parse_mode: str | None
     sent_at: float
+    #: The forum topic it was sent to (``message_thread_id``), if any.
+    thread_id: int | None = None
     #: Every visible text the message has had, the sent one first.
     history: list[str] = field(default_factory=list)
     edited_at: list[float] = field(default_factory=list)
@@ -155,6 +164,11 @@ class FakeTelegram:
         self._failures: dict[str, list[_Failure]] = defaultdict(list)
         self._changed = trio.Event()
         self._poll_generation = 0
+        self.files: dict[str, tuple[str, bytes]] = {}
+        """``file_id`` → ``(file_path, bytes)`` of every pushed file."""
+        self.downloads: list[str] = []
+        """The ``file_path`` of every file downloaded, in order."""
+        self._topics: set[tuple[str, int]] = set()
 
     # -- test helpers ------------------------------------------------------
 
@@ -167,22 +181,58 @@ class FakeTelegram:
         user_name: str | None = "tester",
         first_name: str = "Test",
         chat_type: str = "private",
+        topic: int | None = None,
+        photo: bytes | None = None,
+        document: tuple[str, str, bytes] | None = None,
+        sent_at: float | None = None,
     ) -> dict[str, Any]:
-        """Queue an incoming user message for ``getUpdates``; returns the update."""
+        """Queue an incoming user message for ``getUpdates``; returns the update.
+
+        ``topic``: sent in that forum topic (the chat becomes a forum
+        supergroup). ``photo`` (JPEG bytes) or ``document`` (``(file name,
+        MIME type, bytes)``) come with ``text`` as their caption.
+        ``sent_at``: its ``date`` (Unix seconds; default now)."""
         key = str(chat_id)
         message_id = self._next_message_id[key]
         self._next_message_id[key] += 1
         sender: dict[str, Any] = {"id": int(user_id), "is_bot": False, "first_name": first_name}
         if user_name:
             sender["username"] = user_name
-        message = {
+        chat: dict[str, Any] = {"id": _chat_value(chat_id), "type": chat_type}
+        message: dict[str, Any] = {
             "message_id": message_id,
             "from": sender,
-            "chat": {"id": _chat_value(chat_id), "type": chat_type},
-            "date": int(trio.current_time()),
-            "text": text,
+            "chat": chat,
+            "date": int(time.time() if sent_at is None else sent_at),
         }
+        if topic is not None:
+            chat.update(type="supergroup", is_forum=True)
+            message.update(message_thread_id=topic, is_topic_message=True)
+            self._topics.add((key, topic))
+        if photo is not None:
+            # Telegram offers a photo in several sizes, the largest last.
+            message["photo"] = [
+                {**self._keep_file("photos/thumb.jpg", photo[:64]), "width": 90, "height": 90},
+                {**self._keep_file("photos/full.jpg", photo), "width": 1280, "height": 960},
+            ]
+        if document is not None:
+            name, mime_type, data = document
+            message["document"] = {
+                **self._keep_file(f"documents/{name}", data),
+                "file_name": name,
+                "mime_type": mime_type,
+            }
+        if photo is not None or document is not None:
+            if text:
+                message["caption"] = text
+        else:
+            message["text"] = text
         return self.push_update({"message": message})
+
+    def _keep_file(self, path: str, data: bytes) -> dict[str, Any]:
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = (f"{len(self.files) + 1}-{path}", data)
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(data)}
 
     def push_update(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Queue any update (``payload`` without ``update_id``)."""
@@ -211,8 +261,9 @@ class FakeTelegram:
         """The bot's messages in the chat that were not deleted."""
         return [m for m in self.messages.get(str(chat_id), []) if not m.deleted]
 
-    def texts(self, chat_id: int | str) -> list[str]:
-        return [m.text for m in self.visible(chat_id)]
+    def texts(self, chat_id: int | str, *, topic: int | None = None) -> list[str]:
+        """Visible texts in the chat; with ``topic``, in that forum topic only."""
+        return [m.text for m in self.visible(chat_id) if topic is None or m.thread_id == topic]
 
     async def wait_until(self, predicate: Callable[[], bool]) -> None:
         """Return once ``predicate()`` holds; re-checked after every call
@@ -228,6 +279,8 @@ class FakeTelegram:
 
     async def handle(self, request: FakeRequest) -> FakeResponse:
         parts = request.path.strip("/").split("/")
+        if parts[0] == "file" and len(parts) >= 3 and parts[1].startswith("bot"):
+            return self._download(parts[1][3:], "/".join(parts[2:]))
         if len(parts) != 2 or not parts[0].startswith("bot"):
             return _error_response(404, "Not Found")
         if parts[0][3:] != self.token:
@@ -258,6 +311,16 @@ class FakeTelegram:
         self._notify()
         return FakeResponse.json(body, status)
 
+    def _download(self, token: str, file_path: str) -> FakeResponse:
+        if token != self.token:
+            return _error_response(401, "Unauthorized")
+        for path, data in self.files.values():
+            if path == file_path:
+                self.downloads.append(file_path)
+                self._notify()
+                return FakeResponse(200, data, [("content-type", "application/octet-stream")])
+        return _error_response(404, "Not Found")
+
     def _take_failure(self, method: str) -> _Failure | None:
         queue = self._failures.get(method.lower())
         if not queue:
@@ -272,6 +335,18 @@ class FakeTelegram:
 
     async def _get_me(self, params: dict[str, Any]) -> Any:
         return self.bot_user
+
+    async def _get_file(self, params: dict[str, Any]) -> Any:
+        file_id = str(params.get("file_id"))
+        if file_id not in self.files:
+            raise _bad("invalid file_id")
+        path, data = self.files[file_id]
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "file_size": len(data),
+            "file_path": path,
+        }
 
     async def _get_updates(self, params: dict[str, Any]) -> Any:
         offset = _int_param(params, "offset", 0)
@@ -332,11 +407,14 @@ class FakeTelegram:
         if "chat_id" not in params:
             raise _bad("chat_id is empty")
         chat = str(params["chat_id"])
+        thread = self._thread(chat, params)
         text, entities, raw, parse_mode = self._checked_text(params)
         message_id = self._next_message_id[chat]
         self._next_message_id[chat] += 1
         now = trio.current_time()
-        message = FakeMessage(message_id, chat, text, entities, raw, parse_mode, now, [text])
+        message = FakeMessage(
+            message_id, chat, text, entities, raw, parse_mode, now, thread, [text]
+        )
         self.messages[chat].append(message)
         return self._message_object(message)
 
@@ -373,7 +451,16 @@ class FakeTelegram:
         message.deleted = True
         return True
 
+    def _thread(self, chat: str, params: dict[str, Any]) -> int | None:
+        if "message_thread_id" not in params:
+            return None
+        thread = _int_param(params, "message_thread_id", 0)
+        if (chat, thread) not in self._topics:
+            raise _bad("message thread not found")
+        return thread
+
     async def _send_chat_action(self, params: dict[str, Any]) -> Any:
+        self._thread(str(params.get("chat_id")), params)
         action = params.get("action")
         if action not in CHAT_ACTIONS:
             raise _bad("wrong parameter action in request")
@@ -385,7 +472,7 @@ class FakeTelegram:
             "message_id": message.message_id,
             "from": self.bot_user,
             "chat": {"id": _chat_value(message.chat_id), "type": "private"},
-            "date": int(message.sent_at),
+            "date": int(time.time()),
             "text": message.text,
         }
         if message.entities:
@@ -398,6 +485,7 @@ class FakeTelegram:
 _METHODS = {
     "getme": FakeTelegram._get_me,
     "getupdates": FakeTelegram._get_updates,
+    "getfile": FakeTelegram._get_file,
     "sendmessage": FakeTelegram._send_message,
     "editmessagetext": FakeTelegram._edit_message_text,
     "deletemessage": FakeTelegram._delete_message,

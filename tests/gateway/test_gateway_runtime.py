@@ -26,6 +26,7 @@ from hermes_trio.config import (
 )
 from hermes_trio.consumers.messenger import PlatformError
 from hermes_trio.gateway import Gateway, open_gateway, run_gateway_async
+from hermes_trio.gateway.sessions import RESTART_NOTICE
 from hermes_trio.platforms.base import InboundMessage
 from hermes_trio.platforms.telegram import TelegramAdapter
 from hermes_trio.testing import (
@@ -175,7 +176,7 @@ async def test_rejected_token_stops_that_adapter_only(
     assert all(token not in r.getMessage() for r in caplog.records)
 
 
-async def test_shutdown_during_a_turn_leaves_an_interrupted_message(
+async def test_shutdown_during_a_turn_leaves_the_restart_notice(
     autojump_clock: MockClock,
 ) -> None:
     adapter = ScriptedAdapter()
@@ -201,7 +202,8 @@ async def test_shutdown_during_a_turn_leaves_an_interrupted_message(
     # Everything stopped at the instant of the shutdown, the last edit too.
     assert trio.current_time() == 30.0
     (text,) = chat.visible()
-    assert text.startswith("Halfway there") and "interrupted" in text
+    # The chat learns the gateway stopped, not that someone interrupted it.
+    assert text == f"Halfway there\n\n{RESTART_NOTICE.text}"
     assert chat.calls[-1].time == 30.0
     record = model.connections[-1]
     assert (record.closed_at, record.closed_by) == (30.0, "client")

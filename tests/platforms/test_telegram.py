@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
@@ -68,7 +68,7 @@ async def receive(
 async def test_poll_delivers_text_messages(fake: FakeTelegram, client: httpx.AsyncClient) -> None:
     adapter = make_adapter(fake, client)
     send, recv = trio.open_memory_channel[InboundMessage](10)
-    fake.push_message(chat_id=-100123, user_id=7, text="hello bot", user_name="alice")
+    update = fake.push_message(chat_id=-100123, user_id=7, text="hello bot", user_name="alice")
     async with trio.open_nursery() as nursery:
         await nursery.start(adapter.run, send)
         (msg,) = await receive(recv, 1)
@@ -80,6 +80,7 @@ async def test_poll_delivers_text_messages(fake: FakeTelegram, client: httpx.Asy
         text="hello bot",
         message_id="1",
         user_name="alice",
+        sent_at=float(update["message"]["date"]),
     )
     call = fake.calls_to("getUpdates")[0]
     assert call.params["allowed_updates"] == ["message"]
@@ -184,6 +185,7 @@ async def test_non_text_updates_and_disallowed_users_are_skipped(
 async def test_poll_errors_are_retried_with_backoff(
     autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="hermes_trio.platforms.telegram")
     fake = FakeTelegram(TOKEN)
     adapter, client = in_process_adapter(fake)
     send, recv = trio.open_memory_channel[InboundMessage](10)
@@ -205,7 +207,11 @@ async def test_poll_errors_are_retried_with_backoff(
     # Backoff 1 s, then 2 s; a 429 waits its retry_after and does not grow
     # the backoff; the next failure waits 4 s; a success resets it.
     assert polls[:5] == [(0.0, 502), (1.0, 502), (3.0, 429), (8.0, 502), (12.0, 200)]
-    assert "polling failed" in caplog.text
+    # One outage, told once when it began and once when it ended; no line per retry.
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    failed = [line for line in warnings if "polling failed" in line]
+    assert len(failed) == 1 and "retrying with backoff" in failed[0]
+    assert "telegram: polling works again after 12 s" in caplog.messages
 
 
 async def test_unreachable_api_at_startup_does_not_block_start(autojump_clock: MockClock) -> None:
@@ -392,3 +398,30 @@ async def test_token_never_logged_or_in_errors(
     assert TOKEN not in caplog.text
     assert TOKEN.split(":")[1] not in caplog.text
     assert TOKEN not in repr(adapter)
+
+
+def test_media_become_attachments_and_only_topics_are_threads() -> None:
+    from hermes_trio.platforms.telegram import _to_inbound
+
+    def fetcher(file_id: str) -> Callable[[], Awaitable[bytes]]:
+        async def fetch() -> bytes:
+            return file_id.encode()
+
+        return fetch
+
+    base = {"message_id": 5, "chat": {"id": -100}, "from": {"id": 7}, "date": 1_700_000_000}
+    voice = _to_inbound({**base, "voice": {"file_id": "v1", "file_size": 10}}, fetcher)
+    assert voice is not None and voice.text == ""
+    (attachment,) = voice.attachments
+    assert (attachment.mime_type, attachment.name, attachment.size) == ("audio/ogg", "voice", 10)
+    assert voice.sent_at == 1_700_000_000.0 and voice.thread_id is None
+    sticker = _to_inbound({**base, "sticker": {"file_id": "s", "is_animated": True}}, fetcher)
+    assert sticker is not None and sticker.attachments[0].mime_type == "application/x-tgsticker"
+    # A reply in an ordinary group has a message_thread_id, but no topic to send to.
+    reply = _to_inbound({**base, "text": "hi", "message_thread_id": 3}, fetcher)
+    assert reply is not None and reply.thread_id is None
+    topic = {**base, "text": "hi", "message_thread_id": 3, "is_topic_message": True}
+    in_topic = _to_inbound(topic, fetcher)
+    assert in_topic is not None and in_topic.thread_id == "3"
+    # A service message (someone joined) has neither text nor media: nothing to answer.
+    assert _to_inbound({**base, "new_chat_members": [{"id": 9}]}, fetcher) is None

@@ -40,6 +40,8 @@ class FakeCall:
     text: str | None = None
     outcome: Outcome = "ok"
     error: str | None = None
+    final: bool = False
+    """An edit the editor said is its last (``edit(..., final=True)``)."""
 
 
 class FakeMessenger:
@@ -105,11 +107,11 @@ class FakeMessenger:
         await self._arrive()
         self._check("edit", message_id, text)
         if self.messages[message_id] == text:
-            self._record("edit", message_id, text, "not_modified")
+            self._record("edit", message_id, text, "not_modified", final=final)
             return
         self.messages[message_id] = text
         self.history[message_id].append(text)
-        self._record("edit", message_id, text)
+        self._record("edit", message_id, text, final=final)
 
     async def delete(self, message_id: str) -> None:
         await self._arrive()
@@ -197,6 +199,14 @@ class FakeMessenger:
         raise PlatformError(why)
 
     def _record(
-        self, kind: CallKind, message_id: str | None, text: str | None, outcome: Outcome = "ok"
+        self,
+        kind: CallKind,
+        message_id: str | None,
+        text: str | None,
+        outcome: Outcome = "ok",
+        *,
+        final: bool = False,
     ) -> None:
-        self.calls.append(FakeCall(kind, trio.current_time(), message_id, text, outcome))
+        self.calls.append(
+            FakeCall(kind, trio.current_time(), message_id, text, outcome, final=final)
+        )

@@ -7,6 +7,8 @@ timestamp below is exact.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import trio
 from trio.testing import MockClock
@@ -310,3 +312,81 @@ async def test_fake_messenger_behaves_like_a_strict_platform(autojump_clock: Moc
         await m.send("  ")
     await m.delete(mid)
     assert m.visible() == [] and m.history[mid] == ["hello"]
+
+
+NOTICE_NOW = GatewayNotice("online", "back online")
+NOTICE_LATER = GatewayNotice("long_turn", "still working")
+
+
+async def test_scheduled_notices_appear_on_time_and_not_after_the_turn(
+    autojump_clock: MockClock,
+) -> None:
+    m = FakeMessenger(WHATSAPP)
+    send, receive = trio.open_memory_channel[StreamEvent](0)
+    script: Script = [(5.0, MessageChunk("answer ")), (0.0, finished("answer"))]
+    never = GatewayNotice("long_turn", "too late")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(produce, send, script)
+        report = await run_editor(
+            receive, m, QUIET, notices=[(60.0, never), (3.0, NOTICE_LATER), (0.0, NOTICE_NOW)]
+        )
+    assert [(c.text, c.time) for c in m.calls] == [
+        ("back online", 0.0),
+        ("still working", 3.0),
+        ("answer", 5.0),
+    ]
+    # The editor returned once the answer was out, not when the last notice was due.
+    assert trio.current_time() == 5.0 and report.delivered
+
+
+async def _cut_off(m: FakeMessenger, *, crash: bool) -> tuple[list[str], BaseException | None]:
+    send, receive = trio.open_memory_channel[StreamEvent](0)
+    stopping = GatewayNotice("restart", "the gateway is stopping")
+    raised: BaseException | None = None
+    with trio.CancelScope() as outer:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(produce, send, tokens(words(30)))
+                nursery.start_soon(
+                    partial(run_editor, receive, m, QUIET, interrupt_notice=lambda: stopping)
+                )
+                await trio.sleep(3.0)
+                if crash:
+                    m.fail_when = lambda kind, text: True
+                    raise RuntimeError("boom")
+                outer.cancel()
+        except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+            raised = exc
+    return m.visible(), raised
+
+
+async def test_a_cancel_from_outside_shows_the_interrupt_notice(autojump_clock: MockClock) -> None:
+    shown, _ = await _cut_off(FakeMessenger(TELEGRAM), crash=False)
+    (text,) = shown
+    assert text.endswith("\n\nthe gateway is stopping") and "▌" not in text
+
+
+async def test_a_crash_is_not_told_as_the_interrupt_notice(autojump_clock: MockClock) -> None:
+    m = FakeMessenger(TELEGRAM)
+    shown, raised = await _cut_off(m, crash=True)
+    assert raised is not None
+    everything = [text for texts in m.history.values() for text in texts]
+    assert everything and not any("gateway is stopping" in text for text in everything)
+
+
+NATIVE_STREAM = Capabilities(can_edit=True, max_length=4000, shows_cursor=False)
+
+
+async def test_a_platform_with_its_own_indicator_gets_no_cursor_and_a_final_edit(
+    autojump_clock: MockClock,
+) -> None:
+    m = FakeMessenger(NATIVE_STREAM)
+    chunks = words(40)
+    final = "".join(chunks).strip()
+    await run([*tokens(chunks), (0.1, finished(final))], m)
+    texts = [c.text for c in m.message_calls()]
+    assert not any("▌" in text for text in texts)
+    # Without a cursor the text only grows: every interim text starts the next.
+    assert all(b.startswith(a.strip()) for a, b in zip(texts, texts[1:], strict=False))
+    assert [c.final for c in m.message_calls()] == [False] * (len(texts) - 1) + [True]
+    assert m.visible() == [final]

@@ -8,6 +8,7 @@ timestamp below is exact.
 from __future__ import annotations
 
 from functools import partial
+from itertools import pairwise
 
 import pytest
 import trio
@@ -355,7 +356,7 @@ async def _cut_off(m: FakeMessenger, *, crash: bool) -> tuple[list[str], BaseExc
                     m.fail_when = lambda kind, text: True
                     raise RuntimeError("boom")
                 outer.cancel()
-        except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+        except BaseException as exc:
             raised = exc
     return m.visible(), raised
 
@@ -387,6 +388,6 @@ async def test_a_platform_with_its_own_indicator_gets_no_cursor_and_a_final_edit
     texts = [c.text for c in m.message_calls()]
     assert not any("▌" in text for text in texts)
     # Without a cursor the text only grows: every interim text starts the next.
-    assert all(b.startswith(a.strip()) for a, b in zip(texts, texts[1:], strict=False))
+    assert all(b.startswith(a.strip()) for a, b in pairwise(texts))
     assert [c.final for c in m.message_calls()] == [False] * (len(texts) - 1) + [True]
     assert m.visible() == [final]

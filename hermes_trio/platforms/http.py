@@ -43,6 +43,7 @@ async def send_request(
     json: Any = None,
     params: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
+    follow_redirects: bool = False,
 ) -> httpx.Response:
     """Send one request; a transport failure becomes ``PlatformError``
     ("{what}: network error: {type}: {detail}").
@@ -61,6 +62,7 @@ async def send_request(
             params=params,
             headers=headers,
             timeout=httpx.Timeout(request_timeout, connect=CONNECT_TIMEOUT),
+            follow_redirects=follow_redirects,
         )
     except httpx.HTTPError as exc:
         detail = redact(str(exc))

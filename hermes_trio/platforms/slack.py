@@ -1,25 +1,360 @@
-"""Slack: placeholder until the adapter lands (same commit series)."""
+"""Slack: events over Socket Mode, answers over the Web API, on httpx and
+trio-websocket.
+
+Two tokens: the app-level token (``xapp-…``) only opens Socket Mode
+connections (``apps.connections.open`` gives a one-time websocket URL); the
+bot token (``xoxb-…``) does everything else. Every envelope is acknowledged
+(``{"envelope_id": …}``) the moment it arrives, before any work, so Slack
+has no reason to send it again; ``slack_events.EventSieve`` drops it when it
+does anyway. A ``disconnect`` envelope (Slack refreshes connections every
+few hours) opens the next connection at once; a dropped socket or an
+unreachable Slack is retried with capped backoff, logged once when the
+outage begins and once when it ends.
+
+Sending is in ``slack_send``: edits (``chat.update``) by default, Slack's
+streaming methods with ``transport: stream``.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
 import httpx
+import trio
+import trio_websocket
 
 from ..config import SlackConfig
-from ..consumers.messenger import Messenger, PlatformError
+from ..consumers.messenger import Messenger, PlatformError, RateLimited
+from ..redaction import redact, register_secret
+from ..retry import Backoff, parse_retry_after
+from .base import Attachment, CredentialsRejected, InboundMessage
+from .http import allow_list, send_request, user_allowed
+from .slack_events import EventSieve, SlackQuestion
+from .slack_send import SlackApiError, SlackMessenger, SlackStreamMessenger
+from .websocket import open_websocket
 
-__all__ = ["SlackAdapter"]
+__all__ = ["SlackAdapter", "SlackApiError", "SlackTokenRejected"]
+
+log = logging.getLogger(__name__)
+
+# Slack's answers for a token it will not take; retrying cannot help.
+_AUTH_ERRORS = frozenset(
+    {
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "not_allowed_token_type",
+    }
+)
+MAX_FILE_BYTES = 20 * 1024 * 1024
+# Socket Mode messages are small; this bounds a misbehaving peer.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+
+class SlackTokenRejected(CredentialsRejected):
+    """Slack refused one of the tokens; ``str()`` names the setting."""
+
+
+_TOKEN_SETTINGS = {
+    "bot": "SLACK_BOT_TOKEN (platforms.slack.bot_token, xoxb-…)",
+    "app": "SLACK_APP_TOKEN (platforms.slack.app_token, xapp-… with connections:write)",
+}
 
 
 class SlackAdapter:
+    """Receives over Socket Mode; hands out one messenger per channel and thread.
+
+    ``filter_users=True`` drops messages from users outside a non-empty
+    ``allowed_users`` here; the gateway passes False and answers them itself.
+    """
+
     name = "slack"
 
     def __init__(
-        self, config: SlackConfig, client: httpx.AsyncClient, *, filter_users: bool = True
+        self,
+        config: SlackConfig,
+        client: httpx.AsyncClient,
+        *,
+        request_timeout: float = 30.0,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 30.0,
+        filter_users: bool = True,
     ) -> None:
+        for token, key in ((config.bot_token, "bot"), (config.app_token, "app")):
+            if not token:
+                raise PlatformError(
+                    f"slack: no {key} token configured (set {_TOKEN_SETTINGS[key]})"
+                )
+            register_secret(token)
+        assert config.bot_token is not None and config.app_token is not None
         self.config = config
+        self._client = client
+        self._tokens = {"bot": config.bot_token, "app": config.app_token}
+        self._base = config.api_base_url.rstrip("/") + "/"
+        self.request_timeout = request_timeout
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self._allowed = allow_list(config.allowed_users, filter_users)
+        self._sieve: EventSieve | None = None
+        self.team_id: str | None = None
+        # Who asked last in each thread: a stream into a channel names its reader.
+        self._askers: dict[tuple[str, str | None], tuple[str, str | None]] = {}
+        self._outage_since: float | None = None
+        self.streams_unavailable = False
+        """Set once the workspace refused the streaming methods: edits from then on."""
 
-    async def run(self, inbound: object, *, task_status: object = None) -> None:
-        raise PlatformError("slack: not built yet")
+    def __repr__(self) -> str:
+        return f"<SlackAdapter {self._base}>"
+
+    # -- Web API -------------------------------------------------------------
+
+    async def call(
+        self, method: str, params: dict[str, Any] | None = None, *, token: str = "bot"
+    ) -> dict[str, Any]:
+        """Call a Web API method; returns the answer or raises
+        ``PlatformError`` (``RateLimited`` for 429, ``SlackTokenRejected``)."""
+        response = await send_request(
+            self._client,
+            "POST",
+            self._base + method,
+            what=f"slack {method}",
+            request_timeout=self.request_timeout,
+            json=params or {},
+            headers={"Authorization": f"Bearer {self._tokens[token]}"},
+        )
+        if response.status_code == 429:
+            retry_after = parse_retry_after(response.headers.get("retry-after")) or 1.0
+            raise RateLimited(retry_after, f"slack {method}: rate limited")
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise PlatformError(
+                f"slack {method}: HTTP {response.status_code} with a non-JSON answer"
+            )
+        if body.get("ok") is True:
+            return body
+        error = redact(str(body.get("error") or f"HTTP {response.status_code}"))
+        if error in _AUTH_ERRORS:
+            raise SlackTokenRejected(
+                f"slack: the {token} token was rejected ({error}); check {_TOKEN_SETTINGS[token]}"
+            )
+        if error == "ratelimited":
+            raise RateLimited(
+                parse_retry_after(response.headers.get("retry-after")) or 1.0,
+                f"slack {method}: rate limited",
+            )
+        raise SlackApiError(method, error)
+
+    async def download(self, url: str) -> bytes:
+        """A file a user shared (``url_private`` needs the bot token)."""
+        response = await send_request(
+            self._client,
+            "GET",
+            url,
+            what="slack file download",
+            request_timeout=self.request_timeout,
+            headers={"Authorization": f"Bearer {self._tokens['bot']}"},
+            follow_redirects=True,
+        )
+        if response.status_code != 200:
+            raise PlatformError(f"slack file download: HTTP {response.status_code}")
+        if len(response.content) > MAX_FILE_BYTES:
+            raise PlatformError("slack file download: larger than 20 MB")
+        return response.content
+
+    # -- inbound -------------------------------------------------------------
+
+    async def run(
+        self,
+        inbound: trio.MemorySendChannel[InboundMessage],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Receive until cancelled. A rejected token raises at once (before
+        ``task_status.started()`` when the first calls show it); an
+        unreachable Slack is retried without holding up the caller."""
+        backoff = Backoff(self.backoff_initial, self.backoff_max)
+        started = False
+        while True:
+            url: str | None = None
+            try:
+                url = await self._connect_url()
+                problem: str | None = None
+            except SlackTokenRejected:
+                raise
+            except PlatformError as exc:
+                problem = str(exc)
+            if not started:
+                started = True
+                task_status.started()
+            if url is not None:
+                try:
+                    problem = await self._session(url, inbound, backoff)
+                except trio.BrokenResourceError:
+                    log.info("slack: inbound channel closed; stopping")
+                    return
+                if problem is None:
+                    continue  # Slack asked for a new connection: open it now
+            if self._outage_since is None:
+                self._outage_since = trio.current_time()
+                log.warning(
+                    "slack: not connected (%s); reconnecting with backoff (at most %g s apart)",
+                    problem,
+                    self.backoff_max,
+                )
+            else:
+                log.debug("slack: still not connected (%s)", problem)
+            await trio.sleep(backoff.next())
+
+    async def _connect_url(self) -> str:
+        if self._sieve is None:
+            me = await self.call("auth.test")
+            user = me.get("user_id")
+            if not isinstance(user, str):
+                raise PlatformError("slack auth.test: answer without the bot's user id")
+            bot_id = me.get("bot_id")
+            self._sieve = EventSieve(
+                user,
+                bot_id=bot_id if isinstance(bot_id, str) else None,
+                mention_only=self.config.mention_only,
+            )
+            team = me.get("team_id")
+            self.team_id = team if isinstance(team, str) else None
+            log.info("slack: connecting as %s", me.get("user", user))
+        opened = await self.call("apps.connections.open", token="app")
+        url = opened.get("url")
+        if not isinstance(url, str) or not url.startswith(("ws://", "wss://")):
+            raise PlatformError("slack apps.connections.open: answer without a websocket URL")
+        return url
+
+    async def _session(
+        self, url: str, inbound: trio.MemorySendChannel[InboundMessage], backoff: Backoff
+    ) -> str | None:
+        """One Socket Mode connection; None when Slack asked us to reconnect,
+        else why it ended."""
+        try:
+            async with open_websocket(
+                url, max_message_size=MAX_MESSAGE_BYTES, connect_timeout=10.0, close_timeout=2.0
+            ) as socket:
+                while True:
+                    raw = await socket.get_message()
+                    envelope = _parse(raw)
+                    if envelope is None:
+                        continue
+                    envelope_id = envelope.get("envelope_id")
+                    if isinstance(envelope_id, str):
+                        # At once, before any work: a late ack makes Slack send it again.
+                        await socket.send_message(json.dumps({"envelope_id": envelope_id}))
+                    kind = envelope.get("type")
+                    if kind == "hello":
+                        self._connected(backoff)
+                    elif kind == "disconnect":
+                        log.info(
+                            "slack: Slack asked for a new connection (%s)", envelope.get("reason")
+                        )
+                        return None
+                    elif kind == "events_api":
+                        await self._deliver(envelope, inbound)
+        except (
+            trio_websocket.ConnectionClosed,
+            trio_websocket.HandshakeError,
+            trio_websocket.ConnectionTimeout,
+            OSError,
+        ) as exc:
+            return f"{type(exc).__name__}: {redact(str(exc))}".rstrip(": ")
+
+    def _connected(self, backoff: Backoff) -> None:
+        backoff.reset()
+        if self._outage_since is not None:
+            log.info(
+                "slack: connected again after %.0f s", trio.current_time() - self._outage_since
+            )
+            self._outage_since = None
+
+    async def _deliver(
+        self, envelope: dict[str, Any], inbound: trio.MemorySendChannel[InboundMessage]
+    ) -> None:
+        assert self._sieve is not None
+        question = self._sieve.take(envelope)
+        if question is None:
+            return
+        if not user_allowed(self._allowed, question.user):
+            log.info("slack: ignoring a message from user %s (not allowed)", question.user)
+            return
+        self._askers[(question.channel, question.thread)] = (question.user, question.team)
+        await inbound.send(self._inbound(question))
+
+    def _inbound(self, question: SlackQuestion) -> InboundMessage:
+        attachments = tuple(
+            Attachment(
+                f.get("mimetype") if isinstance(f.get("mimetype"), str) else None,
+                f.get("name") if isinstance(f.get("name"), str) else None,
+                f.get("size") if isinstance(f.get("size"), int) else None,
+                self._fetcher(f.get("url_private")),
+            )
+            for f in question.files
+        )
+        try:
+            sent_at: float | None = float(question.ts)
+        except ValueError:
+            sent_at = None
+        return InboundMessage(
+            platform="slack",
+            chat_id=question.channel,
+            user_id=question.user,
+            text=question.text,
+            message_id=question.ts,
+            raw=question.event,
+            thread_id=question.thread,
+            attachments=attachments,
+            sent_at=sent_at,
+        )
+
+    def _fetcher(self, url: object) -> Callable[[], Awaitable[bytes]]:
+        if isinstance(url, str) and url.startswith(("http://", "https://")):
+            return partial(self.download, url)
+
+        async def unavailable() -> bytes:
+            raise PlatformError("slack: the file has no download URL (files:read scope missing?)")
+
+        return unavailable
+
+    # -- outbound ------------------------------------------------------------
 
     def messenger(self, chat_id: str, thread_id: str | None = None) -> Messenger:
-        raise NotImplementedError
+        # Slack streams only as replies in a thread: a top-level direct message is edited.
+        if (
+            self.config.transport == "stream"
+            and thread_id is not None
+            and not self.streams_unavailable
+        ):
+            user, team = self._askers.get((chat_id, thread_id), (None, None))
+            return SlackStreamMessenger(
+                self, chat_id, thread_id, recipient=user, team=team or self.team_id
+            )
+        return SlackMessenger(self, chat_id, thread_id)
+
+    def streams_refused(self, error: str) -> None:
+        if not self.streams_unavailable:
+            self.streams_unavailable = True
+            log.warning(
+                "slack: the workspace refused the streaming methods (%s); editing messages instead",
+                error,
+            )
+
+
+def _parse(raw: str | bytes) -> dict[str, Any] | None:
+    try:
+        envelope = json.loads(raw)
+    except ValueError:
+        log.warning("slack: ignoring a Socket Mode message that is not JSON")
+        return None
+    return envelope if isinstance(envelope, dict) else None

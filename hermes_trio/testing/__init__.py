@@ -21,6 +21,7 @@ A real server, for clients you cannot hand a transport::
 from .fake_homeassistant import FakeHomeAssistant, HAEvent, HAServiceCall, open_fake_homeassistant
 from .fake_http import FakeTransport
 from .fake_messenger import FakeCall, FakeMessenger
+from .fake_slack import FakeSlack, SlackCall, SlackMessage, open_fake_slack
 from .fake_telegram import FakeMessage, FakeTelegram, TelegramCall, open_fake_telegram
 from .fake_whatsapp import FakeWhatsApp, WhatsAppCall, WhatsAppSent, open_fake_whatsapp
 from .script import (
@@ -50,6 +51,7 @@ __all__ = [
     "FakeHomeAssistant",
     "FakeMessage",
     "FakeMessenger",
+    "FakeSlack",
     "FakeTelegram",
     "FakeTransport",
     "FakeWhatsApp",
@@ -63,6 +65,8 @@ __all__ = [
     "Reply",
     "ReplyFunction",
     "ScriptedModelServer",
+    "SlackCall",
+    "SlackMessage",
     "Stall",
     "Step",
     "TelegramCall",
@@ -71,6 +75,7 @@ __all__ = [
     "WhatsAppCall",
     "WhatsAppSent",
     "open_fake_homeassistant",
+    "open_fake_slack",
     "open_fake_telegram",
     "open_fake_whatsapp",
     "open_scripted_server",

@@ -1,0 +1,546 @@
+"""A fake Slack on loopback: the Web API the adapter calls, and a Socket Mode
+websocket that delivers events the way Slack does.
+
+    async with open_fake_slack() as slack:
+        config = SlackConfig(bot_token=slack.bot_token, app_token=slack.app_token,
+                             api_base_url=slack.base_url)
+        slack.push_message("D1", "U7", "hi")          # a direct message
+        slack.push_mention("C1", "U7", "what's up?")  # arrives as message + app_mention
+        ...
+        assert slack.texts("D1") == ["Hello!"]
+
+What it enforces: the bot token (``xoxb``) on the Web API and the app token
+(``xapp``) on ``apps.connections.open`` (else ``invalid_auth``); message
+text present and at most 40,000 characters; ``chat.update`` of a message
+that exists and is not streaming; the streaming methods on a thread, with a
+recipient in channels, ``appendStream`` only on an open stream (or
+``unknown_method`` for all of them with ``streams=False``). Files are
+served at their ``url_private`` to the bot token only.
+
+Faults: ``fail_next(method, error=..., status=429, retry_after=...)``,
+``disconnect()`` (a ``disconnect`` envelope), ``drop()`` (the socket cut
+without a close frame), ``redeliver()`` (an envelope again, with
+``retry_attempt`` + 1), and, with ``redeliver_after``, Slack's own
+redelivery of an envelope not acknowledged in time. Envelopes pushed while
+no connection is open wait for the next one.
+
+Records, each with ``trio.current_time()``: ``calls``, ``acks``, and the
+bot's messages with their edit history (``messages[channel]``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import trio
+import trio_websocket
+
+from .fake_http import FakeRequest, FakeResponse, serve_http
+
+__all__ = ["FakeSlack", "SlackCall", "SlackMessage", "open_fake_slack"]
+
+MAX_TEXT = 40_000
+_NO_STREAM_METHODS = ("chat.startstream", "chat.appendstream", "chat.stopstream")
+
+
+@dataclass
+class SlackCall:
+    method: str
+    params: dict[str, Any]
+    time: float
+    ok: bool = True
+    error: str | None = None
+
+
+@dataclass
+class SlackMessage:
+    """A message the bot sent, as the channel shows it now."""
+
+    ts: str
+    channel: str
+    thread_ts: str | None
+    text: str
+    sent_at: float
+    history: list[str] = field(default_factory=list)
+    edited_at: list[float] = field(default_factory=list)
+    deleted: bool = False
+    streaming: bool = False
+    streamed: bool = False
+    """Started with ``chat.startStream``."""
+
+
+@dataclass
+class _Failure:
+    error: str
+    status: int
+    retry_after: float | None
+    times: int
+
+
+class FakeSlack:
+    def __init__(
+        self,
+        *,
+        bot_token: str = "xoxb-fake-bot-token",
+        app_token: str = "xapp-fake-app-token",
+        bot_user: str = "UBOT",
+        team: str = "T0FAKE",
+        streams: bool = True,
+        redeliver_after: float | None = None,
+    ) -> None:
+        self.bot_token = bot_token
+        self.app_token = app_token
+        self.bot_user = bot_user
+        self.team = team
+        self.streams = streams
+        self.redeliver_after = redeliver_after
+        self.base_url = ""
+        self.socket_url = ""
+        self.online = True
+        """False: ``apps.connections.open`` answers 503 (Slack is down)."""
+        self.calls: list[SlackCall] = []
+        self.acks: list[tuple[str, float]] = []
+        self.messages: dict[str, list[SlackMessage]] = defaultdict(list)
+        self.connections = 0
+        self.envelopes: list[dict[str, Any]] = []
+        """Every envelope pushed, in order."""
+        self.files: dict[str, bytes] = {}
+        self.downloads: list[str] = []
+        self._ts = itertools.count(1)
+        self._pending: list[dict[str, Any]] = []
+        self._sockets: list[trio.MemorySendChannel[dict[str, Any] | None]] = []
+        self._failures: dict[str, list[_Failure]] = defaultdict(list)
+        self._changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # -- test helpers ---------------------------------------------------------
+
+    def new_ts(self) -> str:
+        """A message timestamp as Slack makes them: Unix seconds, unique."""
+        return f"{int(time.time())}.{next(self._ts):06d}"
+
+    def add_file(self, name: str, mimetype: str, data: bytes) -> dict[str, Any]:
+        file_id = f"F{len(self.files) + 1:04d}"
+        self.files[file_id] = data
+        return {
+            "id": file_id,
+            "name": name,
+            "mimetype": mimetype,
+            "size": len(data),
+            "url_private": f"{self.base_url.removesuffix('/api/')}/files/{file_id}/{name}",
+        }
+
+    def push_message(
+        self,
+        channel: str,
+        user: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        files: list[dict[str, Any]] | None = None,
+        ts: str | None = None,
+        channel_type: str | None = None,
+    ) -> dict[str, Any]:
+        """A ``message`` event (a direct message when ``channel`` starts with D)."""
+        event = self._event("message", channel, user, text, thread_ts, files, ts)
+        event["channel_type"] = channel_type or ("im" if channel.startswith("D") else "channel")
+        if files:
+            event["subtype"] = "file_share"
+        return self.push_event(event)
+
+    def push_mention(
+        self, channel: str, user: str, text: str, *, thread_ts: str | None = None
+    ) -> dict[str, Any]:
+        """A channel message that mentions the bot: Slack sends it as a
+        ``message`` event and as an ``app_mention`` event, same ``ts``."""
+        text = f"<@{self.bot_user}> {text}"
+        message = self._event("message", channel, user, text, thread_ts, None, None)
+        message["channel_type"] = "channel"
+        self.push_event(message)
+        mention = self._event("app_mention", channel, user, text, thread_ts, None, message["ts"])
+        return self.push_event(mention)
+
+    def push_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Deliver ``event`` in an ``events_api`` envelope; returns the envelope."""
+        number = len(self.envelopes) + 1
+        envelope = {
+            "envelope_id": f"env-{number}",
+            "type": "events_api",
+            "accepts_response_payload": False,
+            "retry_attempt": 0,
+            "retry_reason": "",
+            "payload": {
+                "team_id": self.team,
+                "api_app_id": "A0FAKE",
+                "type": "event_callback",
+                "event_id": f"Ev{number:06d}",
+                "event_time": int(time.time()),
+                "event": event,
+            },
+        }
+        self.envelopes.append(envelope)
+        self._deliver(envelope)
+        return envelope
+
+    def redeliver(self, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send an envelope again (the last by default), as Slack does after a slow ack."""
+        original = envelope or self.envelopes[-1]
+        again = {
+            **original,
+            "retry_attempt": original["retry_attempt"] + 1,
+            "retry_reason": "timeout",
+        }
+        self._deliver(again)
+        return again
+
+    def disconnect(self, reason: str = "refresh_requested") -> None:
+        for socket in self._sockets:
+            socket.send_nowait({"type": "disconnect", "reason": reason, "debug_info": {}})
+
+    def drop(self) -> None:
+        """Cut every open socket without a close frame."""
+        for socket in self._sockets:
+            socket.send_nowait(None)
+
+    def fail_next(
+        self,
+        method: str,
+        error: str = "ratelimited",
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next ``times`` calls of ``method`` with ``error``
+        (a ``ratelimited`` error is HTTP 429 with ``Retry-After``)."""
+        if status is None:
+            status = 429 if error == "ratelimited" else 200
+        failure = _Failure(error, status, retry_after, times)
+        self._failures[method.lower()].append(failure)
+
+    def calls_to(self, method: str) -> list[SlackCall]:
+        return [c for c in self.calls if c.method.lower() == method.lower()]
+
+    def visible(self, channel: str, thread_ts: str | None = None) -> list[SlackMessage]:
+        return [
+            m
+            for m in self.messages.get(channel, [])
+            if not m.deleted and (thread_ts is None or m.thread_ts == thread_ts)
+        ]
+
+    def texts(self, channel: str, thread_ts: str | None = None) -> list[str]:
+        return [m.text for m in self.visible(channel, thread_ts)]
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once ``predicate()`` holds; put a ``trio.fail_after`` around it."""
+        while not predicate():
+            await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _event(
+        self,
+        kind: str,
+        channel: str,
+        user: str,
+        text: str,
+        thread_ts: str | None,
+        files: list[dict[str, Any]] | None,
+        ts: str | None,
+    ) -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "type": kind,
+            "user": user,
+            "text": text,
+            "ts": ts or self.new_ts(),
+            "channel": channel,
+            "team": self.team,
+            "event_ts": ts or self.new_ts(),
+        }
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+        if files:
+            event["files"] = files
+        return event
+
+    def _deliver(self, envelope: dict[str, Any]) -> None:
+        if not self._sockets:
+            self._pending.append(envelope)
+            return
+        self._sockets[-1].send_nowait(envelope)
+        if self.redeliver_after is not None and self._nursery is not None:
+            self._nursery.start_soon(self._redeliver_unless_acked, envelope)
+        self._notify()
+
+    async def _redeliver_unless_acked(self, envelope: dict[str, Any]) -> None:
+        assert self.redeliver_after is not None
+        await trio.sleep(self.redeliver_after)
+        if envelope["retry_attempt"] < 3 and envelope["envelope_id"] not in dict(self.acks):
+            self.redeliver(envelope)
+
+    # -- Web API --------------------------------------------------------------
+
+    async def handle(self, request: FakeRequest) -> FakeResponse:
+        path = request.path.strip("/")
+        token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if path.startswith("files/"):
+            return self._download(path.split("/")[1], token)
+        if not path.startswith("api/"):
+            return FakeResponse.text("not found", 404)
+        method = path[len("api/") :]
+        params = request.json_or_none() or {}
+        if not isinstance(params, dict):
+            params = {}
+        call = SlackCall(method, params, trio.current_time())
+        self.calls.append(call)
+        try:
+            response = self._answer(method, token, params)
+        finally:
+            self._notify()
+        body = json.loads(response.body)
+        call.ok, call.error = bool(body.get("ok")), body.get("error")
+        return response
+
+    def _answer(self, method: str, token: str, params: dict[str, Any]) -> FakeResponse:
+        wanted = self.app_token if method == "apps.connections.open" else self.bot_token
+        if not token:
+            return _error("not_authed")
+        if token != wanted:
+            return _error("invalid_auth")
+        queue = self._failures.get(method.lower())
+        if queue:
+            failure = queue[0]
+            failure.times -= 1
+            if failure.times <= 0:
+                queue.pop(0)
+            headers = []
+            if failure.retry_after is not None:
+                headers.append(("retry-after", f"{failure.retry_after:g}"))
+            return _error(failure.error, failure.status, headers)
+        if not self.streams and method.lower() in _NO_STREAM_METHODS:
+            return _error("unknown_method")
+        handler = _METHODS.get(method.lower())
+        if handler is None:
+            return _error("unknown_method")
+        try:
+            return FakeResponse.json({"ok": True, **handler(self, params)})
+        except _SlackError as exc:
+            return _error(exc.error)
+
+    def _download(self, file_id: str, token: str) -> FakeResponse:
+        if token != self.bot_token:
+            return FakeResponse.text("forbidden", 403)
+        if file_id not in self.files:
+            return FakeResponse.text("not found", 404)
+        self.downloads.append(file_id)
+        self._notify()
+        return FakeResponse(
+            200, self.files[file_id], [("content-type", "application/octet-stream")]
+        )
+
+    def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "url": "https://fake.slack.test/",
+            "team": "Fake",
+            "user": "hermes",
+            "team_id": self.team,
+            "user_id": self.bot_user,
+            "bot_id": "B0FAKE",
+        }
+
+    def _connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not self.online:
+            raise _SlackError("service_unavailable")
+        return {"url": f"{self.socket_url}/link/?ticket={len(self.calls)}"}
+
+    def _post(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = _required(params, "channel")
+        text = _text(params.get("text"))
+        message = SlackMessage(
+            self.new_ts(), channel, params.get("thread_ts"), text, trio.current_time(), [text]
+        )
+        self.messages[channel].append(message)
+        return {"channel": channel, "ts": message.ts, "message": {"text": text, "ts": message.ts}}
+
+    def _find(self, params: dict[str, Any]) -> SlackMessage:
+        channel, ts = _required(params, "channel"), _required(params, "ts")
+        for message in self.messages.get(channel, []):
+            if message.ts == ts and not message.deleted:
+                return message
+        raise _SlackError("message_not_found")
+
+    def _update(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._find(params)
+        if message.streaming:
+            raise _SlackError("cant_update_message")
+        text = _text(params.get("text"))
+        if text != message.text:
+            message.text = text
+            message.history.append(text)
+            message.edited_at.append(trio.current_time())
+        return {"channel": message.channel, "ts": message.ts, "text": text}
+
+    def _delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._find(params)
+        message.deleted = True
+        return {"channel": message.channel, "ts": message.ts}
+
+    def _start_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = _required(params, "channel")
+        thread = _required(params, "thread_ts")
+        if not channel.startswith("D") and not (
+            params.get("recipient_user_id") and params.get("recipient_team_id")
+        ):
+            raise _SlackError("missing_recipient_user_id")
+        text = params.get("markdown_text") or ""
+        message = SlackMessage(
+            self.new_ts(), channel, thread, text, trio.current_time(), [text] if text else []
+        )
+        message.streaming = message.streamed = True
+        self.messages[channel].append(message)
+        return {"channel": channel, "ts": message.ts}
+
+    def _append_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._find(params)
+        if not message.streaming:
+            raise _SlackError("message_not_in_streaming_state")
+        message.text += _text(params.get("markdown_text"))
+        message.history.append(message.text)
+        message.edited_at.append(trio.current_time())
+        return {"channel": message.channel, "ts": message.ts}
+
+    def _stop_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._find(params)
+        if not message.streaming:
+            raise _SlackError("message_not_in_streaming_state")
+        if params.get("markdown_text"):
+            message.text += str(params["markdown_text"])
+            message.history.append(message.text)
+            message.edited_at.append(trio.current_time())
+        message.streaming = False
+        return {"channel": message.channel, "ts": message.ts}
+
+    # -- Socket Mode ----------------------------------------------------------
+
+    async def serve_socket(self, stream: trio.SocketStream) -> None:
+        async with stream, trio.open_nursery() as nursery:
+            try:
+                request = await trio_websocket.wrap_server_stream(nursery, stream)
+                socket = await request.accept()
+                send, receive = trio.open_memory_channel[dict[str, Any] | None](100)
+                self.connections += 1
+                self._sockets.append(send)
+                try:
+                    nursery.start_soon(self._read_acks, socket, nursery.cancel_scope)
+                    await socket.send_message(
+                        json.dumps({"type": "hello", "num_connections": 1, "debug_info": {}})
+                    )
+                    for envelope in self._pending:
+                        send.send_nowait(envelope)
+                    self._pending = []
+                    self._notify()
+                    async for item in receive:
+                        if item is None:
+                            await stream.aclose()  # no close frame: a cut connection
+                            break
+                        await socket.send_message(json.dumps(item))
+                finally:
+                    self._sockets.remove(send)
+                    self._notify()
+            except (
+                trio_websocket.ConnectionClosed,
+                trio.BrokenResourceError,
+                trio.ClosedResourceError,
+            ):
+                pass
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _read_acks(
+        self, socket: trio_websocket.WebSocketConnection, scope: trio.CancelScope
+    ) -> None:
+        try:
+            while True:
+                message = json.loads(await socket.get_message())
+                if isinstance(message, dict) and isinstance(message.get("envelope_id"), str):
+                    self.acks.append((message["envelope_id"], trio.current_time()))
+                    self._notify()
+        except (trio_websocket.ConnectionClosed, trio.BrokenResourceError, ValueError):
+            scope.cancel()
+
+
+class _SlackError(Exception):
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+_METHODS: dict[str, Callable[[FakeSlack, dict[str, Any]], dict[str, Any]]] = {
+    "auth.test": FakeSlack._auth_test,
+    "apps.connections.open": FakeSlack._connections_open,
+    "chat.postmessage": FakeSlack._post,
+    "chat.update": FakeSlack._update,
+    "chat.delete": FakeSlack._delete,
+    "chat.startstream": FakeSlack._start_stream,
+    "chat.appendstream": FakeSlack._append_stream,
+    "chat.stopstream": FakeSlack._stop_stream,
+}
+
+
+def _error(
+    error: str, status: int = 200, headers: list[tuple[str, str]] | None = None
+) -> FakeResponse:
+    return FakeResponse.json({"ok": False, "error": error}, status, headers)
+
+
+def _required(params: dict[str, Any], name: str) -> str:
+    value = params.get(name)
+    if not isinstance(value, str) or not value:
+        raise _SlackError("channel_not_found" if name == "channel" else "invalid_arguments")
+    return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _SlackError("no_text")
+    if len(value) > MAX_TEXT:
+        raise _SlackError("msg_too_long")
+    return value
+
+
+@asynccontextmanager
+async def open_fake_slack(host: str = "127.0.0.1", **settings: Any) -> AsyncIterator[FakeSlack]:
+    """Run a fake Slack; ``fake.base_url`` is the ``api_base_url`` to use.
+    ``settings`` go to ``FakeSlack``."""
+    fake = FakeSlack(**settings)
+    body_error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            fake._nursery = nursery
+            serve = partial(trio.serve_tcp, fake.serve_socket, 0, host=host)
+            listeners = await nursery.start(serve)
+            fake.socket_url = f"ws://{host}:{listeners[0].socket.getsockname()[1]}"
+            try:
+                async with serve_http(fake.handle, host=host) as base_url:
+                    fake.base_url = base_url + "/api/"
+                    yield fake
+            except BaseException as exc:
+                body_error = exc
+                raise
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The test's own error comes out as itself, not in the server's group.
+        if body_error is not None and list(group.exceptions) == [body_error]:
+            raise body_error from None
+        raise

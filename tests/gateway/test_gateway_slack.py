@@ -1,0 +1,198 @@
+"""``hermes-trio gateway`` as a real process against the fake Slack and the
+scripted model server."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from itertools import pairwise
+from pathlib import Path
+
+import trio
+from support import clean_env
+
+from hermes_trio.platforms.slack_format import to_mrkdwn
+from hermes_trio.testing import ScriptedModelServer, TextReply, open_scripted_server
+from hermes_trio.testing.fake_slack import FakeSlack, SlackMessage, open_fake_slack
+
+ALLOWED = "U0ALLOWED"
+ANSWER = "**Sure.** " + " ".join(f"word{i}" for i in range(40)) + " — see [docs](https://x.io)."
+INTERVAL = 0.5
+
+
+class Output:
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self._changed = trio.Event()
+
+    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
+        try:
+            async for chunk in stream:
+                self.data.extend(chunk)
+                self._changed.set()
+                self._changed = trio.Event()
+        finally:
+            self._changed.set()
+
+    async def wait_for(self, needle: bytes) -> None:
+        while needle not in self.data:
+            await self._changed.wait()
+
+    def text(self) -> str:
+        return self.data.decode(errors="replace")
+
+
+@asynccontextmanager
+async def gateway(
+    tmp_path: Path,
+    slack: FakeSlack,
+    model: ScriptedModelServer,
+    *,
+    transport: str = "edit",
+    bot_token: str | None = None,
+) -> AsyncIterator[tuple[trio.Process, Output]]:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "streaming:\n  enabled: true\n  min_tokens: 3\n"
+        f"platforms:\n  slack:\n    edit_interval: {INTERVAL}\n    transport: {transport}\n"
+    )
+    env = clean_env(
+        SLACK_BOT_TOKEN=bot_token or slack.bot_token,
+        SLACK_APP_TOKEN=slack.app_token,
+        SLACK_API_BASE_URL=slack.base_url,
+        SLACK_ALLOWED_USERS=ALLOWED,
+        HERMES_MODEL_BASE_URL=model.base_url,
+        HERMES_DATA_DIR=str(tmp_path / "data"),
+        HERMES_CONFIG=str(config),
+    )
+    output = Output()
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(
+                trio.run_process,
+                [sys.executable, "-m", "hermes_trio.cli", "gateway"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=tmp_path,
+                check=False,
+            )
+        )
+        assert process.stdout is not None
+        nursery.start_soon(output.collect, process.stdout)
+        try:
+            yield process, output
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+async def until(slack: FakeSlack, predicate: Callable[[], bool], within: float = 10) -> None:
+    with trio.fail_after(within):
+        await slack.wait_until(predicate)
+
+
+def final_texts(slack: FakeSlack, channel: str) -> list[str]:
+    return slack.texts(channel)
+
+
+def progressive(message: SlackMessage) -> None:
+    """Shown growing with the cursor, edits at least the interval apart, final once."""
+    interim = message.history[:-1]
+    assert interim and all(text.endswith("▌") for text in interim)
+    assert message.history[-1] == to_mrkdwn(ANSWER)
+    assert message.history.count(to_mrkdwn(ANSWER)) == 1
+    gaps = [b - a for a, b in pairwise([message.sent_at, *message.edited_at])]
+    assert all(gap >= INTERVAL - 0.05 for gap in gaps), gaps
+
+
+async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_reconnects(
+    tmp_path: Path,
+) -> None:
+    script = [TextReply(ANSWER, delay=0.03) for _ in range(5)]
+    async with (
+        open_scripted_server(script) as model,
+        open_fake_slack() as slack,
+        gateway(tmp_path, slack, model) as (process, output),
+    ):
+        with trio.fail_after(15):
+            await output.wait_for(b"running slack")
+        # 1. An allowed user's direct message: one message, edited as it grows.
+        slack.push_message("D1", ALLOWED, "hello")
+        await until(slack, lambda: final_texts(slack, "D1") == [to_mrkdwn(ANSWER)])
+        (message,) = slack.visible("D1")
+        progressive(message)
+        assert message.thread_ts is None  # top level of a DM
+        # 2. Someone else: refused, never reaches the model.
+        slack.push_message("D2", "U0STRANGER", "let me in")
+        await until(slack, lambda: bool(final_texts(slack, "D2")))
+        (refusal,) = final_texts(slack, "D2")
+        assert "U0STRANGER" in refusal
+        assert len(model.model_requests) == 1
+        # 3. A channel mention (message + app_mention), in its thread, once;
+        #    then the same envelope again, as Slack does after a slow ack.
+        mention = slack.push_mention("C1", ALLOWED, "and in a channel?")
+        slack.redeliver(mention)
+        thread = mention["payload"]["event"]["ts"]
+        await until(slack, lambda: final_texts(slack, "C1") == [to_mrkdwn(ANSWER)])
+        assert slack.visible("C1")[0].thread_ts == thread
+        # 4. 429s on the edits: nothing twice, the final text lands.
+        slack.fail_next("chat.update", retry_after=1, times=2)
+        slack.push_message("D3", ALLOWED, "rate limited?")
+        await until(slack, lambda: final_texts(slack, "D3") == [to_mrkdwn(ANSWER)], within=20)
+        assert len(slack.visible("D3")) == 1 and len(slack.calls_to("chat.postMessage")) == 4
+        # 5. Slack refreshes the connection, then the socket drops.
+        slack.disconnect()
+        await until(slack, lambda: slack.connections >= 2 and bool(slack._sockets))
+        slack.drop()
+        await until(slack, lambda: slack.connections >= 3 and bool(slack._sockets))
+        slack.push_message("D4", ALLOWED, "still there?")
+        await until(slack, lambda: final_texts(slack, "D4") == [to_mrkdwn(ANSWER)])
+        await trio.sleep(0.5)
+        assert len(model.model_requests) == 4
+        assert sum(len(slack.visible(c)) for c in ("D1", "C1", "D3", "D4")) == 4
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(10):
+            code = await process.wait()
+    text = output.text()
+    assert code == 0, text
+    assert slack.bot_token not in text and slack.app_token not in text
+
+
+async def test_stream_transport_streams_the_answer_in_the_thread(tmp_path: Path) -> None:
+    async with (
+        open_scripted_server([TextReply(ANSWER, delay=0.02)]) as model,
+        open_fake_slack() as slack,
+        gateway(tmp_path, slack, model, transport="stream") as (process, output),
+    ):
+        with trio.fail_after(15):
+            await output.wait_for(b"running slack")
+        slack.push_mention("C1", ALLOWED, "stream please")
+        await until(slack, lambda: any(not m.streaming and m.streamed for m in slack.visible("C1")))
+        (message,) = slack.visible("C1")
+        assert message.text == ANSWER  # Markdown as it is: Slack renders it
+        assert not any("▌" in text for text in message.history)
+        methods = [c.method for c in slack.calls if "Stream" in c.method]
+        assert methods[0] == "chat.startStream" and methods[-1] == "chat.stopStream"
+        assert "chat.appendStream" in methods
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(10):
+            assert await process.wait() == 0
+
+
+async def test_a_rejected_bot_token_stops_with_one_line_naming_it(tmp_path: Path) -> None:
+    async with (
+        open_scripted_server([]) as model,
+        open_fake_slack() as slack,
+        gateway(tmp_path, slack, model, bot_token="xoxb-revoked") as (process, output),
+    ):
+        with trio.fail_after(15):
+            code = await process.wait()
+    assert code == 1
+    lines = [line for line in output.text().splitlines() if "SLACK_BOT_TOKEN" in line]
+    assert len(lines) == 1 and "invalid_auth" in lines[0]
+    assert "xoxb-revoked" not in output.text()

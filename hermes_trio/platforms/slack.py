@@ -37,7 +37,7 @@ from .slack_events import EventSieve, SlackQuestion
 from .slack_send import SlackApiError, SlackMessenger, SlackStreamMessenger
 from .websocket import open_websocket
 
-__all__ = ["SlackAdapter", "SlackApiError", "SlackTokenRejected"]
+__all__ = ["SlackAdapter", "SlackTokenRejected"]
 
 log = logging.getLogger(__name__)
 

@@ -53,6 +53,7 @@ def test_the_readme_has_examples_of_each_part_of_the_kit() -> None:
         "polling_backs_off",
         "stalled",
         "my_embedding",
+        "mention_is_one_question",
     ):
         assert part in names
     assert len(ON_THE_CLOCK) >= 5 and len(REAL_TIME) >= 3

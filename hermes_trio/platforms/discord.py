@@ -42,6 +42,7 @@ from .discord_gateway import (
 )
 from .discord_messages import SeenMessages, to_inbound
 from .discord_rest import UNKNOWN_MESSAGE, DiscordApiError, DiscordRest, TokenRejected
+from .discord_socket import open_websocket
 from .http import allow_list, user_allowed
 
 __all__ = [
@@ -92,11 +93,11 @@ or ``OSError`` when it cannot. Its ``get_message`` raises
 
 
 def open_gateway_socket(url: str) -> AbstractAsyncContextManager[GatewaySocket]:
-    return trio_websocket.open_websocket_url(
+    return open_websocket(
         url,
         max_message_size=MAX_FRAME,
         connect_timeout=CONNECT_TIMEOUT,
-        disconnect_timeout=CLOSE_TIMEOUT,
+        close_timeout=CLOSE_TIMEOUT,
     )
 
 

@@ -28,7 +28,8 @@ Gateway (``fake.gateway_url``): HELLO, heartbeats and their ACKs, IDENTIFY
 the events after the client's sequence, then RESUMED), and injections:
 ``reconnect()`` (op 7), ``drop_connection()`` (TCP gone, no close frame),
 ``close_connection(code)``, ``invalidate_session(resumable)``,
-``ack_heartbeats = False``, ``online = False`` (handshakes refused),
+``ack_heartbeats = False``, ``online = False`` (every new socket is closed
+at once with 1001, and not recorded in ``connections``),
 ``replay_from`` (the next RESUME also replays already-seen events).
 
 State for assertions: ``messages[channel_id]`` (the bot's messages with
@@ -504,10 +505,11 @@ class FakeDiscord:
 
     async def _serve_socket(self, stream: trio.SocketStream, nursery: trio.Nursery) -> None:
         request = await trio_websocket.wrap_server_stream(nursery, stream)
-        if not self.online:
-            await request.reject(503, body=b"gateway unavailable")
-            return
         socket = await request.accept()
+        if not self.online:
+            with trio.move_on_after(2):
+                await socket.aclose(1001)
+            return
         live = self._open(_path(request.path))
         nursery.start_soon(self._write, live, socket, stream, nursery.cancel_scope)
         try:
@@ -550,7 +552,8 @@ class FakeDiscord:
         """A gateway socket without a network, for ``DiscordAdapter(connect=...)``."""
         await trio.lowlevel.checkpoint()
         if not self.online:
-            raise trio_websocket.HandshakeError("gateway unavailable (503)")
+            yield _MemorySocket(self, None)
+            return
         live = self._open(_path(url))
         socket = _MemorySocket(self, live)
         try:
@@ -720,16 +723,18 @@ class _MemorySocket:
     """The client's end of an in-memory gateway socket (trio-websocket's
     interface: ``ConnectionClosed`` once closed)."""
 
-    def __init__(self, fake: FakeDiscord, live: _Live) -> None:
+    def __init__(self, fake: FakeDiscord, live: _Live | None) -> None:
         self._fake = fake
         self._live = live
-        self._reason: trio_websocket.CloseReason | None = None
+        # No connection behind it: the gateway is "offline" and going away.
+        self._reason = trio_websocket.CloseReason(1001, None) if live is None else None
 
     def _gone(self) -> trio_websocket.ConnectionClosed:
         return trio_websocket.ConnectionClosed(self._reason)
 
     async def get_message(self) -> str | bytes:
-        if self._reason is not None:
+        await trio.lowlevel.checkpoint()
+        if self._reason is not None or self._live is None:
             raise self._gone()
         item = await self._live.receive.receive()
         if isinstance(item, str):
@@ -741,14 +746,14 @@ class _MemorySocket:
 
     async def send_message(self, message: str | bytes) -> None:
         await trio.lowlevel.checkpoint()
-        if self._reason is not None or not self._live.open:
+        if self._reason is not None or self._live is None or not self._live.open:
             self._reason = self._reason or trio_websocket.CloseReason(1006, None)
             raise self._gone()
         self._fake._frame(self._live, message)
 
     async def aclose(self, code: int = 1000, reason: str | None = None) -> None:
         await trio.lowlevel.checkpoint()
-        if self._reason is None:
+        if self._reason is None and self._live is not None:
             self._reason = trio_websocket.CloseReason(1000, reason)
             self._fake._closed(self._live, code, "client")
 

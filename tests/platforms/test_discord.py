@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.lowlevel
 from trio.testing import MockClock
 
 from hermes_trio.config import DiscordConfig, UserId
@@ -185,7 +186,7 @@ async def test_an_outage_is_logged_once_however_many_attempts(
     async with client, trio.open_nursery() as nursery:
         await nursery.start(adapter.run, send)
         while not adapter.connected:
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
         caplog.clear()
         fake.online = False
         fake.drop_connection()
@@ -195,7 +196,7 @@ async def test_an_outage_is_logged_once_however_many_attempts(
         message = await recv.receive()
         back = trio.current_time()
         while not adapter.connected:  # the replay comes before RESUMED
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
         nursery.cancel_scope.cancel()
     assert message.text == "during"
     # Reconnects at once, then after 1, 2, 4, 8, 16, 32, 60 s of failures.

@@ -36,7 +36,7 @@ _STORES = tempfile.TemporaryDirectory(prefix="hermes-test-")
 
 # hermes-trio takes settings from variables with these prefixes; a child
 # process under test must see only the ones its test sets.
-_SETTING_PREFIXES = ("HERMES_", "OPENAI_", "API_SERVER_", "TELEGRAM_")
+_SETTING_PREFIXES = ("HERMES_", "OPENAI_", "API_SERVER_", "TELEGRAM_", "DISCORD_")
 
 
 def make_config(

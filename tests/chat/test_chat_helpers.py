@@ -48,4 +48,3 @@ def test_approval_timeout_from_config_and_environment(tmp_path, monkeypatch) -> 
         load_config(env={"HERMES_APPROVAL_TIMEOUT": "soon"})
     with pytest.raises(ConfigError, match=r"agent\.approval_timeout"):
         load_config(env={"HERMES_APPROVAL_TIMEOUT": "0"})
-

@@ -34,8 +34,12 @@ def frames() -> ChatStreamFrames:
 async def test_waiting_events_go_out_as_one_piece(autojump_clock: trio.testing.MockClock) -> None:
     send, receive = trio.open_memory_channel[StreamEvent](16)
     out_send, out_receive = trio.open_memory_channel[WriterOutput](16)
-    for event in (MessageChunk("a"), MessageChunk("b"), MessageStop(True),
-                  TurnFinished("ab", Usage(), "stop")):
+    for event in (
+        MessageChunk("a"),
+        MessageChunk("b"),
+        MessageStop(True),
+        TurnFinished("ab", Usage(), "stop"),
+    ):
         send.send_nowait(event)
     send.close()
     await write_chat_sse(receive, out_send, frames())

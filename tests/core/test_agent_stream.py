@@ -374,7 +374,9 @@ async def test_without_a_model_name_the_first_listed_model_is_used() -> None:
             await run_turn(agent, "q")
             await run_turn(agent, "q")
     assert [r.path for r in server.requests] == [
-        "/v1/models", "/v1/chat/completions", "/v1/chat/completions"
+        "/v1/models",
+        "/v1/chat/completions",
+        "/v1/chat/completions",
     ]
     assert server.requests[1].json["model"] == "listed-one"
 

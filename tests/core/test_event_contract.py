@@ -39,9 +39,7 @@ async def collect(agent: Any, prompt: str = "q") -> list[StreamEvent]:
     send, receive = trio.open_memory_channel[StreamEvent](64)
     seen: list[StreamEvent] = []
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(
-            lambda: agent.run_turn([{"role": "user", "content": prompt}], send)
-        )
+        nursery.start_soon(lambda: agent.run_turn([{"role": "user", "content": prompt}], send))
         async with receive:
             async for event in receive:
                 seen.append(event)

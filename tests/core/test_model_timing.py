@@ -163,7 +163,7 @@ async def test_named_events_and_comments_in_a_chat_stream_are_not_chunks(
     pieces = [
         (0.0, b": keep-alive\n\n" + b"event: ping\ndata: ping\n\n"),
         (1.0, chunk("Hi", role="assistant")),
-        (2.0, b"event: hermes.tool.started\ndata: {\"tool\": \"x\"}\n\n"),
+        (2.0, b'event: hermes.tool.started\ndata: {"tool": "x"}\n\n'),
         (3.0, chunk(finish="stop") + b"data: [DONE]\n\n"),
     ]
     took, outcome = await _complete(TimedUpstream([Timed(pieces)]))

@@ -79,9 +79,7 @@ async def test_a_tool_of_your_own_gets_only_arguments_that_match_its_schema(
     assert "text" in content and "string" in content, content
 
 
-@pytest.mark.parametrize(
-    ("answer", "ran"), [("y", True), ("a", True), ("n", False), ("", False)]
-)
+@pytest.mark.parametrize(("answer", "ran"), [("y", True), ("a", True), ("n", False), ("", False)])
 async def test_the_approval_callback_decides_whether_a_dangerous_command_runs(
     mock_clock: MockClock,
     monkeypatch: pytest.MonkeyPatch,

@@ -120,7 +120,9 @@ def test_every_secret_of_a_config_joins_the_registry() -> None:
 
 def test_url_userinfo_and_key_parameters_of_url_fields_join_the_registry() -> None:
     ModelConfig(base_url="http://proxyuser:Pr0xy-Field-Passw0rd@proxy.test:3128/v1")
-    FallbackModel(name="fb", base_url="https://fbuser:short1@fb.test/v1?api_key=Query-Key-0123456789")
+    FallbackModel(
+        name="fb", base_url="https://fbuser:short1@fb.test/v1?api_key=Query-Key-0123456789"
+    )
     HomeAssistantConfig(url="http://hauser:Ha-Url-Passw0rd-42@ha.test:8123")
     for leaked in (
         "http://proxyuser:Pr0xy-Field-Passw0rd@proxy.test:3128/v1/chat/completions",
@@ -138,9 +140,7 @@ def test_url_userinfo_and_key_parameters_of_url_fields_join_the_registry() -> No
 
 
 def test_a_url_is_shown_without_its_userinfo_and_query() -> None:
-    assert (
-        redaction.shown_url("http://u:p@[::1]:8080/v1?api_key=k#frag") == "http://[::1]:8080/v1"
-    )
+    assert redaction.shown_url("http://u:p@[::1]:8080/v1?api_key=k#frag") == "http://[::1]:8080/v1"
     assert redaction.shown_url("https://host.test/v1") == "https://host.test/v1"
     assert redaction.shown_url("not a url") == "not a url"
 

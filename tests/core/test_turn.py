@@ -295,9 +295,7 @@ async def test_the_module_example_runs(
     counting = TextReply(tokens=[f" {n}" for n in range(1, 100)], delay=1.5)
     double = ModelDouble([TextReply("Hello!"), counting, TextReply("4")])
     config = make_config(double.base_url)
-    monkeypatch.setattr(
-        hermes_trio, "open_agent", lambda: open_agent(config, transport=double)
-    )
+    monkeypatch.setattr(hermes_trio, "open_agent", lambda: open_agent(config, transport=double))
     printed: list[str] = []
 
     def fake_print(*args: Any, end: str = "\n", flush: bool = False) -> None:
@@ -306,7 +304,5 @@ async def test_the_module_example_runs(
     namespace: dict[str, Any] = {"__name__": "turn_example", "print": fake_print}
     exec(compile(source, "hermes_trio/turn.py", "exec"), namespace)
     await namespace["main"]()
-    assert "".join(printed) == (
-        "Hello! (stop)\n 1 2 3 4 5 6 7 (interrupted: took too long)\n4\n"
-    )
+    assert "".join(printed) == ("Hello! (stop)\n 1 2 3 4 5 6 7 (interrupted: took too long)\n4\n")
     assert trio.current_time() == 10.0

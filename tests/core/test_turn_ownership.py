@@ -95,9 +95,7 @@ def test_the_tests_run_their_turns_through_the_primitive() -> None:
         and node.func.attr == "run_turn"
     ]
     assert calls, "tests/support.py runs no turn through hermes_trio.turn"
-    imports = [
-        node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
-    ]
+    imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
     assert any(
         node.module == "hermes_trio" and any(a.name == "turn" for a in node.names)
         for node in imports

@@ -34,8 +34,9 @@ async def test_sse_framing_byte_by_byte() -> None:
     async with api_stack([TextReply(tokens=tokens, delay=0.005)]) as (api, _):
         async with httpx.AsyncClient() as client:
             body = {**CHAT, "stream": True, "stream_options": {"include_usage": True}}
-            async with client.stream("POST", f"{api.base_url}/chat/completions",
-                                     json=body) as response:
+            async with client.stream(
+                "POST", f"{api.base_url}/chat/completions", json=body
+            ) as response:
                 assert response.status_code == 200
                 assert response.headers["content-type"].startswith("text/event-stream")
                 assert response.headers["cache-control"] == "no-cache"
@@ -64,8 +65,9 @@ async def test_tokens_go_out_before_the_turn_ends() -> None:
     reply = TextReply(tokens=["early", " late"], delay=0.3)
     async with api_stack([reply]) as (api, _):
         async with httpx.AsyncClient() as client:
-            async with client.stream("POST", f"{api.base_url}/chat/completions",
-                                     json={**CHAT, "stream": True}) as response:
+            async with client.stream(
+                "POST", f"{api.base_url}/chat/completions", json={**CHAT, "stream": True}
+            ) as response:
                 decoder = SSEDecoder()
                 started = trio.current_time()
                 seen = ""
@@ -82,12 +84,15 @@ async def test_tokens_go_out_before_the_turn_ends() -> None:
 
 
 async def test_keep_alive_while_a_tool_runs() -> None:
-    script = [ToolCallReply(calls=[("terminal", {"command": "sleep 0.5; echo done"})]),
-              TextReply("finished")]
+    script = [
+        ToolCallReply(calls=[("terminal", {"command": "sleep 0.5; echo done"})]),
+        TextReply("finished"),
+    ]
     async with api_stack(script, api={"keepalive_interval": 0.1}) as (api, _):
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{api.base_url}/chat/completions",
-                                         json={**CHAT, "stream": True})
+            response = await client.post(
+                f"{api.base_url}/chat/completions", json={**CHAT, "stream": True}
+            )
     raw = response.content
     assert raw.count(b": keep-alive\n\n") >= 2
     # Keep-alive comments never split a data frame.
@@ -98,8 +103,9 @@ async def test_tool_transparency_is_opt_in() -> None:
     script = [ToolCallReply(calls=[("terminal", {"command": "echo x"})]), TextReply("ok")]
     async with api_stack(script * 2) as (api, _):
         async with httpx.AsyncClient() as client:
-            plain = await client.post(f"{api.base_url}/chat/completions",
-                                      json={**CHAT, "stream": True})
+            plain = await client.post(
+                f"{api.base_url}/chat/completions", json={**CHAT, "stream": True}
+            )
             extended = await client.post(
                 f"{api.base_url}/chat/completions",
                 json={**CHAT, "stream": True},
@@ -114,8 +120,9 @@ async def test_error_before_the_stream_is_json_and_after_is_a_frame() -> None:
     script = [ErrorFrame(text="partial", message="blew up")]
     async with api_stack(script, model={"max_retries": 0}) as (api, _):
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{api.base_url}/chat/completions",
-                                         json={**CHAT, "stream": True})
+            response = await client.post(
+                f"{api.base_url}/chat/completions", json={**CHAT, "stream": True}
+            )
     assert response.status_code == 200
     frames = frames_of(response.content)
     last = json.loads(frames[-1].split(b"data: ", 1)[1])
@@ -128,12 +135,15 @@ async def test_unreachable_model_server_is_502_naming_it() -> None:
     await listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()
-    async with api_stack(model={"base_url": f"http://127.0.0.1:{port}/v1",
-                                "max_retries": 0}) as (api, _):
+    async with api_stack(model={"base_url": f"http://127.0.0.1:{port}/v1", "max_retries": 0}) as (
+        api,
+        _,
+    ):
         async with httpx.AsyncClient() as client:
             for stream in (False, True):
-                response = await client.post(f"{api.base_url}/chat/completions",
-                                             json={**CHAT, "stream": stream})
+                response = await client.post(
+                    f"{api.base_url}/chat/completions", json={**CHAT, "stream": stream}
+                )
                 assert response.status_code == 502
                 error = response.json()["error"]
                 assert f"127.0.0.1:{port}" in error["message"]
@@ -145,16 +155,19 @@ async def test_cors_preflight_and_origins() -> None:
         async with httpx.AsyncClient() as client:
             ok = await client.options(
                 f"{api.base_url}/chat/completions",
-                headers={"Origin": "http://ui.test",
-                         "Access-Control-Request-Method": "POST",
-                         "Access-Control-Request-Headers": "authorization,x-stainless-os"},
+                headers={
+                    "Origin": "http://ui.test",
+                    "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "authorization,x-stainless-os",
+                },
             )
             denied = await client.options(
                 f"{api.base_url}/chat/completions",
                 headers={"Origin": "http://evil.test", "Access-Control-Request-Method": "POST"},
             )
-            models = await client.get(f"{api.base_url}/models",
-                                      headers={"Origin": "http://ui.test"})
+            models = await client.get(
+                f"{api.base_url}/models", headers={"Origin": "http://ui.test"}
+            )
     assert ok.status_code == 204
     assert ok.headers["access-control-allow-origin"] == "http://ui.test"
     allowed = ok.headers["access-control-allow-headers"].lower()
@@ -185,15 +198,19 @@ async def test_auth_and_request_errors() -> None:
             wrong = await client.post(url, json=CHAT, headers={"Authorization": "Bearer nope"})
             health = await client.get(f"{api.url}/health")
             not_json = await client.post(
-                url, content=b"{nope", headers={**good, "Content-Type": "application/json"})
+                url, content=b"{nope", headers={**good, "Content-Type": "application/json"}
+            )
             no_messages = await client.post(url, json={"model": "m"}, headers=good)
             bad_role = await client.post(
-                url, json={"messages": [{"role": "robot", "content": "x"}]}, headers=good)
+                url, json={"messages": [{"role": "robot", "content": "x"}]}, headers=good
+            )
             wrong_type = await client.post(url, json={**CHAT, "seed": "42"}, headers=good)
             temperature = await client.post(url, json={**CHAT, "temperature": 9}, headers=good)
             huge = await client.post(
-                url, json={**CHAT, "messages": [{"role": "user", "content": "x" * 5000}]},
-                headers=good)
+                url,
+                json={**CHAT, "messages": [{"role": "user", "content": "x" * 5000}]},
+                headers=good,
+            )
             nowhere = await client.get(f"{api.base_url}/nowhere", headers=good)
     assert missing.status_code == 401 and wrong.status_code == 401
     assert missing.json()["error"]["type"] == "authentication_error"
@@ -230,8 +247,9 @@ async def test_client_disconnect_closes_the_upstream_connection() -> None:
     slow = TextReply(tokens=["a", "b", "c"], delay=30)
     async with api_stack([slow]) as (api, model):
         async with httpx.AsyncClient() as client:
-            async with client.stream("POST", f"{api.base_url}/chat/completions",
-                                     json={**CHAT, "stream": True}) as response:
+            async with client.stream(
+                "POST", f"{api.base_url}/chat/completions", json={**CHAT, "stream": True}
+            ) as response:
                 async with open_body(response, decode=False) as pieces:
                     async for piece in pieces:
                         if b'"content":"a"' in piece:
@@ -251,9 +269,12 @@ async def test_client_disconnect_kills_the_running_tool(tmp_path) -> None:
     script = [ToolCallReply(calls=[("terminal", {"command": command})])]
     async with api_stack(script, agent={"yolo": True}) as (api, _):
         async with httpx.AsyncClient() as client:
-            async with client.stream("POST", f"{api.base_url}/chat/completions",
-                                     json={**CHAT, "stream": True},
-                                     headers={"X-Hermes-Stream-Extensions": "tools"}) as r:
+            async with client.stream(
+                "POST",
+                f"{api.base_url}/chat/completions",
+                json={**CHAT, "stream": True},
+                headers={"X-Hermes-Stream-Extensions": "tools"},
+            ) as r:
                 # The connection stays open until this block ends.
                 async with open_body(r, decode=False) as pieces:
                     async for piece in pieces:
@@ -279,32 +300,46 @@ async def test_session_keeps_history_and_interrupts_a_running_turn() -> None:
         url = f"{api.base_url}/chat/completions"
         headers = {"X-Session-ID": "chat-42"}
         async with httpx.AsyncClient() as client:
-            first = await client.post(url, headers=headers, json={
-                "messages": [{"role": "user", "content": "I am Ada"}]})
+            first = await client.post(
+                url, headers=headers, json={"messages": [{"role": "user", "content": "I am Ada"}]}
+            )
             assert first.json()["choices"][0]["message"]["content"] == "Nice to meet you, Ada."
             assert first.headers["x-session-id"] == "chat-42"
             async with trio.open_nursery() as nursery:
                 interrupted: list[bytes] = []
 
                 async def slow_turn() -> None:
-                    async with client.stream("POST", url, headers=headers, json={
-                        "messages": [{"role": "user", "content": "think hard"}],
-                        "stream": True,
-                    }) as response:
+                    async with client.stream(
+                        "POST",
+                        url,
+                        headers=headers,
+                        json={
+                            "messages": [{"role": "user", "content": "think hard"}],
+                            "stream": True,
+                        },
+                    ) as response:
                         interrupted.append(b"".join([p async for p in response.aiter_raw()]))
 
                 nursery.start_soon(slow_turn)
                 await model.wait_request(2)
-                third = await client.post(url, headers=headers, json={
-                    "messages": [{"role": "user", "content": "What is my name?"}]})
+                third = await client.post(
+                    url,
+                    headers=headers,
+                    json={"messages": [{"role": "user", "content": "What is my name?"}]},
+                )
             bad = await client.post(url, headers={"X-Session-ID": "bad id!"}, json=CHAT)
     assert third.json()["choices"][0]["message"]["content"] == "Your name is Ada."
     # The interrupted stream ended with an error frame naming why.
     assert b"interrupted by a newer request" in interrupted[0]
     # The model saw the whole conversation, including the interrupted turn.
     sent = [m["content"] for m in model.requests[2].json["messages"][1:]]
-    assert sent == ["I am Ada", "Nice to meet you, Ada.", "think hard",
-                    "Let [interrupted]", "What is my name?"]
+    assert sent == [
+        "I am Ada",
+        "Nice to meet you, Ada.",
+        "think hard",
+        "Let [interrupted]",
+        "What is my name?",
+    ]
     assert model.connections[1].closed
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "X-Session-ID"
 
@@ -312,8 +347,10 @@ async def test_session_keeps_history_and_interrupts_a_running_turn() -> None:
 async def test_a_role_of_the_wrong_type_is_a_400() -> None:
     async with api_stack() as (api, _):
         async with httpx.AsyncClient() as client:
-            response = await client.post(f"{api.base_url}/chat/completions",
-                                         json={"messages": [{"role": ["user"], "content": "x"}]})
+            response = await client.post(
+                f"{api.base_url}/chat/completions",
+                json={"messages": [{"role": ["user"], "content": "x"}]},
+            )
     assert response.status_code == 400
     assert response.json()["error"]["param"] == "messages[0].role"
 
@@ -336,8 +373,9 @@ async def test_shutdown_ends_open_streams_with_a_reason() -> None:
             nursery.start_soon(serve)
             await ready.wait()
             async with httpx.AsyncClient() as client:
-                async with client.stream("POST", f"{urls[0]}/chat/completions",
-                                         json={**CHAT, "stream": True}) as response:
+                async with client.stream(
+                    "POST", f"{urls[0]}/chat/completions", json={**CHAT, "stream": True}
+                ) as response:
                     pieces = response.aiter_raw()
                     received = [await pieces.__anext__()]
                     stop.set()

@@ -38,8 +38,10 @@ async def test_non_streaming_completion() -> None:
     ):
         completion = await client.chat.completions.create(
             model="hermes-agent",
-            messages=[{"role": "system", "content": "Be brief."},
-                      {"role": "user", "content": "hi"}],
+            messages=[
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "hi"},
+            ],
             temperature=0.3,
             max_tokens=50,
         )
@@ -85,8 +87,9 @@ async def test_streaming_with_usage() -> None:
     assert content == "One two three four."
     assert chunks[0].choices[0].delta.role == "assistant"
     assert all(c.choices[0].delta.role is None for c in chunks[1:] if c.choices)
-    assert [c.choices[0].finish_reason for c in chunks if c.choices and
-            c.choices[0].finish_reason] == ["stop"]
+    assert [
+        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+    ] == ["stop"]
     assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
     assert len({c.id for c in chunks}) == 1
 
@@ -179,8 +182,8 @@ async def test_errors_map_to_sdk_exceptions() -> None:
 async def test_timeout_maps_to_504() -> None:
     async with (
         api_stack(
-            [Stall(seconds=30)], model={"timeouts": {"connect": 2, "first_token": 0.2,
-                                                      "idle": 5, "request": 5}}
+            [Stall(seconds=30)],
+            model={"timeouts": {"connect": 2, "first_token": 0.2, "idle": 5, "request": 5}},
         ) as (api, _),
         client_for(api) as client,
     ):

@@ -88,7 +88,9 @@ async def answer_to_a_head_alone(api: Any, *, content_length: int) -> bytes:
     async with stream:
         await stream.send_all(
             request_bytes(
-                "POST", "/v1/chat/completions", f"127.0.0.1:{api.port}",
+                "POST",
+                "/v1/chat/completions",
+                f"127.0.0.1:{api.port}",
                 content_length=content_length,
             )
         )
@@ -102,8 +104,13 @@ async def test_an_http10_stream_ends_after_done() -> None:
         stream = await connect(api)
         async with stream:
             await stream.send_all(
-                request_bytes("POST", "/v1/chat/completions", f"127.0.0.1:{api.port}",
-                              body=body, version="1.0")
+                request_bytes(
+                    "POST",
+                    "/v1/chat/completions",
+                    f"127.0.0.1:{api.port}",
+                    body=body,
+                    version="1.0",
+                )
             )
             with trio.fail_after(5):
                 raw = await eof(stream)
@@ -118,8 +125,9 @@ async def test_connection_close_is_honoured() -> None:
         stream = await connect(api)
         async with stream:
             await stream.send_all(
-                request_bytes("GET", "/v1/models", f"127.0.0.1:{api.port}",
-                              headers={"Connection": "close"})
+                request_bytes(
+                    "GET", "/v1/models", f"127.0.0.1:{api.port}", headers={"Connection": "close"}
+                )
             )
             with trio.fail_after(5):
                 raw = await eof(stream)
@@ -148,13 +156,15 @@ async def test_keep_alive_serves_two_requests_on_one_connection() -> None:
             host = f"127.0.0.1:{api.port}"
             body = json.dumps(CHAT).encode()
             with trio.fail_after(5):
-                await stream.send_all(request_bytes("POST", "/v1/chat/completions", host,
-                                                    body=body))
+                await stream.send_all(
+                    request_bytes("POST", "/v1/chat/completions", host, body=body)
+                )
                 first, first_body = await reader.response("POST")
                 await stream.send_all(request_bytes("GET", "/v1/models", host))
                 second, _ = await reader.response()
-                await stream.send_all(request_bytes("POST", "/v1/chat/completions", host,
-                                                    body=body))
+                await stream.send_all(
+                    request_bytes("POST", "/v1/chat/completions", host, body=body)
+                )
                 third, third_body = await reader.response("POST")
     assert (first.status_code, second.status_code, third.status_code) == (200, 200, 200)
     assert json.loads(first_body)["choices"][0]["message"]["content"] == "one"
@@ -239,14 +249,12 @@ async def test_header_only_connections_are_closed_by_the_server(tmp_path: Path) 
     # A real `serve` process: 300 clients that send a head (or part of one)
     # and then nothing, next to one legitimate client.
     (tmp_path / "config.yaml").write_text(
-        "api_server:\n"
-        "  header_timeout: 0.5\n"
-        "  body_timeout: 0.5\n"
-        "  max_connections: 400\n"
+        "api_server:\n  header_timeout: 0.5\n  body_timeout: 0.5\n  max_connections: 400\n"
     )
     async with open_scripted_server_with_answer() as model:
-        env = clean_env(HERMES_DATA_DIR=str(tmp_path / "data"),
-                        HERMES_MODEL_BASE_URL=model.base_url)
+        env = clean_env(
+            HERMES_DATA_DIR=str(tmp_path / "data"), HERMES_MODEL_BASE_URL=model.base_url
+        )
         async with trio.open_nursery() as nursery:
             served = await start_serve(nursery, env, tmp_path)
             pid = served.process.pid

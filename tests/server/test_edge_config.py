@@ -11,11 +11,13 @@ from hermes_trio.config import ConfigError, load_config
 
 
 def test_environment_lists_hosts_and_bounds_connections() -> None:
-    config = load_config(env={
-        "API_SERVER_ALLOWED_HOSTS": "hermes.lan, .example.com,box:8642",
-        "API_SERVER_CORS_ORIGINS": "http://localhost:3000,https://ui.example.com/",
-        "API_SERVER_MAX_CONNECTIONS": "32",
-    })
+    config = load_config(
+        env={
+            "API_SERVER_ALLOWED_HOSTS": "hermes.lan, .example.com,box:8642",
+            "API_SERVER_CORS_ORIGINS": "http://localhost:3000,https://ui.example.com/",
+            "API_SERVER_MAX_CONNECTIONS": "32",
+        }
+    )
     api = config.api_server
     assert api.allowed_hosts == ["hermes.lan", ".example.com", "box:8642"]
     assert api.cors_origins == ["http://localhost:3000", "https://ui.example.com/"]
@@ -25,11 +27,15 @@ def test_environment_lists_hosts_and_bounds_connections() -> None:
 @pytest.mark.parametrize(
     ("yaml", "message"),
     [
-        ("cors_origins: ['localhost:3000']",
-         "api_server.cors_origins[0]: expected an origin like 'http://localhost:3000'"),
+        (
+            "cors_origins: ['localhost:3000']",
+            "api_server.cors_origins[0]: expected an origin like 'http://localhost:3000'",
+        ),
         ("cors_origins: ['http://ui.test/app']", "api_server.cors_origins[0]"),
-        ("allowed_hosts: ['http://hermes.lan']",
-         "api_server.allowed_hosts[0]: expected a host name like 'hermes.lan'"),
+        (
+            "allowed_hosts: ['http://hermes.lan']",
+            "api_server.allowed_hosts[0]: expected a host name like 'hermes.lan'",
+        ),
         ("allowed_hosts: ['ok.lan', 'two words']", "api_server.allowed_hosts[1]"),
         ("max_connections: 0", "api_server.max_connections: expected an integer of at least 1"),
         ("header_timeout: 0", "api_server.header_timeout: expected a number of seconds above 0"),

@@ -77,13 +77,21 @@ class _Recorder:
 
 
 def _scope() -> dict[str, Any]:
-    return {"type": "http", "method": "POST", "path": "/v1/chat/completions",
-            "headers": [(b"host", b"127.0.0.1:8642"), (b"content-type", b"application/json"),
-                        (b"transfer-encoding", b"chunked")]}
+    return {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "headers": [
+            (b"host", b"127.0.0.1:8642"),
+            (b"content-type", b"application/json"),
+            (b"transfer-encoding", b"chunked"),
+        ],
+    }
 
 
-async def _run(pieces: list[tuple[float, bytes]], *, progress: float, total: float = math.inf
-               ) -> tuple[list[dict[str, Any]], float, _Recorder]:
+async def _run(
+    pieces: list[tuple[float, bytes]], *, progress: float, total: float = math.inf
+) -> tuple[list[dict[str, Any]], float, _Recorder]:
     """Feed body pieces (each after a pause) to a front-guarded app; what it
     sent, and when (mock time) the exchange ended."""
     app = _Recorder()
@@ -133,9 +141,7 @@ async def test_a_trickle_is_408_at_the_total(autojump_clock: Any) -> None:
     assert "body_total_timeout (10 s)" in json.loads(sent[1]["body"])["error"]["message"]
 
 
-_HOST_CHARS = st.text(
-    alphabet=st.sampled_from("abcz09-_.:[]% éA\t"), min_size=0, max_size=80
-)
+_HOST_CHARS = st.text(alphabet=st.sampled_from("abcz09-_.:[]% éA\t"), min_size=0, max_size=80)
 
 
 @given(_HOST_CHARS)

@@ -24,9 +24,7 @@ KEYED = GateSettings(key_required=True)
 HOST = "127.0.0.1:8642"
 
 
-def request(
-    method: str = "GET", path: str = "/v1/models", **headers: str
-) -> GateRequest:
+def request(method: str = "GET", path: str = "/v1/models", **headers: str) -> GateRequest:
     lower = {"host": HOST}
     lower.update({name.replace("_", "-").lower(): value for name, value in headers.items()})
     return GateRequest(method, path, {k: v for k, v in lower.items() if v is not None})
@@ -42,16 +40,39 @@ def post(content_type: str | None = "application/json", **headers: str) -> GateR
 # --- Host --------------------------------------------------------------------
 
 LOOPBACK = [
-    "localhost", "LOCALHOST", "localhost.", "localhost:8642", "app.localhost",
-    "127.0.0.1", "127.0.0.1:8642", "127.1.2.3:80", "[::1]", "[::1]:8642",
+    "localhost",
+    "LOCALHOST",
+    "localhost.",
+    "localhost:8642",
+    "app.localhost",
+    "127.0.0.1",
+    "127.0.0.1:8642",
+    "127.1.2.3:80",
+    "[::1]",
+    "[::1]:8642",
     "[::ffff:127.0.0.1]:8642",
 ]
 FOREIGN = [
-    "evil.example", "evil.example:8642", "127.0.0.1.evil.example", "localhost.evil.example",
-    "localhostx", "10.0.0.1", "192.168.1.5:8642", "[::2]", "0.0.0.0:8642",
+    "evil.example",
+    "evil.example:8642",
+    "127.0.0.1.evil.example",
+    "localhost.evil.example",
+    "localhostx",
+    "10.0.0.1",
+    "192.168.1.5:8642",
+    "[::2]",
+    "0.0.0.0:8642",
 ]
-MALFORMED = ["a:b:c", "[::1", "[::1]x", "[nothost]", "host:port", ":8642", "user@localhost",
-             "localhost/x"]
+MALFORMED = [
+    "a:b:c",
+    "[::1",
+    "[::1]x",
+    "[nothost]",
+    "host:port",
+    ":8642",
+    "user@localhost",
+    "localhost/x",
+]
 
 
 @pytest.mark.parametrize("host", LOOPBACK)
@@ -123,6 +144,7 @@ def test_the_host_refusal_names_the_host_and_the_setting() -> None:
 
 # --- Origin ------------------------------------------------------------------
 
+
 def test_same_origin_passes() -> None:
     assert origin_allowed("http://127.0.0.1:8642", HOST, OPEN)
     assert origin_allowed("http://localhost:8642", "localhost:8642", OPEN)
@@ -133,8 +155,15 @@ def test_same_origin_passes() -> None:
 
 @pytest.mark.parametrize(
     "origin",
-    ["http://127.0.0.1:8643", "http://localhost:8642", "http://evil.example", "null",
-     "file://", "http://127.0.0.1", "garbage"],
+    [
+        "http://127.0.0.1:8643",
+        "http://localhost:8642",
+        "http://evil.example",
+        "null",
+        "file://",
+        "http://127.0.0.1",
+        "garbage",
+    ],
 )
 def test_other_origins_are_foreign(origin: str) -> None:
     assert not origin_allowed(origin, HOST, OPEN)
@@ -157,8 +186,9 @@ def test_a_star_allows_any_origin_even_null() -> None:
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "DELETE", "OPTIONS", "PUT", "HEAD"])
-@pytest.mark.parametrize("path", ["/v1/models", "/v1/chat/completions", "/v1/responses/x",
-                                  "/nowhere", "/"])
+@pytest.mark.parametrize(
+    "path", ["/v1/models", "/v1/chat/completions", "/v1/responses/x", "/nowhere", "/"]
+)
 def test_a_foreign_origin_is_refused_for_every_method_and_path(method: str, path: str) -> None:
     decision = decide(request(method, path, origin="http://evil.example"), OPEN)
     assert isinstance(decision, Refuse)
@@ -169,8 +199,7 @@ def test_a_foreign_origin_is_refused_for_every_method_and_path(method: str, path
 
 @given(st.sampled_from(["GET", "POST", "OPTIONS", "DELETE"]), st.text(max_size=30))
 def test_health_passes_whatever_the_headers(method: str, junk: str) -> None:
-    decision = decide(request(method, "/health", origin=junk or "null", host="evil.example"),
-                      OPEN)
+    decision = decide(request(method, "/health", origin=junk or "null", host="evil.example"), OPEN)
     assert decision == Allow()
 
 
@@ -189,10 +218,17 @@ def test_allowed_cross_origin_requests_carry_cors_headers() -> None:
 
 # --- Content type ------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "content_type",
-    ["application/json", "Application/JSON", "application/json; charset=utf-8",
-     "application/json;charset=UTF-8", "application/vnd.api+json", " application/json "],
+    [
+        "application/json",
+        "Application/JSON",
+        "application/json; charset=utf-8",
+        "application/json;charset=UTF-8",
+        "application/vnd.api+json",
+        " application/json ",
+    ],
 )
 def test_json_content_types_pass(content_type: str) -> None:
     assert is_json(content_type)
@@ -201,8 +237,16 @@ def test_json_content_types_pass(content_type: str) -> None:
 
 @pytest.mark.parametrize(
     "content_type",
-    ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
-     "multipart/form-data; boundary=x", "application/jsonx", "text/json", "", "json"],
+    [
+        "text/plain",
+        "text/plain;charset=UTF-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/jsonx",
+        "text/json",
+        "",
+        "json",
+    ],
 )
 def test_other_content_types_are_415(content_type: str) -> None:
     decision = decide(post(content_type), OPEN)
@@ -222,8 +266,9 @@ def test_requests_without_a_body_need_no_content_type() -> None:
     assert decide(request("GET"), OPEN) == Allow()
     assert decide(request("DELETE", "/v1/responses/x"), OPEN) == Allow()
     assert decide(request("POST", "/v1/responses/x/cancel", content_length="0"), OPEN) == Allow()
-    chunked = request("POST", "/v1/chat/completions", transfer_encoding="chunked",
-                      content_type="text/plain")
+    chunked = request(
+        "POST", "/v1/chat/completions", transfer_encoding="chunked", content_type="text/plain"
+    )
     assert isinstance(decide(chunked, OPEN), Refuse)
 
 
@@ -248,8 +293,13 @@ def preflight(headers: str | None = FIREFOX, **extra: str) -> GateRequest:
     more = dict(extra)
     if headers is not None:
         more["access_control_request_headers"] = headers
-    return request("OPTIONS", "/v1/chat/completions", origin="http://localhost:5173",
-                   access_control_request_method="POST", **more)
+    return request(
+        "OPTIONS",
+        "/v1/chat/completions",
+        origin="http://localhost:5173",
+        access_control_request_method="POST",
+        **more,
+    )
 
 
 def test_firefox_preflight_allows_every_listed_header() -> None:

@@ -72,8 +72,14 @@ def error_of(body: bytes) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "host",
-    ["localhost..:{port}", "a" * 64 + ".localhost:{port}", "localhost:99999999", ".localhost",
-     "local host", "xn--/.localhost"],
+    [
+        "localhost..:{port}",
+        "a" * 64 + ".localhost:{port}",
+        "localhost:99999999",
+        ".localhost",
+        "local host",
+        "xn--/.localhost",
+    ],
 )
 @pytest.mark.parametrize("path", ["/v1/models", "/health"])
 async def test_a_malformed_host_is_a_400_not_a_crash(
@@ -84,8 +90,9 @@ async def test_a_malformed_host_is_a_400_not_a_crash(
     async with api_stack(api={"key": "k"}) as (api, _):
         status, _, body = await exchange(
             api,
-            raw_request("GET", path, host.format(port=api.port),
-                        headers={"Authorization": "Bearer k"}),
+            raw_request(
+                "GET", path, host.format(port=api.port), headers={"Authorization": "Bearer k"}
+            ),
         )
     assert status.startswith(b"HTTP/1.1 400"), status
     error = error_of(body)
@@ -98,19 +105,38 @@ async def test_refusals_a_permitted_page_can_read() -> None:
     origin = "http://app.test"
     async with api_stack(api={"cors_origins": [origin]}) as (api, model):
         here = f"127.0.0.1:{api.port}"
-        plain = await exchange(api, raw_request(
-            "POST", "/v1/chat/completions", here, body=json.dumps(CHAT).encode(),
-            content_type="text/plain", headers={"Origin": origin}))
-        foreign_host = await exchange(api, raw_request(
-            "GET", "/v1/models", "evil.example", headers={"Origin": origin}))
-        foreign_page = await exchange(api, raw_request(
-            "POST", "/v1/chat/completions", here, body=json.dumps(CHAT).encode(),
-            content_type="text/plain", headers={"Origin": "http://evil.example"}))
-        missing = await exchange(api, raw_request(
-            "GET", "/v1/nothing", here, headers={"Origin": origin}))
+        plain = await exchange(
+            api,
+            raw_request(
+                "POST",
+                "/v1/chat/completions",
+                here,
+                body=json.dumps(CHAT).encode(),
+                content_type="text/plain",
+                headers={"Origin": origin},
+            ),
+        )
+        foreign_host = await exchange(
+            api, raw_request("GET", "/v1/models", "evil.example", headers={"Origin": origin})
+        )
+        foreign_page = await exchange(
+            api,
+            raw_request(
+                "POST",
+                "/v1/chat/completions",
+                here,
+                body=json.dumps(CHAT).encode(),
+                content_type="text/plain",
+                headers={"Origin": "http://evil.example"},
+            ),
+        )
+        missing = await exchange(
+            api, raw_request("GET", "/v1/nothing", here, headers={"Origin": origin})
+        )
     assert model.model_requests == []
     for (status, headers, body), code in (
-        (plain, "unsupported_media_type"), (foreign_host, "host_not_allowed"),
+        (plain, "unsupported_media_type"),
+        (foreign_host, "host_not_allowed"),
     ):
         assert error_of(body)["code"] == code, status
         assert headers["access-control-allow-origin"] == origin
@@ -152,15 +178,23 @@ async def test_http2_without_tls_is_refused_and_runs_nothing() -> None:
     async with api_stack([TextReply("ran the agent")]) as (api, model):
         raw = await h2_post(
             api.port,
-            [(":method", "POST"), (":path", "/v1/chat/completions"), (":scheme", "http"),
-             (":authority", f"127.0.0.1:{api.port}"), ("content-type", "text/plain")],
+            [
+                (":method", "POST"),
+                (":path", "/v1/chat/completions"),
+                (":scheme", "http"),
+                (":authority", f"127.0.0.1:{api.port}"),
+                ("content-type", "text/plain"),
+            ],
             json.dumps(CHAT).encode(),
         )
         async with httpx.AsyncClient() as client:
             upgrade = await client.get(
                 f"{api.base_url}/models",
-                headers={"Connection": "Upgrade, HTTP2-Settings", "Upgrade": "h2c",
-                         "HTTP2-Settings": "AAMAAABkAARAAAAAAAIAAAAA"},
+                headers={
+                    "Connection": "Upgrade, HTTP2-Settings",
+                    "Upgrade": "h2c",
+                    "HTTP2-Settings": "AAMAAABkAARAAAAAAAIAAAAA",
+                },
             )
     assert model.model_requests == []
     head, _, body = raw.partition(b"\r\n\r\n")
@@ -272,9 +306,16 @@ async def test_quart_limit_covers_chunked_and_declared_bodies() -> None:
             with trio.fail_after(5):
                 while chunk := await stream.receive_some(65536):
                     raw += chunk
-        declared = await exchange(api, raw_request(
-            "POST", "/v1/chat/completions", f"127.0.0.1:{api.port}", body=None,
-            headers={"Content-Type": "application/json", "Content-Length": "5000"}))
+        declared = await exchange(
+            api,
+            raw_request(
+                "POST",
+                "/v1/chat/completions",
+                f"127.0.0.1:{api.port}",
+                body=None,
+                headers={"Content-Type": "application/json", "Content-Length": "5000"},
+            ),
+        )
     assert model.model_requests == []
     for status, body in (
         (bytes(raw).split(b"\r\n", 1)[0], bytes(raw).partition(b"\r\n\r\n")[2]),
@@ -286,9 +327,18 @@ async def test_quart_limit_covers_chunked_and_declared_bodies() -> None:
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("localhost", True),
-     ("::ffff:127.0.0.1", True), ("app.localhost", True),
-     ("0.0.0.0", False), ("192.168.1.2", False), ("::", False), ("example.com", False)],
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("localhost", True),
+        ("::ffff:127.0.0.1", True),
+        ("app.localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.2", False),
+        ("::", False),
+        ("example.com", False),
+    ],
 )
 def test_one_loopback_rule_for_binding_and_for_hosts(host: str, loopback: bool) -> None:
     from hermes_trio.config import ApiServerConfig, ModelConfig

@@ -36,8 +36,10 @@ async def test_a_cross_origin_text_plain_post_runs_nothing(tmp_path: Path) -> No
             response = await client.post(
                 f"{api.base_url}/chat/completions",
                 content=body,
-                headers={"Origin": "http://evil.example",
-                         "Content-Type": "text/plain;charset=UTF-8"},
+                headers={
+                    "Origin": "http://evil.example",
+                    "Content-Type": "text/plain;charset=UTF-8",
+                },
             )
         assert model.model_requests == []
     assert not (tmp_path / "pwned.txt").exists()
@@ -57,9 +59,7 @@ async def test_a_text_plain_post_without_origin_is_415(tmp_path: Path) -> None:
                 content=json.dumps(CHAT),
                 headers={"Content-Type": "text/plain"},
             )
-            form = await client.post(
-                f"{api.base_url}/responses", data={"input": "hi"}
-            )
+            form = await client.post(f"{api.base_url}/responses", data={"input": "hi"})
             none = await client.post(
                 f"{api.base_url}/chat/completions", content=json.dumps(CHAT).encode()
             )
@@ -157,8 +157,11 @@ async def test_the_openai_sdk_and_curl_style_requests_still_work() -> None:
             curl = await client.post(
                 f"{api.base_url}/chat/completions",
                 content=json.dumps(CHAT),
-                headers={"Content-Type": "application/json", "User-Agent": "curl/8.5.0",
-                         "Accept": "*/*"},
+                headers={
+                    "Content-Type": "application/json",
+                    "User-Agent": "curl/8.5.0",
+                    "Accept": "*/*",
+                },
             )
     assert answer.choices[0].message.content == "one"
     assert curl.status_code == 200

@@ -32,6 +32,7 @@ LIMITS = ConnectionLimits(header_timeout=10.0, idle_timeout=30.0, linger=2.0)
 
 # --- the state machine -------------------------------------------------------
 
+
 def test_a_fresh_connection_must_finish_its_head_from_the_accept() -> None:
     life = ConnectionLifetime(LIMITS, now=100.0)
     assert (life.phase, life.deadline) == (Phase.WAITING, 110.0)
@@ -85,18 +86,24 @@ def test_closing_lingers_once_and_ignores_later_events() -> None:
 
 
 def test_raw_error_responses_are_complete_openai_errors() -> None:
-    raw = raw_error_response(503, "busy", code="too_many_connections",
-                             headers={"retry-after": "1"})
+    raw = raw_error_response(503, "busy", code="too_many_connections", headers={"retry-after": "1"})
     head, _, body = raw.partition(b"\r\n\r\n")
     lines = head.decode().split("\r\n")
     assert lines[0] == "HTTP/1.1 503 Service Unavailable"
     assert "connection: close" in lines and "retry-after: 1" in lines
     assert f"content-length: {len(body)}" in lines
-    assert json.loads(body) == {"error": {"message": "busy", "type": "server_error",
-                                          "param": None, "code": "too_many_connections"}}
+    assert json.loads(body) == {
+        "error": {
+            "message": "busy",
+            "type": "server_error",
+            "param": None,
+            "code": "too_many_connections",
+        }
+    }
 
 
 # --- the connection on a socket pair, in mock time ---------------------------
+
 
 @dataclass
 class App:
@@ -136,8 +143,13 @@ async def served(app: App) -> AsyncIterator[Served]:
     config = HypercornConfig()
     registry = _Connections(8, LIMITS, "api_server")
     connection = _Connection(
-        wrap_app(app, 1 << 20, "asgi"), config, WorkerContext(None), {},
-        trio.SocketStream(server_sock), LIMITS, registry,
+        wrap_app(app, 1 << 20, "asgi"),
+        config,
+        WorkerContext(None),
+        {},
+        trio.SocketStream(server_sock),
+        LIMITS,
+        registry,
     )
     client = trio.SocketStream(client_sock)
     result = Served(client, connection)

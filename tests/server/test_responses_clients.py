@@ -166,9 +166,7 @@ async def test_server_side_tool_calls_are_not_function_call_items(tmp_path: Path
     assert plain.output_text == "Let me look.The notes say hello."
     assert stored["output_text"] == plain.output_text
     assert not any("function_call" in e["type"] for e in events)
-    assert not any(
-        e.get("item", {}).get("type", "").startswith("function_call") for e in events
-    )
+    assert not any(e.get("item", {}).get("type", "").startswith("function_call") for e in events)
     assert _function_items(items["data"]) == []
     # The conversation the next turn continues from still has the tool's work.
     history = model.model_requests[4].json["messages"]

@@ -281,9 +281,7 @@ async def test_recovery_numbers_its_ending_above_the_reservation(tmp_path) -> No
         assert replay[-1].type == "response.incomplete"
         assert replay[-1].payload()["sequence_number"] == 5001
         # A resume from anything a client saw ends with the ending.
-        assert [e.type for e in await store.events_after("resp_r", 4999)] == [
-            "response.incomplete"
-        ]
+        assert [e.type for e in await store.events_after("resp_r", 4999)] == ["response.incomplete"]
 
         def reservations(conn: sqlite3.Connection) -> list[tuple[str, int]]:
             return conn.execute("SELECT * FROM response_reservations").fetchall()

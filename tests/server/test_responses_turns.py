@@ -153,8 +153,12 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
 
 
 def _call(index: int, call_id: str, city: str) -> list[bytes]:
-    start = {"index": index, "id": call_id, "type": "function",
-             "function": {"name": "get_weather", "arguments": ""}}
+    start = {
+        "index": index,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": ""},
+    }
     args = {"index": index, "function": {"arguments": json.dumps({"city": city})}}
     return [_chunk({"tool_calls": [start]}), _chunk({"tool_calls": [args]})]
 
@@ -168,8 +172,13 @@ DUPLICATE_IDS = b"".join(
         b"data: [DONE]\n\n",
     ]
 )
-WEATHER = [{"type": "function", "name": "get_weather",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+WEATHER = [
+    {
+        "type": "function",
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+]
 
 
 async def test_duplicate_call_ids_are_made_unique_where_the_client_answers_them() -> None:
@@ -188,8 +197,12 @@ async def test_duplicate_call_ids_are_made_unique_where_the_client_answers_them(
             ]
             answer = await http.post(
                 "/responses",
-                json={"model": "m", "previous_response_id": final["id"], "input": outputs,
-                      "tools": WEATHER},
+                json={
+                    "model": "m",
+                    "previous_response_id": final["id"],
+                    "input": outputs,
+                    "tools": WEATHER,
+                },
             )
     ids = [c["call_id"] for c in calls]
     assert len(ids) == 2 and len(set(ids)) == 2
@@ -207,10 +220,20 @@ async def test_duplicate_call_ids_are_unique_on_the_chat_endpoint_too() -> None:
         with trio.fail_after(15):
             reply = await http.post(
                 "/chat/completions",
-                json={"model": "m", "messages": [{"role": "user", "content": "weather?"}],
-                      "stream": True,
-                      "tools": [{"type": "function", "function": {
-                          "name": "get_weather", "parameters": WEATHER[0]["parameters"]}}]},
+                json={
+                    "model": "m",
+                    "messages": [{"role": "user", "content": "weather?"}],
+                    "stream": True,
+                    "tools": [
+                        {
+                            "type": "function",
+                            "function": {
+                                "name": "get_weather",
+                                "parameters": WEATHER[0]["parameters"],
+                            },
+                        }
+                    ],
+                },
             )
     ids = [
         call["id"]

@@ -21,7 +21,11 @@ async def run_cli(args: list[str], env: dict[str, str], cwd) -> subprocess.Compl
     with trio.fail_after(20):
         return await trio.run_process(
             [sys.executable, "-m", "hermes_trio.cli", *args],
-            env=env, cwd=cwd, capture_stdout=True, capture_stderr=True, check=False,
+            env=env,
+            cwd=cwd,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
         )
 
 
@@ -68,7 +72,9 @@ async def test_sigterm_exits_quickly_with_a_stuck_client(tmp_path) -> None:
             stuck.sendall(
                 b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\nContent-Length: "
-                + str(len(body)).encode() + b"\r\n\r\n" + body
+                + str(len(body)).encode()
+                + b"\r\n\r\n"
+                + body
             )
             await model.wait_request(1)
             await trio.sleep(0.5)  # let the write side fill up

@@ -25,7 +25,8 @@ async def open_stream(host: str, port: int, path: str, body: dict[str, Any]) -> 
     data = json.dumps(body).encode()
     await stream.send_all(
         f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(data)}\r\n\r\n".encode() + data
+        f"Content-Length: {len(data)}\r\n\r\n".encode()
+        + data
     )
     return stream
 
@@ -34,8 +35,9 @@ async def read_response(stream: trio.SocketStream) -> tuple[int, bytes, bool]:
     """Status, body and whether the body ended as HTTP says it must (the
     chunked terminator), reading until the server closes."""
     conn = h11.Connection(h11.CLIENT)
-    conn.send(h11.Request(method="POST", target="/", headers=[("Host", "x"),
-                                                              ("Content-Length", "0")]))
+    conn.send(
+        h11.Request(method="POST", target="/", headers=[("Host", "x"), ("Content-Length", "0")])
+    )
     conn.send(h11.EndOfMessage())
     status, body, ended = 0, bytearray(), False
     while True:
@@ -74,14 +76,18 @@ async def test_sigterm_ends_chat_and_responses_streams_with_their_last_words(tmp
         async with trio.open_nursery() as nursery:
             served = await start_serve(nursery, env, tmp_path)
             host, port = served.base_url.split("//")[1].split("/")[0].rsplit(":", 1)
-            short = await open_stream(host, int(port), "/v1/responses",
-                                      {"input": "short", "stream": True})
+            short = await open_stream(
+                host, int(port), "/v1/responses", {"input": "short", "stream": True}
+            )
             await model.wait_request(1)
-            long = await open_stream(host, int(port), "/v1/responses",
-                                     {"input": "long", "stream": True})
+            long = await open_stream(
+                host, int(port), "/v1/responses", {"input": "long", "stream": True}
+            )
             await model.wait_request(2)
             chat = await open_stream(
-                host, int(port), "/v1/chat/completions",
+                host,
+                int(port),
+                "/v1/chat/completions",
                 {"messages": [{"role": "user", "content": "long"}], "stream": True},
             )
             await model.wait_request(3)

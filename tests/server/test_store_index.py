@@ -49,8 +49,12 @@ CREATE TABLE response_reservations (
 
 
 def _item(item_id: str, text: str = "t") -> dict[str, Any]:
-    return {"id": item_id, "type": "message", "role": "user",
-            "content": [{"type": "input_text", "text": text}]}
+    return {
+        "id": item_id,
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": text}],
+    }
 
 
 def _old_store(path: Path, version: int) -> None:
@@ -60,8 +64,14 @@ def _old_store(path: Path, version: int) -> None:
             response = {"id": f"resp_{n}", "output": [_item(f"out_{n}"), _item("shared", f"r{n}")]}
             conn.execute(
                 "INSERT INTO responses VALUES (?, ?, 'completed', ?, ?, 0, ?, '[]', ?)",
-                (f"resp_{n}", owner, created, created, json.dumps(response),
-                 json.dumps([_item(f"in_{n}")])),
+                (
+                    f"resp_{n}",
+                    owner,
+                    created,
+                    created,
+                    json.dumps(response),
+                    json.dumps([_item(f"in_{n}")]),
+                ),
             )
         # An event row whose response is gone (left by an older version).
         conn.execute("INSERT INTO response_events VALUES ('resp_gone', 0, 'x', '{}')")
@@ -113,20 +123,22 @@ async def test_the_index_follows_create_finish_delete_and_prune(tmp_path: Path) 
             return set(conn.execute("SELECT item_id, response_id FROM response_items"))
 
     try:
-        await store.create(StoredResponse("r1", "o", "in_progress", 1.0, {"output": []},
-                                          input_items=[_item("a")]))
+        await store.create(
+            StoredResponse("r1", "o", "in_progress", 1.0, {"output": []}, input_items=[_item("a")])
+        )
         assert indexed() == {("a", "r1")}
-        await store.finish("r1", status="completed",
-                           response={"output": [_item("b")]}, messages=[])
+        await store.finish("r1", status="completed", response={"output": [_item("b")]}, messages=[])
         assert indexed() == {("a", "r1"), ("b", "r1")}
         assert set(await store.find_items("o", ["a", "b"])) == {"a", "b"}
         assert await store.find_items("other", ["a", "b"]) == {}
-        await store.create(StoredResponse("r2", "o", "completed", 2.0, {"output": []},
-                                          input_items=[_item("c")]))
+        await store.create(
+            StoredResponse("r2", "o", "completed", 2.0, {"output": []}, input_items=[_item("c")])
+        )
         await store.delete("r2", "o")
         assert indexed() == {("a", "r1"), ("b", "r1")}
-        await store.create(StoredResponse("r3", "o", "completed", 3.0, {"output": []},
-                                          input_items=[_item("d")]))
+        await store.create(
+            StoredResponse("r3", "o", "completed", 3.0, {"output": []}, input_items=[_item("d")])
+        )
         assert await store.prune() == 1
         assert indexed() == {("d", "r3")}
     finally:
@@ -139,21 +151,26 @@ async def test_no_event_rows_outlive_a_deleted_response(tmp_path: Path) -> None:
     store = SQLiteResponseStore(tmp_path / "r.sqlite3")
     await store.open()
     try:
-        await store.create(StoredResponse("r1", "o", "in_progress", 1.0, {"output": []}),
-                           reserved=10)
+        await store.create(
+            StoredResponse("r1", "o", "in_progress", 1.0, {"output": []}), reserved=10
+        )
         assert await store.delete("r1", "o")
         # The turn was still running: its late writes find no row.
         await store.append_events("r1", [ResponseEvent.make(0, "x", "{}")])
         await store.reserve("r1", 2048)
-        await store.finish("r1", status="incomplete", response={"output": [_item("z")]},
-                           messages=[], events=[ResponseEvent.make(1, "y", "{}")])
+        await store.finish(
+            "r1",
+            status="incomplete",
+            response={"output": [_item("z")]},
+            messages=[],
+            events=[ResponseEvent.make(1, "y", "{}")],
+        )
     finally:
         await store.aclose()
     with sqlite3.connect(store.path) as conn:
         left = {
             table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in ("responses", "response_events", "response_reservations",
-                          "response_items")
+            for table in ("responses", "response_events", "response_reservations", "response_items")
         }
     assert left == dict.fromkeys(left, 0)
 
@@ -188,9 +205,14 @@ async def test_reads_do_not_wait_behind_a_write_that_waits() -> None:
                 with trio.fail_after(2):
                     fetched = await http.get(f"/responses/{kept['id']}")
                     replay = await http.get(f"/responses/{kept['id']}?stream=true")
-                    found = await http.post("/responses", json={
-                        "model": "m", "store": False,
-                        "input": [{"type": "item_reference", "id": "nope"}]})
+                    found = await http.post(
+                        "/responses",
+                        json={
+                            "model": "m",
+                            "store": False,
+                            "input": [{"type": "item_reference", "id": "nope"}],
+                        },
+                    )
                 await trio.to_thread.run_sync(blocker.rollback)
         finally:
             await trio.to_thread.run_sync(blocker.close)
@@ -240,7 +262,9 @@ async def test_big_bodies_and_conversations_stay_off_the_event_loop(monkeypatch)
                 "/responses", content=chunked(), headers={"Content-Type": "application/json"}
             )
             assert reply.status_code == 200, reply.text
-            continued = await http.post("/responses", json={
-                "model": "m", "input": "more", "previous_response_id": reply.json()["id"]})
+            continued = await http.post(
+                "/responses",
+                json={"model": "m", "input": "more", "previous_response_id": reply.json()["id"]},
+            )
     assert continued.status_code == 200, continued.text
     assert on_loop == []

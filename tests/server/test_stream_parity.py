@@ -124,6 +124,10 @@ async def test_streamed_and_plain_answers_are_the_same(case: str, tmp_path: Path
     text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
     assert text == body["output_text"]
     # And the text of both endpoints is the same, whitespace included.
-    texts = [part["text"] for item in body["output"] if item["type"] == "message"
-             for part in item["content"]]
+    texts = [
+        part["text"]
+        for item in body["output"]
+        if item["type"] == "message"
+        for part in item["content"]
+    ]
     assert plain["content"] == "\n\n".join(t for t in texts if t)

@@ -694,7 +694,7 @@ async def test_cli_serves_default_reply() -> None:
 
 
 async def test_raw_reply_sends_its_bytes_as_they_are() -> None:
-    pieces = [b"data: not json\n\n", b"data: {\"half\": ", b"1}\n\n"]
+    pieces = [b"data: not json\n\n", b'data: {"half": ', b"1}\n\n"]
     html = RawReply(b"<html>portal</html>", content_type="text/html", headers={"X-Odd": "1"})
     async with open_scripted_server([RawReply(pieces, delay=0.01), html]) as server:
         async with httpx.AsyncClient(base_url=server.base_url) as client:

@@ -361,8 +361,9 @@ def test_merge_deltas_keeps_everything_in_order() -> None:
     one = ChunkDelta(content="a", reasoning="r1", tool_calls=(ToolCallStart(0, "c", "f"),))
     two = ChunkDelta(content="b", tool_calls=(ToolCallArgs(0, "{}"),), finish_reason="stop")
     merged = merge_deltas([one, two])
-    assert merged == ChunkDelta("ab", "r1", (ToolCallStart(0, "c", "f"), ToolCallArgs(0, "{}")),
-                                "stop", tokens=2)
+    assert merged == ChunkDelta(
+        "ab", "r1", (ToolCallStart(0, "c", "f"), ToolCallArgs(0, "{}")), "stop", tokens=2
+    )
     assert merge_deltas([one]) is one
     # Only deltas with text are the model's tokens.
     assert merge_deltas([one, ChunkDelta(reasoning="r2")]).tokens == 1

@@ -128,8 +128,11 @@ def test_every_client_call_reaches_the_client_once_and_whole(
 def test_repeated_ids_are_made_unique_before_anyone_sees_them() -> None:
     stream = ClientCallStream(CLIENT)
     out = stream.feed(
-        [ToolCallStart(0, "dup", "get_weather"), ToolCallStart(1, "dup", "read_file"),
-         ToolCallStart(2, "dup", "get_time")]
+        [
+            ToolCallStart(0, "dup", "get_weather"),
+            ToolCallStart(1, "dup", "read_file"),
+            ToolCallStart(2, "dup", "get_time"),
+        ]
     )
     assert [(d.index, d.call_id) for d in out] == [(0, "dup"), (1, "dup_2")]
     calls = [

@@ -487,7 +487,7 @@ def test_repairing_one_lone_surrogate_in_a_big_body_costs_about_a_parse() -> Non
 
 def test_bodies_orjson_refuses_for_other_reasons_keep_its_reason() -> None:
     # Truncated, with backslashes in it: no repair can help.
-    body = '{"content": "' + "a\\\\b" * 10 + '\\ud800'
+    body = '{"content": "' + "a\\\\b" * 10 + "\\ud800"
     with pytest.raises(ValueError, match="unexpected end of data"):
         loads_upstream(body)
     with pytest.raises(ValueError):

@@ -314,10 +314,12 @@ def _call_payloads(data: list[dict[str, Any]]) -> list[tuple[str, Any]]:
 
 def test_client_tool_calls_stream_as_written() -> None:
     calls = (
-        {"id": "call_w", "type": "function",
-         "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
-        {"id": "call_t", "type": "function",
-         "function": {"name": "get_time", "arguments": "{}"}},
+        {
+            "id": "call_w",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+        },
+        {"id": "call_t", "type": "function", "function": {"name": "get_time", "arguments": "{}"}},
     )
     b, out = run(
         [

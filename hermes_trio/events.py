@@ -218,4 +218,3 @@ def coalesce(events: Iterable[StreamEvent]) -> list[StreamEvent]:
             out.append(event)
     flush()
     return out
-

@@ -94,6 +94,7 @@ Consumer = Callable[[trio.MemoryReceiveChannel[StreamEvent]], Awaitable[object]]
 """Reads one turn's events; runs beside the agent in the turn's nursery.
 The channel is closed for it when it returns."""
 
+
 @dataclass
 class TurnResult:
     """How a turn ended. ``text`` is the last step's text (as in
@@ -109,7 +110,6 @@ class TurnResult:
     model_status: int | None = None
     added: list[dict[str, Any]] = field(default_factory=list)
     answer: str = ""
-
 
 
 class TurnEvents:
@@ -155,7 +155,6 @@ class TurnRunner(Protocol):
         """``run_turn(messages, send, **options)``: run the turn over
         ``messages`` (extended in place), sending its events to ``send``."""
         ...
-
 
 
 Messages = list[dict[str, Any]] | str

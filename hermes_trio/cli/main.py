@@ -40,16 +40,22 @@ def build_parser() -> argparse.ArgumentParser:
     # The same options after the subcommand too (`hermes-trio serve --config x`);
     # SUPPRESS keeps a value given before the subcommand.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
-                        help="config file (default: $HERMES_CONFIG, else ./config.yaml)")
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="log debug detail")
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="config file (default: $HERMES_CONFIG, else ./config.yaml)",
+    )
+    common.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log debug detail"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str) -> argparse.ArgumentParser:
         summary = COMMANDS[name][1]
-        return sub.add_parser(name, help=summary, description=f"hermes-trio {name}: {summary}.",
-                              parents=[common])
+        return sub.add_parser(
+            name, help=summary, description=f"hermes-trio {name}: {summary}.", parents=[common]
+        )
 
     serve = add("serve")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")

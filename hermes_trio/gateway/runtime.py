@@ -195,8 +195,7 @@ def build_adapters(config: Config, client: httpx.AsyncClient) -> list[PlatformAd
     # filter_users=False: the gateway enforces the allow-lists itself,
     # because only it can answer a refused user.
     return [
-        platform.build(config, client, filter_users=False)
-        for platform in enabled_platforms(config)
+        platform.build(config, client, filter_users=False) for platform in enabled_platforms(config)
     ]
 
 
@@ -273,7 +272,7 @@ def startup_problem(config: Config) -> str | None:
 
 
 def _ways_to_enable() -> str:
-    """"set A, enable B or C, or enable the API server (…)": the platforms'
+    """ "set A, enable B or C, or enable the API server (…)": the platforms'
     switches, those with the same verb together."""
     settings: dict[str, list[str]] = {}
     for platform in PLATFORMS:

@@ -72,8 +72,12 @@ class AnswerEnd:
     @property
     def owes_usage(self) -> bool:
         """The answer looks final but the usage that was asked for has not come."""
-        return self.finishing and self.plain and not self.doubted and self.wants and not (
-            self.usage_known or self.usage_after
+        return (
+            self.finishing
+            and self.plain
+            and not self.doubted
+            and self.wants
+            and not (self.usage_known or self.usage_after)
         )
 
     def grace(self, idle: float) -> float | None:

@@ -591,8 +591,7 @@ class ModelClient:
                     raw = await _read_capped(response, _MAX_ERROR_BYTES)
                     if response.status_code in _STREAM_REFUSAL_STATUSES:
                         raise _StreamRefused(
-                            f"HTTP {response.status_code} for stream: true: "
-                            f"{_error_fields(raw)[0]}"
+                            f"HTTP {response.status_code} for stream: true: {_error_fields(raw)[0]}"
                         )
                     raise _status_error(target, response, raw)
                 ctype = response.headers.get("content-type", "")

@@ -44,10 +44,10 @@ def mentions_bot(message: dict[str, Any], bot_id: str) -> bool:
 def strip_mentions(text: str, bot_id: str) -> str:
     """``text`` without the bot's mentions (``<@id>``, ``<@!id>``), spaces
     around them folded, ends trimmed."""
-    stripped = _mention_pattern(bot_id).sub(" ", text)
-    # Fold only the runs the cut left behind; line breaks stay as they were.
-    stripped = re.sub(r"[ \t]{2,}", " ", stripped) if stripped != text else stripped
-    return stripped.strip()
+    # The spaces around a mention go with it; the rest of the text (line
+    # breaks, Markdown indentation) stays as written.
+    around = re.compile(rf"[ \t]*<@!?{re.escape(bot_id)}>[ \t]*")
+    return around.sub(" ", text).strip()
 
 
 def _timestamp(value: Any) -> float | None:

@@ -63,9 +63,7 @@ def create_app(state: ServerState) -> QuartTrio:
     @app.errorhandler(Exception)
     async def on_unexpected(exc: Exception) -> Response:
         log.exception("unexpected error in %s %s", request.method, request.path)
-        body = error_body(
-            f"internal error: {type(exc).__name__}", status=500, code=INTERNAL_ERROR
-        )
+        body = error_body(f"internal error: {type(exc).__name__}", status=500, code=INTERNAL_ERROR)
         return json_response(body, 500)
 
     @app.before_request

@@ -34,6 +34,7 @@ __all__ = ["ApiServer", "open_api_server", "startup_problem"]
 
 log = logging.getLogger("hermes_trio.server")
 
+
 @dataclass
 class ApiServer:
     host: str

@@ -158,12 +158,15 @@ async def test_a_zombie_connection_is_closed_and_resumed(
     caplog.set_level(logging.DEBUG, logger="hermes_trio.platforms.discord")
     fake, client = in_process(heartbeat_interval=40.0)
     send, _ = trio.open_memory_channel[InboundMessage](10)
+    adapter = adapter_for(fake, client)
     async with client, trio.open_nursery() as nursery:
-        await nursery.start(adapter_for(fake, client).run, send)
+        await nursery.start(adapter.run, send)
         await trio.sleep(50)
         fake.ack_heartbeats = False
         await fake.wait_until(lambda: len(fake.connections) == 2 and fake.ready)
         resumed_at = trio.current_time()
+        await trio.testing.wait_all_tasks_blocked()
+        assert adapter.connected
         nursery.cancel_scope.cancel()
     first = random.Random(1).random() * 40.0
     # Beats at first and first+40 are answered, the one at first+80 is not;

@@ -244,7 +244,13 @@ class DiscordAdapter:
                 if isinstance(end, Reconnect) and end.close:
                     with trio.move_on_after(CLOSE_TIMEOUT):
                         await socket.aclose(RESUME_CLOSE_CODE)
-        except (trio_websocket.HandshakeError, OSError) as exc:
+        except (
+            trio_websocket.HandshakeError,
+            # The server hung up in the middle of the handshake or the close.
+            trio_websocket.ConnectionClosed,
+            trio.BrokenResourceError,
+            OSError,
+        ) as exc:
             return self._failed(f"could not connect to the gateway: {_describe(exc)}")
         finally:
             self.connected = False

@@ -18,6 +18,14 @@ A real server, for clients you cannot hand a transport::
         ...  # point your client at server.base_url
 """
 
+from .fake_discord import (
+    DiscordCall,
+    DiscordMessage,
+    FakeDiscord,
+    GatewayConnection,
+    GatewayOp,
+    open_fake_discord,
+)
 from .fake_homeassistant import FakeHomeAssistant, HAEvent, HAServiceCall, open_fake_homeassistant
 from .fake_http import FakeTransport
 from .fake_messenger import FakeCall, FakeMessenger
@@ -44,10 +52,13 @@ from .scripted_model.server import ScriptedModelServer, open_scripted_server
 
 __all__ = [
     "ConnectionRecord",
+    "DiscordCall",
+    "DiscordMessage",
     "Drop",
     "ErrorFrame",
     "ErrorReply",
     "FakeCall",
+    "FakeDiscord",
     "FakeHomeAssistant",
     "FakeMessage",
     "FakeMessenger",
@@ -55,6 +66,8 @@ __all__ = [
     "FakeTelegram",
     "FakeTransport",
     "FakeWhatsApp",
+    "GatewayConnection",
+    "GatewayOp",
     "HAEvent",
     "HAServiceCall",
     "JSONInsteadOfStream",
@@ -74,6 +87,7 @@ __all__ = [
     "ToolCallReply",
     "WhatsAppCall",
     "WhatsAppSent",
+    "open_fake_discord",
     "open_fake_homeassistant",
     "open_fake_slack",
     "open_fake_telegram",

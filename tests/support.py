@@ -267,3 +267,27 @@ async def start_serve(
         await served.wait_for("serve: model server")
     served.base_url = listening.split("listening on ")[1].split()[0]
     return served
+
+
+class ProcessOutput:
+    """Everything a child process wrote to one pipe, with a way to wait for text."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self._changed = trio.Event()
+
+    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
+        try:
+            async for chunk in stream:
+                self.data.extend(chunk)
+                self._changed.set()
+                self._changed = trio.Event()
+        finally:
+            self._changed.set()
+
+    async def wait_for(self, needle: bytes) -> None:
+        while needle not in self.data:
+            await self._changed.wait()
+
+    def text(self) -> str:
+        return self.data.decode(errors="replace")

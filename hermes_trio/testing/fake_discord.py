@@ -59,7 +59,7 @@ import trio
 import trio_websocket
 
 from ..consumers.messenger import measure
-from .fake_http import FakeRequest, FakeResponse, serve_http
+from .fake_http import FakeRequest, FakeResponse, serve_http, server_nursery
 
 __all__ = [
     "DiscordCall",
@@ -799,25 +799,12 @@ async def open_fake_discord(
         bucket_limit=bucket_limit,
         bucket_window=bucket_window,
     )
-    body_error: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            serve = partial(trio.serve_tcp, fake.serve_gateway, 0, host=host)
-            listeners = await nursery.start(serve)
-            port = listeners[0].socket.getsockname()[1]
-            fake.gateway_url = f"ws://{host}:{port}"
-            try:
-                async with serve_http(fake.handle, host=host) as base_url:
-                    fake.files_url = base_url
-                    fake.base_url = base_url + API_PREFIX
-                    yield fake
-            except BaseException as exc:
-                body_error = exc
-                raise
-            finally:
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # The test's own error comes out as itself, not in the server's group.
-        if body_error is not None and list(group.exceptions) == [body_error]:
-            raise body_error from None
-        raise
+    async with server_nursery() as nursery:
+        serve = partial(trio.serve_tcp, fake.serve_gateway, 0, host=host)
+        listeners = await nursery.start(serve)
+        port = listeners[0].socket.getsockname()[1]
+        fake.gateway_url = f"ws://{host}:{port}"
+        async with serve_http(fake.handle, host=host) as base_url:
+            fake.files_url = base_url
+            fake.base_url = base_url + API_PREFIX
+            yield fake

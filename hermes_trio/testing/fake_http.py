@@ -27,7 +27,14 @@ import h11
 import httpx
 import trio
 
-__all__ = ["FakeRequest", "FakeResponse", "FakeTransport", "Handler", "serve_http"]
+__all__ = [
+    "FakeRequest",
+    "FakeResponse",
+    "FakeTransport",
+    "Handler",
+    "serve_http",
+    "server_nursery",
+]
 
 log = logging.getLogger(__name__)
 
@@ -100,16 +107,26 @@ async def serve_http(
     An exception raised in the ``async with`` body comes out as itself, not
     wrapped in the server nursery's exception group, so tests can use
     ``pytest.raises`` around the whole block."""
+    async with server_nursery() as nursery:
+        listeners = await nursery.start(
+            partial(trio.serve_tcp, partial(_connection, handler), port, host=host)
+        )
+        bound_port = listeners[0].socket.getsockname()[1]
+        url_host = f"[{host}]" if ":" in host else host
+        yield f"http://{url_host}:{bound_port}"
+
+
+@asynccontextmanager
+async def server_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery for a fake server's tasks, cancelled when the block ends.
+
+    An exception raised in the block comes out as itself, not wrapped in the
+    nursery's exception group, so tests can ``pytest.raises`` around it."""
     body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(
-                partial(trio.serve_tcp, partial(_connection, handler), port, host=host)
-            )
-            bound_port = listeners[0].socket.getsockname()[1]
-            url_host = f"[{host}]" if ":" in host else host
             try:
-                yield f"http://{url_host}:{bound_port}"
+                yield nursery
             except BaseException as exc:
                 body_error = exc
                 raise

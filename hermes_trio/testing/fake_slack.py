@@ -43,7 +43,7 @@ from typing import Any
 import trio
 import trio_websocket
 
-from .fake_http import FakeRequest, FakeResponse, serve_http
+from .fake_http import FakeRequest, FakeResponse, serve_http, server_nursery
 
 __all__ = ["FakeSlack", "SlackCall", "SlackMessage", "open_fake_slack"]
 
@@ -523,24 +523,11 @@ async def open_fake_slack(host: str = "127.0.0.1", **settings: Any) -> AsyncIter
     """Run a fake Slack; ``fake.base_url`` is the ``api_base_url`` to use.
     ``settings`` go to ``FakeSlack``."""
     fake = FakeSlack(**settings)
-    body_error: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            fake._nursery = nursery
-            serve = partial(trio.serve_tcp, fake.serve_socket, 0, host=host)
-            listeners = await nursery.start(serve)
-            fake.socket_url = f"ws://{host}:{listeners[0].socket.getsockname()[1]}"
-            try:
-                async with serve_http(fake.handle, host=host) as base_url:
-                    fake.base_url = base_url + "/api/"
-                    yield fake
-            except BaseException as exc:
-                body_error = exc
-                raise
-            finally:
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # The test's own error comes out as itself, not in the server's group.
-        if body_error is not None and list(group.exceptions) == [body_error]:
-            raise body_error from None
-        raise
+    async with server_nursery() as nursery:
+        fake._nursery = nursery
+        serve = partial(trio.serve_tcp, fake.serve_socket, 0, host=host)
+        listeners = await nursery.start(serve)
+        fake.socket_url = f"ws://{host}:{listeners[0].socket.getsockname()[1]}"
+        async with serve_http(fake.handle, host=host) as base_url:
+            fake.base_url = base_url + "/api/"
+            yield fake

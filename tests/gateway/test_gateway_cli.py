@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from support import clean_env, make_config
+from support import ProcessOutput, clean_env, make_config
 
 from hermes_trio.cli.gateway import _main, run_gateway
 from hermes_trio.config import Config, PlatformsConfig, TelegramConfig, load_config
@@ -88,30 +88,6 @@ def test_commands_are_recognised() -> None:
     assert _command("") is None
 
 
-class Output:
-    """Everything a child process wrote to one pipe, with a way to wait for text."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self._changed = trio.Event()
-
-    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
-        try:
-            async for chunk in stream:
-                self.data.extend(chunk)
-                self._changed.set()
-                self._changed = trio.Event()
-        finally:
-            self._changed.set()
-
-    async def wait_for(self, needle: bytes) -> None:
-        while needle not in self.data:
-            await self._changed.wait()
-
-    def text(self) -> str:
-        return self.data.decode(errors="replace")
-
-
 async def test_subprocess_round_trip_and_clean_sigterm(tmp_path: Path) -> None:
     async with (
         open_scripted_server([TextReply(ANSWER, delay=0.01)]) as model,
@@ -126,7 +102,7 @@ async def test_subprocess_round_trip_and_clean_sigterm(tmp_path: Path) -> None:
             HERMES_STREAMING_ENABLED="1",
             HERMES_DATA_DIR=str(tmp_path / "data"),
         )
-        out, err = Output(), Output()
+        out, err = ProcessOutput(), ProcessOutput()
         async with trio.open_nursery() as nursery:
             process: trio.Process = await nursery.start(
                 partial(

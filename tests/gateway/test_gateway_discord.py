@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from support import clean_env
+from support import ProcessOutput, clean_env
 
 from hermes_trio.testing import (
     FakeDiscord,
@@ -43,30 +43,6 @@ def answer(request: RecordedRequest) -> Step:
 
 def expected(question: str) -> str:
     return f"Answer to: {question}, " + ("with a few more words " * 6).rstrip()
-
-
-class Output:
-    """Everything a child process wrote to one pipe, with a way to wait for text."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self._changed = trio.Event()
-
-    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
-        try:
-            async for chunk in stream:
-                self.data.extend(chunk)
-                self._changed.set()
-                self._changed = trio.Event()
-        finally:
-            self._changed.set()
-
-    async def wait_for(self, needle: bytes) -> None:
-        while needle not in self.data:
-            await self._changed.wait()
-
-    def text(self) -> str:
-        return self.data.decode(errors="replace")
 
 
 def gateway_env(tmp_path: Path, discord: FakeDiscord, model: ScriptedModelServer) -> dict[str, str]:
@@ -146,7 +122,7 @@ async def test_gateway_process_against_fake_discord(tmp_path: Path) -> None:
         open_scripted_server(default=answer) as model,
         open_fake_discord(TOKEN) as discord,
     ):
-        out, err = Output(), Output()
+        out, err = ProcessOutput(), ProcessOutput()
         async with trio.open_nursery() as nursery:
             process: trio.Process = await nursery.start(
                 partial(

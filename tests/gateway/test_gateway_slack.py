@@ -13,7 +13,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import trio
-from support import clean_env
+from support import ProcessOutput, clean_env
 
 from hermes_trio.platforms.slack_format import to_mrkdwn
 from hermes_trio.testing import ScriptedModelServer, TextReply, open_scripted_server
@@ -24,28 +24,6 @@ ANSWER = "**Sure.** " + " ".join(f"word{i}" for i in range(40)) + " — see [doc
 INTERVAL = 0.5
 
 
-class Output:
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self._changed = trio.Event()
-
-    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
-        try:
-            async for chunk in stream:
-                self.data.extend(chunk)
-                self._changed.set()
-                self._changed = trio.Event()
-        finally:
-            self._changed.set()
-
-    async def wait_for(self, needle: bytes) -> None:
-        while needle not in self.data:
-            await self._changed.wait()
-
-    def text(self) -> str:
-        return self.data.decode(errors="replace")
-
-
 @asynccontextmanager
 async def gateway(
     tmp_path: Path,
@@ -54,7 +32,7 @@ async def gateway(
     *,
     transport: str = "edit",
     bot_token: str | None = None,
-) -> AsyncIterator[tuple[trio.Process, Output]]:
+) -> AsyncIterator[tuple[trio.Process, ProcessOutput]]:
     config = tmp_path / "config.yaml"
     config.write_text(
         "streaming:\n  enabled: true\n  min_tokens: 3\n"
@@ -69,7 +47,7 @@ async def gateway(
         HERMES_DATA_DIR=str(tmp_path / "data"),
         HERMES_CONFIG=str(config),
     )
-    output = Output()
+    output = ProcessOutput()
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
             partial(

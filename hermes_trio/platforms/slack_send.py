@@ -16,7 +16,10 @@ Slack has no typing indicator for bots, so ``typing`` does nothing.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import trio
 
 from ..consumers.messenger import Capabilities, PlatformError
 from .slack_format import to_mrkdwn
@@ -25,8 +28,11 @@ if TYPE_CHECKING:
     from .slack import SlackAdapter
 
 __all__ = [
+    "NO_STREAMS",
     "SLACK_CAPABILITIES",
     "SLACK_STREAM_CAPABILITIES",
+    "STREAM_OVER",
+    "OpenStreams",
     "SlackApiError",
     "SlackMessenger",
     "SlackStreamMessenger",
@@ -41,7 +47,7 @@ SLACK_STREAM_CAPABILITIES = Capabilities(
     can_edit=True, max_length=4000, can_type=False, shows_cursor=False
 )
 # The workspace (or the token) does not offer the streaming methods.
-_NO_STREAMS = frozenset(
+NO_STREAMS = frozenset(
     {
         "unknown_method",
         "not_allowed_token_type",
@@ -51,6 +57,9 @@ _NO_STREAMS = frozenset(
         "not_supported",
     }
 )
+# The stream was stopped already: by Slack after a while without appends,
+# or by us in a call whose answer was lost.
+STREAM_OVER = frozenset({"message_not_in_streaming_state"})
 
 
 class SlackApiError(PlatformError):
@@ -99,7 +108,53 @@ class SlackMessenger:
         return None
 
 
+@dataclass
+class OpenStream:
+    shown: str
+    """The Markdown the stream shows so far."""
+    touched: float
+    """When a call on it last began (``trio.current_time()``)."""
+    busy: bool = False
+
+
+class OpenStreams:
+    """The adapter's streams not stopped yet, by (channel, ts).
+
+    Shared by every messenger of the adapter, so a stream a one-off reply
+    started (which is never edited, so never stopped by its messenger) is
+    still found and stopped when it has been idle a while.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str], OpenStream] = {}
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def open(self, channel: str, ts: str, shown: str, now: float) -> None:
+        self._open[(channel, ts)] = OpenStream(shown, now)
+
+    def get(self, channel: str, ts: str) -> OpenStream | None:
+        return self._open.get((channel, ts))
+
+    def forget(self, channel: str, ts: str) -> None:
+        self._open.pop((channel, ts), None)
+
+    def take_idle(self, now: float, idle: float) -> list[tuple[str, str]]:
+        """Forget and return the streams no call has touched for ``idle`` seconds."""
+        stale = [
+            key
+            for key, stream in self._open.items()
+            if not stream.busy and now - stream.touched >= idle
+        ]
+        for key in stale:
+            del self._open[key]
+        return stale
+
+
 class SlackStreamMessenger(SlackMessenger):
+    """A thread's answers as Slack streams; see the module docstring."""
+
     capabilities = SLACK_STREAM_CAPABILITIES
 
     def __init__(
@@ -114,8 +169,6 @@ class SlackStreamMessenger(SlackMessenger):
         super().__init__(adapter, channel, thread)
         self.recipient = recipient
         self.team = team
-        self._streamed: dict[str, str] = {}
-        """Open streams: message ts → the text they show."""
 
     async def send(self, text: str) -> str:
         if self._adapter.streams_unavailable:
@@ -132,40 +185,77 @@ class SlackStreamMessenger(SlackMessenger):
         try:
             answer = await self._adapter.call("chat.startStream", params)
         except SlackApiError as exc:
-            if exc.error not in _NO_STREAMS:
+            if exc.error not in NO_STREAMS:
                 raise
             self._adapter.streams_refused(exc.error)
             return await super().send(text)
         ts = answer.get("ts")
         if not isinstance(ts, str):
             raise PlatformError("slack chat.startStream: answer without a message ts")
-        self._streamed[ts] = text
+        self._adapter.streams.open(self.channel, ts, text, trio.current_time())
         return ts
 
     async def edit(self, message_id: str, text: str, *, final: bool = False) -> None:
-        shown = self._streamed.get(message_id)
-        if shown is None:
+        stream = self._adapter.streams.get(self.channel, message_id)
+        if stream is None:  # never a stream, or stopped already
             await super().edit(message_id, text, final=final)
             return
-        if not text.startswith(shown):
-            await self._stop(message_id)
+        if not text.startswith(stream.shown):
+            # The editor moved text to the next message: a stream cannot
+            # take text back, an edit can.
+            await self._stop(message_id, stream)
             await super().edit(message_id, text, final=final)
             return
-        new = text[len(shown) :]
-        if new:
-            await self._adapter.call(
-                "chat.appendStream",
-                {"channel": self.channel, "ts": message_id, "markdown_text": new},
-            )
-            self._streamed[message_id] = text
+        new = text[len(stream.shown) :]
         if final:
-            await self._stop(message_id)
+            ended = await self._stop(message_id, stream, new)
+        elif new:
+            ended = await self._append(message_id, stream, new)
+        else:
+            return
+        if ended:
+            # Slack ended the stream itself (idle too long, say, while a
+            # tool ran): the rest goes in by an edit.
+            await super().edit(message_id, text, final=final)
 
     async def delete(self, message_id: str) -> None:
-        if message_id in self._streamed:
-            await self._stop(message_id)
+        stream = self._adapter.streams.get(self.channel, message_id)
+        if stream is not None:
+            await self._stop(message_id, stream)
         await super().delete(message_id)
 
-    async def _stop(self, message_id: str) -> None:
-        await self._adapter.call("chat.stopStream", {"channel": self.channel, "ts": message_id})
-        del self._streamed[message_id]
+    async def _append(self, message_id: str, stream: OpenStream, new: str) -> bool:
+        """Add ``new``; True when Slack had ended the stream before."""
+        params = {"channel": self.channel, "ts": message_id, "markdown_text": new}
+        if not await self._stream_call("chat.appendStream", params, stream):
+            return True
+        stream.shown += new
+        return False
+
+    async def _stop(self, message_id: str, stream: OpenStream, new: str = "") -> bool:
+        """End the stream (with ``new`` as its last words); True when Slack
+        had ended it before, so ``new`` is not shown."""
+        params = {"channel": self.channel, "ts": message_id}
+        if new:
+            params["markdown_text"] = new
+        done = await self._stream_call("chat.stopStream", params, stream)
+        self._adapter.streams.forget(self.channel, message_id)
+        return not done and bool(new)
+
+    async def _stream_call(self, method: str, params: dict[str, Any], stream: OpenStream) -> bool:
+        """Call ``method`` on an open stream; False when Slack says the
+        stream is over. Other errors (a rate limit) keep the stream open for
+        the editor's next try."""
+        stream.touched = trio.current_time()
+        stream.busy = True
+        try:
+            await self._adapter.call(method, params)
+        except SlackApiError as exc:
+            if exc.error not in STREAM_OVER:
+                raise
+            self._adapter.streams.forget(self.channel, params["ts"])
+            return False
+        finally:
+            stream.busy = False
+            stream.touched = trio.current_time()
+        return True

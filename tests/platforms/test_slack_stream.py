@@ -17,7 +17,7 @@ from hermes_trio.config import SlackConfig
 from hermes_trio.consumers.messenger import RateLimited
 from hermes_trio.platforms.base import InboundMessage
 from hermes_trio.platforms.slack import SlackAdapter
-from hermes_trio.platforms.slack_send import SlackMessenger, SlackStreamMessenger
+from hermes_trio.platforms.slack_send import OpenStreams, SlackMessenger, SlackStreamMessenger
 from hermes_trio.testing.fake_slack import FakeSlack, open_fake_slack
 
 THREAD = "1700000000.000100"
@@ -181,3 +181,18 @@ async def test_where_there_is_no_stream_to_start_answers_are_edited() -> None:
         for messenger in (top_of_dm, unknown_thread):
             assert messenger.capabilities.shows_cursor
             assert not isinstance(messenger, SlackStreamMessenger)
+
+
+def test_open_streams_hand_out_only_idle_ones_not_in_use() -> None:
+    streams = OpenStreams()
+    streams.open("C1", "1", "a", now=0.0)
+    streams.open("C1", "2", "b", now=5.0)
+    streams.open("C2", "3", "c", now=0.0)
+    busy = streams.get("C2", "3")
+    assert busy is not None
+    busy.busy = True
+    assert streams.take_idle(now=10.0, idle=10.0) == [("C1", "1")]
+    assert streams.get("C1", "1") is None and len(streams) == 2
+    busy.busy = False
+    assert streams.take_idle(now=15.0, idle=10.0) == [("C1", "2"), ("C2", "3")]
+    assert len(streams) == 0

@@ -7,12 +7,15 @@ bot token (``xoxb-…``) does everything else. Every envelope is acknowledged
 (``{"envelope_id": …}``) the moment it arrives, before any work, so Slack
 has no reason to send it again; ``slack_events.EventSieve`` drops it when it
 does anyway. A ``disconnect`` envelope (Slack refreshes connections every
-few hours) opens the next connection at once; a dropped socket or an
-unreachable Slack is retried with capped backoff, logged once when the
-outage begins and once when it ends.
+few hours) opens the next connection at once — except ``link_disabled``
+(Socket Mode turned off), which is waited out like an outage; a dropped
+socket, a connection quiet for ``ping_interval`` whose ping goes
+unanswered, or an unreachable Slack is retried with capped backoff, logged
+once when the outage begins and once when it ends.
 
-Sending is in ``slack_send``: edits (``chat.update``) by default, Slack's
-streaming methods with ``transport: stream``.
+The Web API is in ``slack_api``; sending in ``slack_send``: edits
+(``chat.update``) by default, Slack's streaming methods with ``transport:
+stream`` (where this adapter also stops streams left idle).
 """
 
 from __future__ import annotations
@@ -29,30 +32,21 @@ import trio
 import trio_websocket
 
 from ..config import SlackConfig
-from ..consumers.messenger import Messenger, PlatformError, RateLimited
+from ..consumers.messenger import Messenger, PlatformError
 from ..exception_groups import leaves
-from ..redaction import redact, register_secret
-from ..retry import Backoff, parse_retry_after
-from .base import Attachment, CredentialsRejected, InboundMessage
-from .http import allow_list, send_request, user_allowed
+from ..redaction import redact
+from ..retry import Backoff
+from .base import Attachment, InboundMessage
+from .http import allow_list, user_allowed
+from .slack_api import SlackTokenRejected, SlackWebApi, TokenKind
 from .slack_events import EventSieve, SlackQuestion
-from .slack_send import OpenStreams, SlackApiError, SlackMessenger, SlackStreamMessenger
+from .slack_send import OpenStreams, SlackMessenger, SlackStreamMessenger
 from .websocket import open_websocket
 
 __all__ = ["SlackAdapter", "SlackTokenRejected"]
 
 log = logging.getLogger(__name__)
 
-# Slack's answers for a token it will not take; retrying cannot help.
-_AUTH_ERRORS = frozenset(
-    {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"}
-)
-# The token is valid but is the wrong kind, or lacks a scope: for the calls
-# every start makes, that is the setting to fix too. For other methods (the
-# streaming ones) it only means the method is not for us.
-_STARTUP_METHODS = frozenset({"auth.test", "apps.connections.open"})
-_WRONG_TOKEN_ERRORS = frozenset({"not_allowed_token_type", "missing_scope"})
-MAX_FILE_BYTES = 20 * 1024 * 1024
 # Socket Mode messages are small; this bounds a misbehaving peer.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # A Socket Mode connection that goes quiet may be dead without a FIN (a
@@ -67,16 +61,6 @@ STREAM_IDLE_STOP = 20.0
 # Threads whose last asker is remembered (a stream into a channel names its
 # reader); the oldest are forgotten first.
 MAX_ASKERS = 4096
-
-
-class SlackTokenRejected(CredentialsRejected):
-    """Slack refused one of the tokens; ``str()`` names the setting."""
-
-
-_TOKEN_SETTINGS = {
-    "bot": "SLACK_BOT_TOKEN (platforms.slack.bot_token, xoxb-…)",
-    "app": "SLACK_APP_TOKEN (platforms.slack.app_token, xapp-… with connections:write)",
-}
 
 
 class SlackAdapter:
@@ -102,18 +86,14 @@ class SlackAdapter:
         stream_idle_stop: float = STREAM_IDLE_STOP,
         close_timeout: float = 2.0,
     ) -> None:
-        for token, key in ((config.bot_token, "bot"), (config.app_token, "app")):
-            if not token:
-                raise PlatformError(
-                    f"slack: no {key} token configured (set {_TOKEN_SETTINGS[key]})"
-                )
-            register_secret(token)
-        assert config.bot_token is not None and config.app_token is not None
+        self.api = SlackWebApi(
+            client,
+            bot_token=config.bot_token,
+            app_token=config.app_token,
+            base_url=config.api_base_url,
+            request_timeout=request_timeout,
+        )
         self.config = config
-        self._client = client
-        self._tokens = {"bot": config.bot_token, "app": config.app_token}
-        self._base = config.api_base_url.rstrip("/") + "/"
-        self.request_timeout = request_timeout
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.ping_interval = ping_interval
@@ -131,68 +111,13 @@ class SlackAdapter:
         """Set once the workspace refused the streaming methods: edits from then on."""
 
     def __repr__(self) -> str:
-        return f"<SlackAdapter {self._base}>"
-
-    # -- Web API -------------------------------------------------------------
+        return f"<SlackAdapter {self.api.base_url}>"
 
     async def call(
-        self, method: str, params: dict[str, Any] | None = None, *, token: str = "bot"
+        self, method: str, params: dict[str, Any] | None = None, *, token: TokenKind = "bot"
     ) -> dict[str, Any]:
-        """Call a Web API method; returns the answer or raises
-        ``PlatformError`` (``RateLimited`` for 429, ``SlackTokenRejected``)."""
-        response = await send_request(
-            self._client,
-            "POST",
-            self._base + method,
-            what=f"slack {method}",
-            request_timeout=self.request_timeout,
-            json=params or {},
-            headers={"Authorization": f"Bearer {self._tokens[token]}"},
-        )
-        if response.status_code == 429:
-            retry_after = parse_retry_after(response.headers.get("retry-after")) or 1.0
-            raise RateLimited(retry_after, f"slack {method}: rate limited")
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            raise PlatformError(
-                f"slack {method}: HTTP {response.status_code} with a non-JSON answer"
-            )
-        if body.get("ok") is True:
-            return body
-        error = redact(str(body.get("error") or f"HTTP {response.status_code}"))
-        if error in _AUTH_ERRORS or (error in _WRONG_TOKEN_ERRORS and method in _STARTUP_METHODS):
-            needed = body.get("needed")
-            if isinstance(needed, str) and needed:
-                error = f"{error}, needs {redact(needed)}"
-            raise SlackTokenRejected(
-                f"slack: the {token} token was rejected ({error}); check {_TOKEN_SETTINGS[token]}"
-            )
-        if error == "ratelimited":
-            raise RateLimited(
-                parse_retry_after(response.headers.get("retry-after")) or 1.0,
-                f"slack {method}: rate limited",
-            )
-        raise SlackApiError(method, error)
-
-    async def download(self, url: str) -> bytes:
-        """A file a user shared (``url_private`` needs the bot token)."""
-        response = await send_request(
-            self._client,
-            "GET",
-            url,
-            what="slack file download",
-            request_timeout=self.request_timeout,
-            headers={"Authorization": f"Bearer {self._tokens['bot']}"},
-            follow_redirects=True,
-        )
-        if response.status_code != 200:
-            raise PlatformError(f"slack file download: HTTP {response.status_code}")
-        if len(response.content) > MAX_FILE_BYTES:
-            raise PlatformError("slack file download: larger than 20 MB")
-        return response.content
+        """``SlackWebApi.call``: the messengers call Slack through their adapter."""
+        return await self.api.call(method, params, token=token)
 
     # -- inbound -------------------------------------------------------------
 
@@ -400,7 +325,7 @@ class SlackAdapter:
 
     def _fetcher(self, url: object) -> Callable[[], Awaitable[bytes]]:
         if isinstance(url, str) and url.startswith(("http://", "https://")):
-            return partial(self.download, url)
+            return partial(self.api.download, url)
 
         async def unavailable() -> bytes:
             raise PlatformError("slack: the file has no download URL (files:read scope missing?)")

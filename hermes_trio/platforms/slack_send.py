@@ -7,8 +7,18 @@ the streaming methods for AI apps: ``chat.startStream`` starts the answer,
 take Markdown as it is, and Slack draws its own "still writing" sign, so the
 editor adds no cursor and the text only grows. Where it does not grow (the
 editor moved text to a next message), the stream is stopped and the
-message edited like any other. A workspace without the methods turns the
-adapter to edits for good.
+message edited like any other; so is a stream Slack ended itself (it ends
+streams nobody appended to for a while, say while a tool ran). The last
+words go with ``chat.stopStream``. A workspace without the methods turns
+the adapter to edits for good.
+
+Open streams are kept in the adapter (``OpenStreams``), not the
+messenger: a one-off reply (a refusal, a note) is one ``send`` that no
+edit ever follows, so the adapter stops streams idle for a while itself.
+Where a stream cannot start — the top of a direct message (Slack streams
+only into threads there), or a channel thread whose asker we do not know
+(a channel stream must name its reader) — the adapter hands out an
+editing messenger instead.
 
 Slack has no typing indicator for bots, so ``typing`` does nothing.
 """
@@ -22,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ..consumers.messenger import Capabilities, PlatformError
+from .slack_api import SlackApiError
 from .slack_format import to_mrkdwn
 
 if TYPE_CHECKING:
@@ -33,7 +44,6 @@ __all__ = [
     "SLACK_STREAM_CAPABILITIES",
     "STREAM_OVER",
     "OpenStreams",
-    "SlackApiError",
     "SlackMessenger",
     "SlackStreamMessenger",
 ]
@@ -60,15 +70,6 @@ NO_STREAMS = frozenset(
 # The stream was stopped already: by Slack after a while without appends,
 # or by us in a call whose answer was lost.
 STREAM_OVER = frozenset({"message_not_in_streaming_state"})
-
-
-class SlackApiError(PlatformError):
-    """Slack answered ``ok: false``; ``error`` is its own code."""
-
-    def __init__(self, method: str, error: str) -> None:
-        super().__init__(f"slack {method}: {error}")
-        self.method = method
-        self.error = error
 
 
 class SlackMessenger:
@@ -187,7 +188,9 @@ class SlackStreamMessenger(SlackMessenger):
         except SlackApiError as exc:
             if exc.error not in NO_STREAMS:
                 raise
-            self._adapter.streams_refused(exc.error)
+            self._adapter.streams_refused(
+                exc.error if exc.needed is None else f"{exc.error}, needs {exc.needed}"
+            )
             return await super().send(text)
         ts = answer.get("ts")
         if not isinstance(ts, str):

@@ -151,7 +151,8 @@ async def test_a_workspace_without_streams_turns_the_adapter_to_edits(
     error: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with streaming() as (fake, adapter, _):
-        fake.fail_next("chat.startStream", error)
+        needed = "assistant:write" if error == "missing_scope" else None
+        fake.fail_next("chat.startStream", error, needed=needed)
         first = adapter.messenger("D1", THREAD)
         assert isinstance(first, SlackStreamMessenger)
         ts = await first.send("**hi**")
@@ -162,6 +163,8 @@ async def test_a_workspace_without_streams_turns_the_adapter_to_edits(
     refusals = [r for r in caplog.records if "refused the streaming methods" in r.getMessage()]
     assert len(refusals) == 1 and refusals[0].levelno == logging.WARNING
     assert error in refusals[0].getMessage()
+    if error == "missing_scope":
+        assert "needs assistant:write" in refusals[0].getMessage()
 
 
 async def test_other_stream_errors_are_errors() -> None:

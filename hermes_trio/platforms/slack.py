@@ -43,7 +43,7 @@ from .slack_events import EventSieve, SlackQuestion
 from .slack_send import OpenStreams, SlackMessenger, SlackStreamMessenger
 from .websocket import open_websocket
 
-__all__ = ["SlackAdapter", "SlackTokenRejected"]
+__all__ = ["SlackAdapter"]
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..consumers.messenger import Capabilities, PlatformError
+from ..consumers.messenger import Capabilities, PlatformError, RateLimited
 from .slack_api import SlackApiError
 from .slack_format import to_mrkdwn
 
@@ -116,6 +116,9 @@ class OpenStream:
     touched: float
     """When a call on it last began (``trio.current_time()``)."""
     busy: bool = False
+    uncertain: bool = False
+    """A call on it failed without an answer (a timeout): it may or may not
+    have shown its text, so appending again could show it twice."""
 
 
 class OpenStreams:
@@ -203,9 +206,10 @@ class SlackStreamMessenger(SlackMessenger):
         if stream is None:  # never a stream, or stopped already
             await super().edit(message_id, text, final=final)
             return
-        if not text.startswith(stream.shown):
-            # The editor moved text to the next message: a stream cannot
-            # take text back, an edit can.
+        if stream.uncertain or not text.startswith(stream.shown):
+            # The editor moved text to the next message, or we do not know
+            # what the stream shows: a stream cannot take text back, an
+            # edit (of the whole text) can.
             await self._stop(message_id, stream)
             await super().edit(message_id, text, final=final)
             return
@@ -258,6 +262,11 @@ class SlackStreamMessenger(SlackMessenger):
                 raise
             self._adapter.streams.forget(self.channel, params["ts"])
             return False
+        except RateLimited:
+            raise  # not done: the editor tries again later
+        except PlatformError:
+            stream.uncertain = True
+            raise
         finally:
             stream.busy = False
             stream.touched = trio.current_time()

@@ -18,6 +18,7 @@ recipient in channels, ``appendStream`` only on an open stream (or
 served at their ``url_private`` to the bot token only.
 
 Faults: ``fail_next(method, error=..., status=429, retry_after=...)``,
+``answer_late(method, delay)`` (done, but answered too late),
 ``disconnect()`` (a ``disconnect`` envelope), ``drop()`` (the socket cut
 without a close frame), ``stall()`` (the connection goes silent: nothing
 is read or answered, not even pings, as when a network path dies without a
@@ -126,6 +127,7 @@ class FakeSlack:
         self._sockets: list[trio.MemorySendChannel[dict[str, Any] | None]] = []
         self._streams: dict[trio.MemorySendChannel[dict[str, Any] | None], _Stallable] = {}
         self._failures: dict[str, list[_Failure]] = defaultdict(list)
+        self._slow: dict[str, list[float]] = defaultdict(list)
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
 
@@ -243,6 +245,11 @@ class FakeSlack:
         failure = _Failure(error, status, retry_after, times, needed)
         self._failures[method.lower()].append(failure)
 
+    def answer_late(self, method: str, delay: float) -> None:
+        """Do the next call of ``method``, but answer it ``delay`` seconds
+        later (a client with a shorter timeout never learns it worked)."""
+        self._slow[method.lower()].append(delay)
+
     def calls_to(self, method: str) -> list[SlackCall]:
         return [c for c in self.calls if c.method.lower() == method.lower()]
 
@@ -326,6 +333,8 @@ class FakeSlack:
             self._notify()
         body = json.loads(response.body)
         call.ok, call.error = bool(body.get("ok")), body.get("error")
+        if self._slow.get(method.lower()):
+            await trio.sleep(self._slow[method.lower()].pop(0))
         return response
 
     def _answer(self, method: str, token: str, params: dict[str, Any]) -> FakeResponse:

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from hermes_trio.config import SlackConfig
-from hermes_trio.consumers.messenger import RateLimited
+from hermes_trio.consumers.messenger import PlatformError, RateLimited
 from hermes_trio.platforms.base import InboundMessage
 from hermes_trio.platforms.slack import SlackAdapter
 from hermes_trio.platforms.slack_send import OpenStreams, SlackMessenger, SlackStreamMessenger
@@ -25,6 +25,7 @@ THREAD = "1700000000.000100"
 
 @asynccontextmanager
 async def streaming(
+    request_timeout: float = 30.0,
     **fake_settings: Any,
 ) -> AsyncIterator[tuple[FakeSlack, SlackAdapter, trio.MemoryReceiveChannel[InboundMessage]]]:
     """The adapter on a fake Slack, and the questions it receives."""
@@ -35,7 +36,9 @@ async def streaming(
             api_base_url=fake.base_url,
             transport="stream",
         )
-        adapter = SlackAdapter(config, client, stream_idle_stop=0.2)
+        adapter = SlackAdapter(
+            config, client, stream_idle_stop=0.2, request_timeout=request_timeout
+        )
         send, receive = trio.open_memory_channel[InboundMessage](16)
         async with trio.open_nursery() as nursery:
             await nursery.start(adapter.run, send)
@@ -135,6 +138,19 @@ async def test_a_rate_limited_stop_keeps_the_stream_for_the_next_try() -> None:
             " there.",
             " there.",
         ]
+
+
+async def test_an_append_answered_too_late_is_never_shown_twice() -> None:
+    async with streaming(request_timeout=0.2) as (fake, adapter, _):
+        messenger = adapter.messenger("D1", THREAD)
+        ts = await messenger.send("One,")
+        fake.answer_late("chat.appendStream", 1.0)
+        with pytest.raises(PlatformError, match="network error"):
+            await messenger.edit(ts, "One, two,")  # shown, but we never heard
+        await messenger.edit(ts, "One, two, three.", final=True)
+        (message,) = fake.visible("D1")
+        assert message.text == "One, two, three." and not message.streaming
+        assert stream_methods(fake)[-2:] == ["chat.stopStream", "chat.update"]
 
 
 async def test_deleting_a_streamed_message_stops_it_first() -> None:

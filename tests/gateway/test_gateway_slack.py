@@ -93,7 +93,7 @@ def progressive(message: SlackMessage) -> None:
 async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_reconnects(
     tmp_path: Path,
 ) -> None:
-    script = [TextReply(ANSWER, delay=0.03) for _ in range(5)]
+    script = [TextReply(ANSWER, delay=0.03) for _ in range(6)]
     async with (
         open_scripted_server(script) as model,
         open_fake_slack() as slack,
@@ -120,12 +120,17 @@ async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_
         thread = mention["payload"]["event"]["ts"]
         await until(slack, lambda: final_texts(slack, "C1") == [to_mrkdwn(ANSWER)])
         assert slack.visible("C1")[0].thread_ts == thread
+        #    A reply in that thread needs no mention: the same conversation goes on.
+        slack.push_message("C1", ALLOWED, "and a follow-up", thread_ts=thread)
+        await until(slack, lambda: final_texts(slack, "C1") == [to_mrkdwn(ANSWER)] * 2)
+        assert {m.thread_ts for m in slack.visible("C1")} == {thread}
+        assert "and in a channel?" in str(model.model_requests[-1])
         # 4. 429s on the first post and on edits: nothing twice, the final text lands.
         slack.fail_next("chat.postMessage", retry_after=0.5)
         slack.fail_next("chat.update", retry_after=1, times=2)
         slack.push_message("D3", ALLOWED, "rate limited?")
         await until(slack, lambda: final_texts(slack, "D3") == [to_mrkdwn(ANSWER)], within=20)
-        assert len(slack.visible("D3")) == 1 and len(slack.calls_to("chat.postMessage")) == 5
+        assert len(slack.visible("D3")) == 1 and len(slack.calls_to("chat.postMessage")) == 6
         assert [c.ok for c in slack.calls_to("chat.postMessage")][-2:] == [False, True]
         # 5. Slack refreshes the connection, then the socket drops.
         slack.disconnect()
@@ -135,8 +140,8 @@ async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_
         slack.push_message("D4", ALLOWED, "still there?")
         await until(slack, lambda: final_texts(slack, "D4") == [to_mrkdwn(ANSWER)])
         await trio.sleep(0.5)
-        assert len(model.model_requests) == 4
-        assert sum(len(slack.visible(c)) for c in ("D1", "C1", "D3", "D4")) == 4
+        assert len(model.model_requests) == 5
+        assert sum(len(slack.visible(c)) for c in ("D1", "C1", "D3", "D4")) == 5
         process.send_signal(signal.SIGTERM)
         with trio.fail_after(10):
             code = await process.wait()

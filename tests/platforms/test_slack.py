@@ -24,7 +24,7 @@ from hermes_trio.testing.fake_slack import FakeSlack, open_fake_slack
 
 @asynccontextmanager
 async def running(
-    fake: FakeSlack, **settings: Any
+    fake: FakeSlack, *, filter_users: bool = True, **settings: Any
 ) -> AsyncIterator[tuple[SlackAdapter, trio.MemoryReceiveChannel[InboundMessage]]]:
     config = SlackConfig(
         bot_token=fake.bot_token,
@@ -33,7 +33,9 @@ async def running(
         **settings,
     )
     async with httpx.AsyncClient() as client:
-        adapter = SlackAdapter(config, client, backoff_initial=0.05, backoff_max=0.2)
+        adapter = SlackAdapter(
+            config, client, backoff_initial=0.05, backoff_max=0.2, filter_users=filter_users
+        )
         send, receive = trio.open_memory_channel[InboundMessage](16)
         async with trio.open_nursery() as nursery:
             await nursery.start(adapter.run, send)
@@ -327,4 +329,24 @@ async def test_an_adapter_that_acks_at_once_gets_nothing_twice() -> None:
         await next_message(receive)
         await trio.sleep(0.3)
         assert [e for e, _ in fake.acks] == ["env-1"]
+        await nothing_more(receive)
+
+
+async def test_a_thread_goes_on_without_mentions_for_allowed_users_only() -> None:
+    async with (
+        open_fake_slack() as fake,
+        # As under the gateway, which refuses strangers' mentions by itself.
+        running(fake, allowed_users=["U7", "U8"], filter_users=False) as (_, receive),
+    ):
+        first = fake.push_mention("C1", "U7", "start")
+        thread = first["payload"]["event"]["ts"]
+        assert (await next_message(receive)).thread_id == thread
+        fake.push_message("C1", "U9", "chatting with a colleague", thread_ts=thread)
+        fake.push_message("C1", "U8", "and my question", thread_ts=thread)
+        follow_up = await next_message(receive)
+        assert (follow_up.user_id, follow_up.text, follow_up.thread_id) == (
+            "U8",
+            "and my question",
+            thread,
+        )
         await nothing_more(receive)

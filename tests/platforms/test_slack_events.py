@@ -160,3 +160,20 @@ def test_every_message_once_whatever_the_order_and_repeats(
     sieve = EventSieve("UBOT")
     taken = [q for e in stream if (q := sieve.take(e)) is not None]
     assert sorted((q.channel, q.ts) for q in taken) == sorted((c, f"{s}.000100") for c, s in keys)
+
+
+def test_replies_in_a_thread_the_bot_was_mentioned_in_need_no_mention() -> None:
+    sieve = EventSieve("UBOT")
+    assert sieve.take(envelope(mention("1.0"), "A")) is not None
+    reply = message(channel="C1", channel_type="channel", ts="2.0", thread_ts="1.0", text="more")
+    follow_up = sieve.take(envelope(reply, "B"))
+    assert follow_up is not None and follow_up.thread == "1.0" and not follow_up.addressed
+    elsewhere = {**reply, "ts": "3.0", "thread_ts": "0.5"}
+    assert sieve.take(envelope(elsewhere, "C")) is None  # not a thread of ours
+    top_level = {**reply, "ts": "4.0"}
+    del top_level["thread_ts"]
+    assert sieve.take(envelope(top_level, "D")) is None
+    # A mention inside someone else's thread makes that thread ours too.
+    assert sieve.take(envelope(mention("5.0", thread_ts="0.5"), "E")) is not None
+    again = sieve.take(envelope({**elsewhere, "ts": "6.0"}, "F"))
+    assert again is not None and again.thread == "0.5"

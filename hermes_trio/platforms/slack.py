@@ -101,7 +101,9 @@ class SlackAdapter:
         self.stream_idle_stop = stream_idle_stop
         self.close_timeout = close_timeout
         self._allowed = allow_list(config.allowed_users, filter_users)
-        self._members = frozenset(config.allowed_users)
+        # Under the gateway (which refuses strangers itself) a stranger's
+        # message that did not address the bot is dropped here, unrefused.
+        self._members = None if filter_users else frozenset(config.allowed_users)
         self._sieve: EventSieve | None = None
         self.team_id: str | None = None
         # Who asked last in each thread: a stream into a channel names its reader.
@@ -291,8 +293,9 @@ class SlackAdapter:
         if not user_allowed(self._allowed, question.user):
             log.info("slack: ignoring a message from user %s (not allowed)", question.user)
             return
-        if not question.addressed and question.user not in self._members:
-            return  # someone else's reply in the thread, not meant for the bot
+        if not question.addressed and self._members is not None:
+            if question.user not in self._members:
+                return  # talking to someone else, not to the bot
         key = (question.channel, question.thread)
         self._askers[key] = (question.user, question.team)
         self._askers.move_to_end(key)

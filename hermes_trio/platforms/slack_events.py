@@ -50,9 +50,10 @@ class SlackQuestion:
     direct: bool
     event: dict[str, Any]
     addressed: bool = True
-    """False for a reply without a mention in a bot's thread: the adapter
-    passes it on only from a user on the allow-list (others were talking to
-    each other, not to the bot, and get no refusal)."""
+    """False for a channel message without a mention (a reply in the bot's
+    thread, or any message with ``mention_only: false``): the adapter passes
+    it on only from a user on the allow-list; others were talking to each
+    other, not to the bot, and get no refusal."""
 
 
 class _Seen:
@@ -133,9 +134,9 @@ class EventSieve:
         direct = event.get("channel_type") == "im" or channel.startswith("D")
         mentioned = kind == "app_mention" or bool(self._mention.search(text))
         thread_ts = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
-        addressed = direct or mentioned or not self.mention_only
+        addressed = direct or mentioned
         in_our_thread = thread_ts is not None and f"{channel}/{thread_ts}" in self._threads
-        if not addressed and not in_our_thread:
+        if not (addressed or in_our_thread or not self.mention_only):
             return None
         files = tuple(f for f in event.get("files") or () if isinstance(f, dict))
         text = self._mention.sub("", text).strip()

@@ -350,3 +350,21 @@ async def test_a_thread_goes_on_without_mentions_for_allowed_users_only() -> Non
             thread,
         )
         await nothing_more(receive)
+
+
+async def test_every_channel_message_only_from_allowed_users_under_the_gateway() -> None:
+    async with (
+        open_fake_slack() as fake,
+        running(fake, allowed_users=["U7"], mention_only=False, filter_users=False) as (
+            _,
+            receive,
+        ),
+    ):
+        fake.push_message("C1", "U9", "lunch anyone?")  # not to the bot: no refusal
+        fake.push_mention("C1", "U9", "who are you?")  # to the bot: the gateway refuses
+        fake.push_message("C1", "U7", "status?")
+        assert [(await next_message(receive)).text for _ in range(2)] == [
+            "who are you?",
+            "status?",
+        ]
+        await nothing_more(receive)

@@ -189,11 +189,14 @@ class SlackStreamMessenger(SlackMessenger):
         try:
             answer = await self._adapter.call("chat.startStream", params)
         except SlackApiError as exc:
-            if exc.error not in NO_STREAMS:
-                raise
-            self._adapter.streams_refused(
-                exc.error if exc.needed is None else f"{exc.error}, needs {exc.needed}"
-            )
+            # A stream is a nicety: whatever Slack refuses it for, a plain
+            # message still answers (and fails in turn if it cannot).
+            if exc.error in NO_STREAMS:
+                self._adapter.streams_refused(
+                    exc.error if exc.needed is None else f"{exc.error}, needs {exc.needed}"
+                )
+            else:
+                log.info("slack: no stream in %s (%s); posting instead", self.channel, exc.error)
             return await super().send(text)
         ts = answer.get("ts")
         if not isinstance(ts, str):

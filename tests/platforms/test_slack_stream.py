@@ -183,10 +183,17 @@ async def test_a_workspace_without_streams_turns_the_adapter_to_edits(
         assert "needs assistant:write" in refusals[0].getMessage()
 
 
-async def test_other_stream_errors_are_errors() -> None:
+async def test_a_stream_refused_in_one_place_is_a_plain_message_there() -> None:
     async with streaming() as (fake, adapter, _):
+        fake.fail_next("chat.startStream", "channel_type_not_supported")
+        messenger = adapter.messenger("D1", THREAD)
+        ts = await messenger.send("**hi**")
+        await messenger.edit(ts, "**hi** there", final=True)
+        assert fake.texts("D1") == ["*hi* there"]
+        assert not adapter.streams_unavailable  # elsewhere, streams still
         fake.fail_next("chat.startStream", "channel_not_found")
-        with pytest.raises(Exception, match="channel_not_found"):
+        fake.fail_next("chat.postMessage", "channel_not_found")
+        with pytest.raises(PlatformError, match=r"chat\.postMessage: channel_not_found"):
             await adapter.messenger("D404", THREAD).send("hi")
         assert not adapter.streams_unavailable
 

@@ -38,18 +38,10 @@ async def serving(**options: Any) -> AsyncIterator[tuple[str, int]]:
 
     adapter = SimpleNamespace(name="test", webhook_url=None)
     async with trio.open_nursery() as nursery:
-        await nursery.start(
-            partial(
-                serve_webhook,
-                adapter,
-                app,
-                host="127.0.0.1",
-                port=0,
-                path="/hook",
-                log=logging.getLogger("test.webhook"),
-                **options,
-            )
-        )
+        await nursery.start(partial(
+            serve_webhook, adapter, app, host="127.0.0.1", port=0, path="/hook",
+            log=logging.getLogger("test.webhook"), **options,
+        ))
         host_port = adapter.webhook_url.split("//")[1].split("/")[0]
         host, port = host_port.rsplit(":", 1)
         yield host, int(port)
@@ -67,15 +59,8 @@ async def until_closed(host: str, port: int, data: bytes, *, within: float = 3) 
     return bytes(raw)
 
 
-def post(
-    host: str,
-    port: int,
-    *,
-    version: str = "1.1",
-    headers: str = "",
-    body: bytes = b"{}",
-    length: int | None = None,
-) -> bytes:
+def post(host: str, port: int, *, version: str = "1.1", headers: str = "",
+         body: bytes = b"{}", length: int | None = None) -> bytes:
     size = len(body) if length is None else length
     return (
         f"POST /hook HTTP/{version}\r\nHost: {host}:{port}\r\n{headers}"
@@ -94,9 +79,8 @@ async def test_a_webhook_connection_sent_connection_close_is_closed() -> None:
 
 async def test_http_1_0_and_early_answers_close_the_webhook_connection() -> None:
     async with serving() as (host, port):
-        old = await until_closed(
-            host, port, post(host, port, version="1.0", headers="Authorization: Bearer s\r\n")
-        )
+        old = await until_closed(host, port, post(host, port, version="1.0",
+                                                  headers="Authorization: Bearer s\r\n"))
         # 401 before the body was read: the rest of it never comes.
         early = await until_closed(host, port, post(host, port, body=b"", length=500))
     assert old.startswith(b"HTTP/1.1 200")

@@ -7,18 +7,22 @@ bot token (``xoxb-…``) does everything else. Every envelope is acknowledged
 (``{"envelope_id": …}``) the moment it arrives, before any work, so Slack
 has no reason to send it again; ``slack_events.EventSieve`` drops it when it
 does anyway. A ``disconnect`` envelope (Slack refreshes connections every
-few hours) opens the next connection at once; a dropped socket or an
-unreachable Slack is retried with capped backoff, logged once when the
-outage begins and once when it ends.
+few hours) opens the next connection at once — except ``link_disabled``
+(Socket Mode turned off), which is waited out like an outage; a dropped
+socket, a connection quiet for ``ping_interval`` whose ping goes
+unanswered, or an unreachable Slack is retried with capped backoff, logged
+once when the outage begins and once when it ends.
 
-Sending is in ``slack_send``: edits (``chat.update``) by default, Slack's
-streaming methods with ``transport: stream``.
+The Web API is in ``slack_api``; sending in ``slack_send``: edits
+(``chat.update``) by default, Slack's streaming methods with ``transport:
+stream`` (where this adapter also stops streams left idle).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -28,43 +32,35 @@ import trio
 import trio_websocket
 
 from ..config import SlackConfig
-from ..consumers.messenger import Messenger, PlatformError, RateLimited
-from ..redaction import redact, register_secret
-from ..retry import Backoff, parse_retry_after
-from .base import Attachment, CredentialsRejected, InboundMessage
-from .http import allow_list, send_request, user_allowed
+from ..consumers.messenger import Messenger, PlatformError
+from ..exception_groups import leaves
+from ..redaction import redact
+from ..retry import Backoff
+from .base import Attachment, InboundMessage
+from .http import allow_list, user_allowed
+from .slack_api import SlackTokenRejected, SlackWebApi, TokenKind
 from .slack_events import EventSieve, SlackQuestion
-from .slack_send import SlackApiError, SlackMessenger, SlackStreamMessenger
+from .slack_send import OpenStreams, SlackMessenger, SlackStreamMessenger
 from .websocket import open_websocket
 
-__all__ = ["SlackAdapter", "SlackTokenRejected"]
+__all__ = ["SlackAdapter"]
 
 log = logging.getLogger(__name__)
 
-# Slack's answers for a token it will not take; retrying cannot help.
-_AUTH_ERRORS = frozenset(
-    {
-        "invalid_auth",
-        "not_authed",
-        "account_inactive",
-        "token_revoked",
-        "token_expired",
-        "not_allowed_token_type",
-    }
-)
-MAX_FILE_BYTES = 20 * 1024 * 1024
 # Socket Mode messages are small; this bounds a misbehaving peer.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-
-
-class SlackTokenRejected(CredentialsRejected):
-    """Slack refused one of the tokens; ``str()`` names the setting."""
-
-
-_TOKEN_SETTINGS = {
-    "bot": "SLACK_BOT_TOKEN (platforms.slack.bot_token, xoxb-…)",
-    "app": "SLACK_APP_TOKEN (platforms.slack.app_token, xapp-… with connections:write)",
-}
+# A Socket Mode connection that goes quiet may be dead without a FIN (a
+# sleeping laptop, a NAT that forgot us): a ping that is not answered in
+# time ends it, so the next connection is opened instead of waiting forever.
+PING_INTERVAL = 30.0
+PING_TIMEOUT = 10.0
+# A native stream no call has touched for this long is stopped, so a
+# one-off reply sent as a stream (never edited, so never stopped by its
+# messenger) does not show Slack's "writing" sign for ever.
+STREAM_IDLE_STOP = 20.0
+# Threads whose last asker is remembered (a stream into a channel names its
+# reader); the oldest are forgotten first.
+MAX_ASKERS = 4096
 
 
 class SlackAdapter:
@@ -85,90 +81,46 @@ class SlackAdapter:
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
         filter_users: bool = True,
+        ping_interval: float = PING_INTERVAL,
+        ping_timeout: float = PING_TIMEOUT,
+        stream_idle_stop: float = STREAM_IDLE_STOP,
+        close_timeout: float = 2.0,
     ) -> None:
-        for token, key in ((config.bot_token, "bot"), (config.app_token, "app")):
-            if not token:
-                raise PlatformError(
-                    f"slack: no {key} token configured (set {_TOKEN_SETTINGS[key]})"
-                )
-            register_secret(token)
-        assert config.bot_token is not None and config.app_token is not None
+        self.api = SlackWebApi(
+            client,
+            bot_token=config.bot_token,
+            app_token=config.app_token,
+            base_url=config.api_base_url,
+            request_timeout=request_timeout,
+        )
         self.config = config
-        self._client = client
-        self._tokens = {"bot": config.bot_token, "app": config.app_token}
-        self._base = config.api_base_url.rstrip("/") + "/"
-        self.request_timeout = request_timeout
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.stream_idle_stop = stream_idle_stop
+        self.close_timeout = close_timeout
         self._allowed = allow_list(config.allowed_users, filter_users)
+        # Under the gateway (which refuses strangers itself) a stranger's
+        # message that did not address the bot is dropped here, unrefused.
+        self._members = None if filter_users else frozenset(config.allowed_users)
         self._sieve: EventSieve | None = None
         self.team_id: str | None = None
         # Who asked last in each thread: a stream into a channel names its reader.
-        self._askers: dict[tuple[str, str | None], tuple[str, str | None]] = {}
+        self._askers: OrderedDict[tuple[str, str | None], tuple[str, str | None]] = OrderedDict()
+        self.streams = OpenStreams()
         self._outage_since: float | None = None
         self.streams_unavailable = False
         """Set once the workspace refused the streaming methods: edits from then on."""
 
     def __repr__(self) -> str:
-        return f"<SlackAdapter {self._base}>"
-
-    # -- Web API -------------------------------------------------------------
+        return f"<SlackAdapter {self.api.base_url}>"
 
     async def call(
-        self, method: str, params: dict[str, Any] | None = None, *, token: str = "bot"
+        self, method: str, params: dict[str, Any] | None = None, *, token: TokenKind = "bot"
     ) -> dict[str, Any]:
-        """Call a Web API method; returns the answer or raises
-        ``PlatformError`` (``RateLimited`` for 429, ``SlackTokenRejected``)."""
-        response = await send_request(
-            self._client,
-            "POST",
-            self._base + method,
-            what=f"slack {method}",
-            request_timeout=self.request_timeout,
-            json=params or {},
-            headers={"Authorization": f"Bearer {self._tokens[token]}"},
-        )
-        if response.status_code == 429:
-            retry_after = parse_retry_after(response.headers.get("retry-after")) or 1.0
-            raise RateLimited(retry_after, f"slack {method}: rate limited")
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            raise PlatformError(
-                f"slack {method}: HTTP {response.status_code} with a non-JSON answer"
-            )
-        if body.get("ok") is True:
-            return body
-        error = redact(str(body.get("error") or f"HTTP {response.status_code}"))
-        if error in _AUTH_ERRORS:
-            raise SlackTokenRejected(
-                f"slack: the {token} token was rejected ({error}); check {_TOKEN_SETTINGS[token]}"
-            )
-        if error == "ratelimited":
-            raise RateLimited(
-                parse_retry_after(response.headers.get("retry-after")) or 1.0,
-                f"slack {method}: rate limited",
-            )
-        raise SlackApiError(method, error)
-
-    async def download(self, url: str) -> bytes:
-        """A file a user shared (``url_private`` needs the bot token)."""
-        response = await send_request(
-            self._client,
-            "GET",
-            url,
-            what="slack file download",
-            request_timeout=self.request_timeout,
-            headers={"Authorization": f"Bearer {self._tokens['bot']}"},
-            follow_redirects=True,
-        )
-        if response.status_code != 200:
-            raise PlatformError(f"slack file download: HTTP {response.status_code}")
-        if len(response.content) > MAX_FILE_BYTES:
-            raise PlatformError("slack file download: larger than 20 MB")
-        return response.content
+        """``SlackWebApi.call``: the messengers call Slack through their adapter."""
+        return await self.api.call(method, params, token=token)
 
     # -- inbound -------------------------------------------------------------
 
@@ -181,6 +133,24 @@ class SlackAdapter:
         """Receive until cancelled. A rejected token raises at once (before
         ``task_status.started()`` when the first calls show it); an
         unreachable Slack is retried without holding up the caller."""
+        try:
+            async with trio.open_nursery() as nursery:
+                if self.config.transport == "stream":
+                    nursery.start_soon(self._stop_idle_streams)
+                await self._receive(inbound, task_status)
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The janitor never fails: the error is the receiver's own.
+            real = [e for e in leaves(group) if not isinstance(e, trio.Cancelled)]
+            if len(real) == 1:
+                raise real[0] from None
+            raise
+
+    async def _receive(
+        self,
+        inbound: trio.MemorySendChannel[InboundMessage],
+        task_status: trio.TaskStatus[None],
+    ) -> None:
         backoff = Backoff(self.backoff_initial, self.backoff_max)
         started = False
         while True:
@@ -242,34 +212,68 @@ class SlackAdapter:
         else why it ended."""
         try:
             async with open_websocket(
-                url, max_message_size=MAX_MESSAGE_BYTES, connect_timeout=10.0, close_timeout=2.0
+                url,
+                max_message_size=MAX_MESSAGE_BYTES,
+                connect_timeout=10.0,
+                close_timeout=self.close_timeout,
             ) as socket:
                 while True:
-                    raw = await socket.get_message()
-                    envelope = _parse(raw)
-                    if envelope is None:
-                        continue
-                    envelope_id = envelope.get("envelope_id")
-                    if isinstance(envelope_id, str):
-                        # At once, before any work: a late ack makes Slack send it again.
-                        await socket.send_message(json.dumps({"envelope_id": envelope_id}))
-                    kind = envelope.get("type")
-                    if kind == "hello":
-                        self._connected(backoff)
-                    elif kind == "disconnect":
-                        log.info(
-                            "slack: Slack asked for a new connection (%s)", envelope.get("reason")
-                        )
-                        return None
-                    elif kind == "events_api":
-                        await self._deliver(envelope, inbound)
-        except (
-            trio_websocket.ConnectionClosed,
-            trio_websocket.HandshakeError,
-            trio_websocket.ConnectionTimeout,
-            OSError,
-        ) as exc:
-            return f"{type(exc).__name__}: {redact(str(exc))}".rstrip(": ")
+                    raw: str | bytes | None = None
+                    with trio.move_on_after(self.ping_interval):
+                        raw = await socket.get_message()
+                    if raw is None:
+                        # Quiet for a while: is anyone there? (trio-websocket's
+                        # own reader takes the pong, whether we read or not.)
+                        with trio.move_on_after(self.ping_timeout):
+                            await socket.ping()
+                            continue
+                        return f"no answer to a ping in {self.ping_timeout:g} s"
+                    outcome = await self._handle(raw, socket, inbound, backoff)
+                    if outcome is not _GO_ON:
+                        return outcome
+        except _CONNECTION_ENDED as exc:
+            return _describe(exc)
+
+    async def _handle(
+        self,
+        raw: str | bytes,
+        socket: trio_websocket.WebSocketConnection,
+        inbound: trio.MemorySendChannel[InboundMessage],
+        backoff: Backoff,
+    ) -> str | None:
+        """Handle one Socket Mode message; ``_GO_ON``, or how the session ends."""
+        envelope = _parse(raw)
+        if envelope is None:
+            return _GO_ON
+        envelope_id = envelope.get("envelope_id")
+        if isinstance(envelope_id, str):
+            # At once, before any work: a late ack makes Slack send it again.
+            await socket.send_message(json.dumps({"envelope_id": envelope_id}))
+        kind = envelope.get("type")
+        if kind == "hello":
+            self._connected(backoff)
+        elif kind == "disconnect":
+            reason = envelope.get("reason")
+            if reason == "link_disabled":
+                # Socket Mode was turned off in the app's settings: not a
+                # refresh, so wait (with backoff) before asking again.
+                return "Slack disabled Socket Mode for this app (link_disabled)"
+            log.info("slack: Slack asked for a new connection (%s)", reason)
+            return None
+        elif kind == "events_api":
+            await self._deliver(envelope, inbound)
+        return _GO_ON
+
+    async def _stop_idle_streams(self) -> None:
+        """Stop native streams nobody has touched for ``stream_idle_stop`` s."""
+        while True:
+            await trio.sleep(self.stream_idle_stop / 4)
+            for channel, ts in self.streams.take_idle(trio.current_time(), self.stream_idle_stop):
+                try:
+                    await self.call("chat.stopStream", {"channel": channel, "ts": ts})
+                except PlatformError as exc:
+                    # Slack ends idle streams itself in the end.
+                    log.debug("slack: could not stop an idle stream in %s: %s", channel, exc)
 
     def _connected(self, backoff: Backoff) -> None:
         backoff.reset()
@@ -289,7 +293,14 @@ class SlackAdapter:
         if not user_allowed(self._allowed, question.user):
             log.info("slack: ignoring a message from user %s (not allowed)", question.user)
             return
-        self._askers[(question.channel, question.thread)] = (question.user, question.team)
+        if not question.addressed and self._members is not None:
+            if question.user not in self._members:
+                return  # talking to someone else, not to the bot
+        key = (question.channel, question.thread)
+        self._askers[key] = (question.user, question.team)
+        self._askers.move_to_end(key)
+        if len(self._askers) > MAX_ASKERS:
+            self._askers.popitem(last=False)
         await inbound.send(self._inbound(question))
 
     def _inbound(self, question: SlackQuestion) -> InboundMessage:
@@ -320,7 +331,7 @@ class SlackAdapter:
 
     def _fetcher(self, url: object) -> Callable[[], Awaitable[bytes]]:
         if isinstance(url, str) and url.startswith(("http://", "https://")):
-            return partial(self.download, url)
+            return partial(self.api.download, url)
 
         async def unavailable() -> bytes:
             raise PlatformError("slack: the file has no download URL (files:read scope missing?)")
@@ -330,17 +341,17 @@ class SlackAdapter:
     # -- outbound ------------------------------------------------------------
 
     def messenger(self, chat_id: str, thread_id: str | None = None) -> Messenger:
-        # Slack streams only as replies in a thread: a top-level direct message is edited.
-        if (
-            self.config.transport == "stream"
-            and thread_id is not None
-            and not self.streams_unavailable
-        ):
-            user, team = self._askers.get((chat_id, thread_id), (None, None))
-            return SlackStreamMessenger(
-                self, chat_id, thread_id, recipient=user, team=team or self.team_id
-            )
-        return SlackMessenger(self, chat_id, thread_id)
+        # Slack streams only as replies in a thread: a top-level direct
+        # message is edited. Outside direct messages a stream must name its
+        # reader: a thread nobody asked in since we started is edited too.
+        if self.config.transport != "stream" or thread_id is None or self.streams_unavailable:
+            return SlackMessenger(self, chat_id, thread_id)
+        user, team = self._askers.get((chat_id, thread_id), (None, None))
+        if user is None and not chat_id.startswith("D"):
+            return SlackMessenger(self, chat_id, thread_id)
+        return SlackStreamMessenger(
+            self, chat_id, thread_id, recipient=user, team=team or self.team_id
+        )
 
     def streams_refused(self, error: str) -> None:
         if not self.streams_unavailable:
@@ -349,6 +360,24 @@ class SlackAdapter:
                 "slack: the workspace refused the streaming methods (%s); editing messages instead",
                 error,
             )
+
+
+# ``_handle``'s answer for "keep reading".
+_GO_ON = "go on"
+# How a Socket Mode connection ends without Slack asking for it.
+_CONNECTION_ENDED = (
+    trio_websocket.ConnectionClosed,
+    trio_websocket.HandshakeError,
+    trio_websocket.ConnectionTimeout,
+    OSError,
+)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, trio_websocket.ConnectionClosed) and exc.reason is not None:
+        detail = exc.reason.reason or exc.reason.name
+        return f"connection closed ({exc.reason.code}: {redact(str(detail))})"
+    return f"{type(exc).__name__}: {redact(str(exc))}".rstrip(": ")
 
 
 def _parse(raw: str | bytes) -> dict[str, Any] | None:

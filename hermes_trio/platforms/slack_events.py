@@ -15,6 +15,11 @@ once. Where the answer goes: in a channel, in the thread of the message (its
 thread), so a channel is not filled with answers; in a direct message, in
 the thread the user wrote in, or at the top level when they wrote there,
 like a chat.
+
+With ``mention_only``, a channel message needs a mention — except a reply
+in a thread the bot was mentioned in (since it started): a conversation in
+a thread goes on without "@bot" in every reply, as people expect. (Slack
+sends those only to an app subscribed to ``message.channels``.)
 """
 
 from __future__ import annotations
@@ -44,6 +49,11 @@ class SlackQuestion:
     team: str | None
     direct: bool
     event: dict[str, Any]
+    addressed: bool = True
+    """False for a channel message without a mention (a reply in the bot's
+    thread, or any message with ``mention_only: false``): the adapter passes
+    it on only from a user on the allow-list; others were talking to each
+    other, not to the bot, and get no refusal."""
 
 
 class _Seen:
@@ -52,6 +62,9 @@ class _Seen:
     def __init__(self, size: int) -> None:
         self._size = size
         self._keys: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
 
     def add(self, key: str) -> bool:
         """True when ``key`` is new."""
@@ -79,6 +92,8 @@ class EventSieve:
         self.mention_only = mention_only
         self._events = _Seen(memory)
         self._messages = _Seen(memory)
+        self._threads = _Seen(memory)
+        """Channel threads the bot was mentioned in: their replies need no mention."""
         self._mention = re.compile(rf"<@{re.escape(bot_user)}(?:\|[^>]*)?>")
 
     def take(self, envelope: Any) -> SlackQuestion | None:
@@ -118,14 +133,18 @@ class EventSieve:
         text = raw_text if isinstance(raw_text, str) else ""
         direct = event.get("channel_type") == "im" or channel.startswith("D")
         mentioned = kind == "app_mention" or bool(self._mention.search(text))
-        if not direct and self.mention_only and not mentioned:
+        thread_ts = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
+        addressed = direct or mentioned
+        in_our_thread = thread_ts is not None and f"{channel}/{thread_ts}" in self._threads
+        if not (addressed or in_our_thread or not self.mention_only):
             return None
         files = tuple(f for f in event.get("files") or () if isinstance(f, dict))
         text = self._mention.sub("", text).strip()
         if not text and not files:
             return None
-        thread_ts = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
         thread = thread_ts if direct else (thread_ts or ts)
+        if not direct:
+            self._threads.add(f"{channel}/{thread}")
         team = event.get("team") or payload.get("team_id")
         return SlackQuestion(
             channel=channel,
@@ -137,4 +156,5 @@ class EventSieve:
             team=team if isinstance(team, str) else None,
             direct=direct,
             event=event,
+            addressed=addressed,
         )

@@ -18,11 +18,16 @@ recipient in channels, ``appendStream`` only on an open stream (or
 served at their ``url_private`` to the bot token only.
 
 Faults: ``fail_next(method, error=..., status=429, retry_after=...)``,
+``answer_late(method, delay)`` (done, but answered too late),
 ``disconnect()`` (a ``disconnect`` envelope), ``drop()`` (the socket cut
-without a close frame), ``redeliver()`` (an envelope again, with
-``retry_attempt`` + 1), and, with ``redeliver_after``, Slack's own
-redelivery of an envelope not acknowledged in time. Envelopes pushed while
-no connection is open wait for the next one.
+without a close frame), ``stall()`` (the connection goes silent: nothing
+is read or answered, not even pings, as when a network path dies without a
+FIN), ``redeliver()`` (an envelope again, with ``retry_attempt`` + 1), and,
+with ``redeliver_after``, Slack's own redelivery of an envelope not
+acknowledged in time. With ``stream_expiry``, a stream nobody appended to
+for that long is over, as Slack ends idle streams (``appendStream`` and
+``stopStream`` then answer ``message_not_in_streaming_state``). Envelopes
+pushed while no connection is open wait for the next one.
 
 Records, each with ``trio.current_time()``: ``calls``, ``acks``, and the
 bot's messages with their edit history (``messages[channel]``).
@@ -83,6 +88,7 @@ class _Failure:
     status: int
     retry_after: float | None
     times: int
+    needed: str | None = None
 
 
 class FakeSlack:
@@ -95,6 +101,7 @@ class FakeSlack:
         team: str = "T0FAKE",
         streams: bool = True,
         redeliver_after: float | None = None,
+        stream_expiry: float | None = None,
     ) -> None:
         self.bot_token = bot_token
         self.app_token = app_token
@@ -102,6 +109,7 @@ class FakeSlack:
         self.team = team
         self.streams = streams
         self.redeliver_after = redeliver_after
+        self.stream_expiry = stream_expiry
         self.base_url = ""
         self.socket_url = ""
         self.online = True
@@ -117,7 +125,9 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self._pending: list[dict[str, Any]] = []
         self._sockets: list[trio.MemorySendChannel[dict[str, Any] | None]] = []
+        self._streams: dict[trio.MemorySendChannel[dict[str, Any] | None], _Stallable] = {}
         self._failures: dict[str, list[_Failure]] = defaultdict(list)
+        self._slow: dict[str, list[float]] = defaultdict(list)
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
 
@@ -210,6 +220,13 @@ class FakeSlack:
         for socket in self._sockets:
             socket.send_nowait(None)
 
+    def stall(self) -> None:
+        """Every open connection goes silent for good; new ones work."""
+        for socket in list(self._sockets):
+            self._streams[socket].stalled = True
+            self._sockets.remove(socket)
+        self._notify()
+
     def fail_next(
         self,
         method: str,
@@ -218,13 +235,20 @@ class FakeSlack:
         status: int | None = None,
         retry_after: float | None = None,
         times: int = 1,
+        needed: str | None = None,
     ) -> None:
         """Answer the next ``times`` calls of ``method`` with ``error``
-        (a ``ratelimited`` error is HTTP 429 with ``Retry-After``)."""
+        (a ``ratelimited`` error is HTTP 429 with ``Retry-After``;
+        ``needed`` names the scope of a ``missing_scope``)."""
         if status is None:
             status = 429 if error == "ratelimited" else 200
-        failure = _Failure(error, status, retry_after, times)
+        failure = _Failure(error, status, retry_after, times, needed)
         self._failures[method.lower()].append(failure)
+
+    def answer_late(self, method: str, delay: float) -> None:
+        """Do the next call of ``method``, but answer it ``delay`` seconds
+        later (a client with a shorter timeout never learns it worked)."""
+        self._slow[method.lower()].append(delay)
 
     def calls_to(self, method: str) -> list[SlackCall]:
         return [c for c in self.calls if c.method.lower() == method.lower()]
@@ -309,6 +333,8 @@ class FakeSlack:
             self._notify()
         body = json.loads(response.body)
         call.ok, call.error = bool(body.get("ok")), body.get("error")
+        if self._slow.get(method.lower()):
+            await trio.sleep(self._slow[method.lower()].pop(0))
         return response
 
     def _answer(self, method: str, token: str, params: dict[str, Any]) -> FakeResponse:
@@ -326,7 +352,8 @@ class FakeSlack:
             headers = []
             if failure.retry_after is not None:
                 headers.append(("retry-after", f"{failure.retry_after:g}"))
-            return _error(failure.error, failure.status, headers)
+            extra = {"needed": failure.needed} if failure.needed else {}
+            return _error(failure.error, failure.status, headers, **extra)
         if not self.streams and method.lower() in _NO_STREAM_METHODS:
             return _error("unknown_method")
         handler = _METHODS.get(method.lower())
@@ -410,19 +437,29 @@ class FakeSlack:
         self.messages[channel].append(message)
         return {"channel": channel, "ts": message.ts}
 
-    def _append_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _streaming(self, params: dict[str, Any]) -> SlackMessage:
+        """The open stream ``params`` names; one idle past ``stream_expiry`` is over."""
         message = self._find(params)
+        last = message.edited_at[-1] if message.edited_at else message.sent_at
+        if (
+            message.streaming
+            and self.stream_expiry is not None
+            and trio.current_time() - last >= self.stream_expiry
+        ):
+            message.streaming = False
         if not message.streaming:
             raise _SlackError("message_not_in_streaming_state")
+        return message
+
+    def _append_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+        message = self._streaming(params)
         message.text += _text(params.get("markdown_text"))
         message.history.append(message.text)
         message.edited_at.append(trio.current_time())
         return {"channel": message.channel, "ts": message.ts}
 
     def _stop_stream(self, params: dict[str, Any]) -> dict[str, Any]:
-        message = self._find(params)
-        if not message.streaming:
-            raise _SlackError("message_not_in_streaming_state")
+        message = self._streaming(params)
         if params.get("markdown_text"):
             message.text += str(params["markdown_text"])
             message.history.append(message.text)
@@ -432,7 +469,8 @@ class FakeSlack:
 
     # -- Socket Mode ----------------------------------------------------------
 
-    async def serve_socket(self, stream: trio.SocketStream) -> None:
+    async def serve_socket(self, tcp: trio.SocketStream) -> None:
+        stream = _Stallable(tcp)
         async with stream, trio.open_nursery() as nursery:
             try:
                 request = await trio_websocket.wrap_server_stream(nursery, stream)
@@ -440,6 +478,7 @@ class FakeSlack:
                 send, receive = trio.open_memory_channel[dict[str, Any] | None](100)
                 self.connections += 1
                 self._sockets.append(send)
+                self._streams[send] = stream
                 try:
                     nursery.start_soon(self._read_acks, socket, nursery.cancel_scope)
                     await socket.send_message(
@@ -455,7 +494,9 @@ class FakeSlack:
                             break
                         await socket.send_message(json.dumps(item))
                 finally:
-                    self._sockets.remove(send)
+                    if send in self._sockets:
+                        self._sockets.remove(send)
+                    del self._streams[send]
                     self._notify()
             except (
                 trio_websocket.ConnectionClosed,
@@ -479,6 +520,35 @@ class FakeSlack:
             scope.cancel()
 
 
+class _Stallable(trio.abc.HalfCloseableStream):
+    """A TCP stream that can go silent: once ``stalled``, nothing more is
+    read (so pings go unanswered) or written."""
+
+    def __init__(self, inner: trio.SocketStream) -> None:
+        self._inner = inner
+        self.stalled = False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.stalled:
+            await trio.sleep_forever()
+        await self._inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await self._inner.receive_some(max_bytes)
+        if self.stalled:
+            await trio.sleep_forever()
+        return data
+
+    async def send_eof(self) -> None:
+        await self._inner.send_eof()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class _SlackError(Exception):
     def __init__(self, error: str) -> None:
         super().__init__(error)
@@ -498,9 +568,9 @@ _METHODS: dict[str, Callable[[FakeSlack, dict[str, Any]], dict[str, Any]]] = {
 
 
 def _error(
-    error: str, status: int = 200, headers: list[tuple[str, str]] | None = None
+    error: str, status: int = 200, headers: list[tuple[str, str]] | None = None, **extra: str
 ) -> FakeResponse:
-    return FakeResponse.json({"ok": False, "error": error}, status, headers)
+    return FakeResponse.json({"ok": False, "error": error, **extra}, status, headers)
 
 
 def _required(params: dict[str, Any], name: str) -> str:

@@ -12,6 +12,7 @@ from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
 import trio
 from support import ProcessOutput, clean_env
 
@@ -32,6 +33,7 @@ async def gateway(
     *,
     transport: str = "edit",
     bot_token: str | None = None,
+    app_token: str | None = None,
 ) -> AsyncIterator[tuple[trio.Process, ProcessOutput]]:
     config = tmp_path / "config.yaml"
     config.write_text(
@@ -40,7 +42,7 @@ async def gateway(
     )
     env = clean_env(
         SLACK_BOT_TOKEN=bot_token or slack.bot_token,
-        SLACK_APP_TOKEN=slack.app_token,
+        SLACK_APP_TOKEN=app_token or slack.app_token,
         SLACK_API_BASE_URL=slack.base_url,
         SLACK_ALLOWED_USERS=ALLOWED,
         HERMES_MODEL_BASE_URL=model.base_url,
@@ -91,7 +93,7 @@ def progressive(message: SlackMessage) -> None:
 async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_reconnects(
     tmp_path: Path,
 ) -> None:
-    script = [TextReply(ANSWER, delay=0.03) for _ in range(5)]
+    script = [TextReply(ANSWER, delay=0.03) for _ in range(6)]
     async with (
         open_scripted_server(script) as model,
         open_fake_slack() as slack,
@@ -118,11 +120,18 @@ async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_
         thread = mention["payload"]["event"]["ts"]
         await until(slack, lambda: final_texts(slack, "C1") == [to_mrkdwn(ANSWER)])
         assert slack.visible("C1")[0].thread_ts == thread
-        # 4. 429s on the edits: nothing twice, the final text lands.
+        #    A reply in that thread needs no mention: the same conversation goes on.
+        slack.push_message("C1", ALLOWED, "and a follow-up", thread_ts=thread)
+        await until(slack, lambda: final_texts(slack, "C1") == [to_mrkdwn(ANSWER)] * 2)
+        assert {m.thread_ts for m in slack.visible("C1")} == {thread}
+        assert "and in a channel?" in str(model.model_requests[-1])
+        # 4. 429s on the first post and on edits: nothing twice, the final text lands.
+        slack.fail_next("chat.postMessage", retry_after=0.5)
         slack.fail_next("chat.update", retry_after=1, times=2)
         slack.push_message("D3", ALLOWED, "rate limited?")
         await until(slack, lambda: final_texts(slack, "D3") == [to_mrkdwn(ANSWER)], within=20)
-        assert len(slack.visible("D3")) == 1 and len(slack.calls_to("chat.postMessage")) == 4
+        assert len(slack.visible("D3")) == 1 and len(slack.calls_to("chat.postMessage")) == 6
+        assert [c.ok for c in slack.calls_to("chat.postMessage")][-2:] == [False, True]
         # 5. Slack refreshes the connection, then the socket drops.
         slack.disconnect()
         await until(slack, lambda: slack.connections >= 2 and bool(slack._sockets))
@@ -131,8 +140,8 @@ async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_
         slack.push_message("D4", ALLOWED, "still there?")
         await until(slack, lambda: final_texts(slack, "D4") == [to_mrkdwn(ANSWER)])
         await trio.sleep(0.5)
-        assert len(model.model_requests) == 4
-        assert sum(len(slack.visible(c)) for c in ("D1", "C1", "D3", "D4")) == 4
+        assert len(model.model_requests) == 5
+        assert sum(len(slack.visible(c)) for c in ("D1", "C1", "D3", "D4")) == 5
         process.send_signal(signal.SIGTERM)
         with trio.fail_after(10):
             code = await process.wait()
@@ -162,15 +171,27 @@ async def test_stream_transport_streams_the_answer_in_the_thread(tmp_path: Path)
             assert await process.wait() == 0
 
 
-async def test_a_rejected_bot_token_stops_with_one_line_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("which", "setting"), [("bot", "SLACK_BOT_TOKEN"), ("app", "SLACK_APP_TOKEN")]
+)
+async def test_a_rejected_token_stops_with_one_line_naming_it(
+    tmp_path: Path, which: str, setting: str
+) -> None:
+    wrong = {"bot": "xoxb-revoked"} if which == "bot" else {"app": "xapp-revoked"}
     async with (
         open_scripted_server([]) as model,
         open_fake_slack() as slack,
-        gateway(tmp_path, slack, model, bot_token="xoxb-revoked") as (process, output),
+        gateway(
+            tmp_path,
+            slack,
+            model,
+            bot_token=wrong.get("bot"),
+            app_token=wrong.get("app"),
+        ) as (process, output),
     ):
         with trio.fail_after(15):
             code = await process.wait()
     assert code == 1
-    lines = [line for line in output.text().splitlines() if "SLACK_BOT_TOKEN" in line]
+    lines = [line for line in output.text().splitlines() if setting in line]
     assert len(lines) == 1 and "invalid_auth" in lines[0]
-    assert "xoxb-revoked" not in output.text()
+    assert "revoked" not in output.text()

@@ -3,6 +3,7 @@ Web API out, both sending transports."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,17 +12,19 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio_websocket
 
 from hermes_trio.config import SlackConfig
 from hermes_trio.consumers.messenger import PlatformError, RateLimited
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.slack import SlackAdapter, SlackTokenRejected
+from hermes_trio.platforms.slack import SlackAdapter
+from hermes_trio.platforms.slack_api import SlackTokenRejected
 from hermes_trio.testing.fake_slack import FakeSlack, open_fake_slack
 
 
 @asynccontextmanager
 async def running(
-    fake: FakeSlack, **settings: Any
+    fake: FakeSlack, *, filter_users: bool = True, **settings: Any
 ) -> AsyncIterator[tuple[SlackAdapter, trio.MemoryReceiveChannel[InboundMessage]]]:
     config = SlackConfig(
         bot_token=fake.bot_token,
@@ -30,7 +33,9 @@ async def running(
         **settings,
     )
     async with httpx.AsyncClient() as client:
-        adapter = SlackAdapter(config, client, backoff_initial=0.05, backoff_max=0.2)
+        adapter = SlackAdapter(
+            config, client, backoff_initial=0.05, backoff_max=0.2, filter_users=filter_users
+        )
         send, receive = trio.open_memory_channel[InboundMessage](16)
         async with trio.open_nursery() as nursery:
             await nursery.start(adapter.run, send)
@@ -206,12 +211,9 @@ async def test_stream_transport_starts_appends_and_stops() -> None:
         start, *appends = [c for c in fake.calls if "Stream" in c.method]
         assert start.params["recipient_user_id"] == "U7"
         assert start.params["recipient_team_id"] == fake.team
-        assert [c.method for c in appends] == [
-            "chat.appendStream",
-            "chat.appendStream",
-            "chat.stopStream",
-        ]
-        assert [c.params.get("markdown_text") for c in appends[:2]] == [" **world**", ", done."]
+        # The last words go with the stop: one call fewer.
+        assert [c.method for c in appends] == ["chat.appendStream", "chat.stopStream"]
+        assert [c.params.get("markdown_text") for c in appends] == [" **world**", ", done."]
 
 
 async def test_stream_transport_falls_back_to_edits_where_not_offered(
@@ -247,3 +249,122 @@ async def test_an_image_file_is_fetched_with_the_bot_token() -> None:
         )
         assert await attachment.fetch() == b"\x89PNG fake"
         assert fake.downloads == [photo["id"]]
+
+
+async def test_a_silent_connection_is_replaced_after_an_unanswered_ping() -> None:
+    async with open_fake_slack() as fake, httpx.AsyncClient() as client:
+        config = SlackConfig(
+            bot_token=fake.bot_token, app_token=fake.app_token, api_base_url=fake.base_url
+        )
+        adapter = SlackAdapter(
+            config,
+            client,
+            ping_interval=0.1,
+            ping_timeout=0.1,
+            close_timeout=0.1,
+            backoff_initial=0.05,
+        )
+        send, receive = trio.open_memory_channel[InboundMessage](4)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(adapter.run, send)
+            with trio.fail_after(5):
+                await fake.wait_until(lambda: bool(fake._sockets))
+            await trio.sleep(0.35)  # quiet but alive: pings are answered
+            assert fake.connections == 1
+            fake.stall()
+            began = trio.current_time()
+            with trio.fail_after(5):
+                await fake.wait_until(lambda: bool(fake._sockets))
+            assert fake.connections == 2 and trio.current_time() - began < 1
+            fake.push_message("D1", "U7", "are you there?")
+            assert (await next_message(receive)).text == "are you there?"
+            nursery.cancel_scope.cancel()
+
+
+async def test_socket_mode_turned_off_is_retried_with_backoff() -> None:
+    async with open_fake_slack() as fake, running(fake) as (adapter, _):
+        for _ in range(3):
+            fake.disconnect("link_disabled")
+            count = fake.connections
+            with trio.fail_after(5):
+                await fake.wait_until(lambda n=count: fake.connections > n and bool(fake._sockets))
+        opens = [c.time for c in fake.calls_to("apps.connections.open")]
+        # Not at once, as after a refresh: the backoff (0.05 s, then 0.1 s) waits first.
+        assert opens[-1] - opens[-2] >= 0.05
+
+
+async def test_an_app_token_without_connections_write_names_the_setting_and_scope() -> None:
+    async with open_fake_slack() as fake, httpx.AsyncClient() as client:
+        fake.fail_next("apps.connections.open", "missing_scope", needed="connections:write")
+        config = SlackConfig(
+            bot_token=fake.bot_token, app_token=fake.app_token, api_base_url=fake.base_url
+        )
+        send, _ = trio.open_memory_channel[InboundMessage](1)
+        with pytest.raises(SlackTokenRejected) as caught:
+            await SlackAdapter(config, client).run(send)
+        assert "SLACK_APP_TOKEN" in str(caught.value)
+        assert "needs connections:write" in str(caught.value)
+
+
+async def test_the_fake_redelivers_what_is_not_acknowledged_in_time() -> None:
+    async with open_fake_slack(redeliver_after=0.1) as fake:
+        async with trio_websocket.open_websocket_url(fake.socket_url + "/link/") as socket:
+            assert json.loads(await socket.get_message())["type"] == "hello"
+            fake.push_message("D1", "U7", "slow")
+            first = json.loads(await socket.get_message())
+            with trio.fail_after(2):
+                again = json.loads(await socket.get_message())
+            assert again["payload"]["event_id"] == first["payload"]["event_id"]
+            assert (first["retry_attempt"], again["retry_attempt"]) == (0, 1)
+            assert again["retry_reason"] == "timeout"
+            await socket.send_message(json.dumps({"envelope_id": again["envelope_id"]}))
+            with trio.move_on_after(0.3):
+                extra = await socket.get_message()
+                pytest.fail(f"sent again after the ack: {extra}")
+
+
+async def test_an_adapter_that_acks_at_once_gets_nothing_twice() -> None:
+    async with open_fake_slack(redeliver_after=0.2) as fake, running(fake) as (_, receive):
+        fake.push_message("D1", "U7", "quick")
+        await next_message(receive)
+        await trio.sleep(0.3)
+        assert [e for e, _ in fake.acks] == ["env-1"]
+        await nothing_more(receive)
+
+
+async def test_a_thread_goes_on_without_mentions_for_allowed_users_only() -> None:
+    async with (
+        open_fake_slack() as fake,
+        # As under the gateway, which refuses strangers' mentions by itself.
+        running(fake, allowed_users=["U7", "U8"], filter_users=False) as (_, receive),
+    ):
+        first = fake.push_mention("C1", "U7", "start")
+        thread = first["payload"]["event"]["ts"]
+        assert (await next_message(receive)).thread_id == thread
+        fake.push_message("C1", "U9", "chatting with a colleague", thread_ts=thread)
+        fake.push_message("C1", "U8", "and my question", thread_ts=thread)
+        follow_up = await next_message(receive)
+        assert (follow_up.user_id, follow_up.text, follow_up.thread_id) == (
+            "U8",
+            "and my question",
+            thread,
+        )
+        await nothing_more(receive)
+
+
+async def test_every_channel_message_only_from_allowed_users_under_the_gateway() -> None:
+    async with (
+        open_fake_slack() as fake,
+        running(fake, allowed_users=["U7"], mention_only=False, filter_users=False) as (
+            _,
+            receive,
+        ),
+    ):
+        fake.push_message("C1", "U9", "lunch anyone?")  # not to the bot: no refusal
+        fake.push_mention("C1", "U9", "who are you?")  # to the bot: the gateway refuses
+        fake.push_message("C1", "U7", "status?")
+        assert [(await next_message(receive)).text for _ in range(2)] == [
+            "who are you?",
+            "status?",
+        ]
+        await nothing_more(receive)

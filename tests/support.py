@@ -291,3 +291,32 @@ class ProcessOutput:
 
     def text(self) -> str:
         return self.data.decode(errors="replace")
+
+
+@asynccontextmanager
+async def gateway_process(
+    env: dict[str, str], cwd: os.PathLike[str] | str
+) -> AsyncIterator[tuple[trio.Process, ProcessOutput, ProcessOutput]]:
+    """A real ``hermes-trio gateway`` process with what it writes to stdout
+    and stderr; killed on leaving if it is still running."""
+    out, err = ProcessOutput(), ProcessOutput()
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            partial(
+                trio.run_process,
+                [sys.executable, "-m", "hermes_trio.cli", "gateway"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                check=False,
+            )
+        )
+        assert process.stdout is not None and process.stderr is not None
+        nursery.start_soon(out.collect, process.stdout)
+        nursery.start_soon(err.collect, process.stderr)
+        try:
+            yield process, out, err
+        finally:
+            if process.poll() is None:
+                process.kill()

@@ -24,8 +24,9 @@ class CredentialsRejected(PlatformError):
     help; the configuration has to change."""
 
 
-async def _nothing() -> bytes:
-    return b""
+async def _not_fetchable() -> bytes:
+    # An empty image would reach the model as if it were one: say so instead.
+    raise PlatformError("the platform gave no way to download this file")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,7 @@ class Attachment:
     name: str | None = None
     size: int | None = None
     """Bytes, when the platform says."""
-    fetch: Callable[[], Awaitable[bytes]] = field(default=_nothing, compare=False, repr=False)
+    fetch: Callable[[], Awaitable[bytes]] = field(default=_not_fetchable, compare=False, repr=False)
 
     @property
     def is_image(self) -> bool:

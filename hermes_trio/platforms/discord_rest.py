@@ -11,6 +11,7 @@ call whose bucket is spent (or during a global limit) raises
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -21,7 +22,7 @@ from ..redaction import redact, register_secret
 from .base import CredentialsRejected
 from .discord_gateway import TOKEN_REJECTED
 from .discord_ratelimit import RateLimits, RouteKey
-from .http import send_request
+from .http import download, send_request
 
 __all__ = ["DiscordApiError", "DiscordRest", "TokenRejected"]
 
@@ -115,19 +116,13 @@ class DiscordRest:
     def fetcher(self, url: str) -> Callable[[], Awaitable[bytes]]:
         """Downloads an attachment (Discord's CDN wants no token)."""
 
-        async def fetch() -> bytes:
-            response = await send_request(
-                self._client,
-                "GET",
-                url,
-                what="discord attachment",
-                request_timeout=self.download_timeout,
-            )
-            if response.status_code != 200:
-                raise PlatformError(f"discord attachment: HTTP {response.status_code}")
-            return response.content
-
-        return fetch
+        return partial(
+            download,
+            self._client,
+            url,
+            what="discord attachment",
+            request_timeout=self.download_timeout,
+        )
 
 
 def _json(response: httpx.Response) -> Any:

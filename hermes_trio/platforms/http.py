@@ -17,7 +17,9 @@ from ..redaction import redact
 
 __all__ = [
     "CONNECT_TIMEOUT",
+    "MAX_DOWNLOAD_BYTES",
     "allow_list",
+    "download",
     "send_request",
     "user_allowed",
 ]
@@ -69,6 +71,38 @@ async def send_request(
         if name_if_empty and not detail:
             detail = type(exc).__name__
         raise PlatformError(f"{what}: network error: {type(exc).__name__}: {detail}") from None
+
+
+# The largest file a user may send that we fetch (Telegram's own limit for bots).
+MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
+
+
+async def download(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    what: str,
+    request_timeout: float,
+    headers: dict[str, str] | None = None,
+    name_if_empty: bool = False,
+) -> bytes:
+    """The bytes of a file a user sent, at most ``MAX_DOWNLOAD_BYTES``;
+    ``PlatformError`` ("{what}: …") for anything else."""
+    response = await send_request(
+        client,
+        "GET",
+        url,
+        what=what,
+        request_timeout=request_timeout,
+        headers=headers,
+        name_if_empty=name_if_empty,
+        follow_redirects=True,
+    )
+    if response.status_code != 200:
+        raise PlatformError(f"{what}: HTTP {response.status_code}")
+    if len(response.content) > MAX_DOWNLOAD_BYTES:
+        raise PlatformError(f"{what}: larger than {MAX_DOWNLOAD_BYTES // (1024 * 1024)} MB")
+    return response.content
 
 
 # ---------------------------------------------------------------------------

@@ -101,105 +101,57 @@ class Platform(Generic[S]):
         return self.make_adapter(self.settings(config), client, filter_users)
 
 
-# -- Telegram ---------------------------------------------------------------
+def _on_with_credentials(enabled: bool | None, *credentials: str | None) -> bool:
+    """A platform its credentials turn on; ``enabled`` overrides either way."""
+    return all(credentials) if enabled is None else enabled
 
 
-def _telegram_on(settings: TelegramConfig) -> bool:
-    # A token alone turns Telegram on; ``enabled`` overrides either way.
-    return bool(settings.token) if settings.enabled is None else settings.enabled
-
-
-def _telegram(
-    settings: TelegramConfig, client: httpx.AsyncClient, filter_users: bool
-) -> PlatformAdapter:
-    return TelegramAdapter(settings, client, filter_users=filter_users)
-
-
-def _telegram_edit_interval(settings: TelegramConfig) -> float | None:
-    return settings.edit_interval
-
+# -- Telegram, Discord, Slack: credentials turn them on -----------------------
 
 TELEGRAM = Platform[TelegramConfig](
     name="telegram",
     section=lambda platforms: platforms.telegram,
-    switch=_telegram_on,
-    make_adapter=_telegram,
+    switch=lambda settings: _on_with_credentials(settings.enabled, settings.token),
+    make_adapter=lambda settings, client, only: TelegramAdapter(
+        settings, client, filter_users=only
+    ),
     allow_hint="platforms.telegram.allowed_users in config.yaml (or TELEGRAM_ALLOWED_USERS)",
     to_enable=("set", "TELEGRAM_BOT_TOKEN (or platforms.telegram.token)"),
-    edit_interval_of=_telegram_edit_interval,
+    edit_interval_of=lambda settings: settings.edit_interval,
 )
-
-
-# -- Discord ------------------------------------------------------------------
-
-
-def _discord_on(settings: DiscordConfig) -> bool:
-    return bool(settings.token) if settings.enabled is None else settings.enabled
-
-
-def _discord(
-    settings: DiscordConfig, client: httpx.AsyncClient, filter_users: bool
-) -> PlatformAdapter:
-    return DiscordAdapter(settings, client, filter_users=filter_users)
-
-
-def _discord_edit_interval(settings: DiscordConfig) -> float | None:
-    return settings.edit_interval
-
 
 DISCORD = Platform[DiscordConfig](
     name="discord",
     section=lambda platforms: platforms.discord,
-    switch=_discord_on,
-    make_adapter=_discord,
+    switch=lambda settings: _on_with_credentials(settings.enabled, settings.token),
+    make_adapter=lambda settings, client, only: DiscordAdapter(settings, client, filter_users=only),
     allow_hint="platforms.discord.allowed_users in config.yaml (or DISCORD_ALLOWED_USERS)",
     to_enable=("set", "DISCORD_BOT_TOKEN (or platforms.discord.token)"),
-    edit_interval_of=_discord_edit_interval,
+    edit_interval_of=lambda settings: settings.edit_interval,
 )
-
-
-# -- Slack --------------------------------------------------------------------
-
-
-def _slack_on(settings: SlackConfig) -> bool:
-    if settings.enabled is not None:
-        return settings.enabled
-    return bool(settings.bot_token and settings.app_token)
-
-
-def _slack(settings: SlackConfig, client: httpx.AsyncClient, filter_users: bool) -> PlatformAdapter:
-    return SlackAdapter(settings, client, filter_users=filter_users)
-
-
-def _slack_edit_interval(settings: SlackConfig) -> float | None:
-    return settings.edit_interval
-
 
 SLACK = Platform[SlackConfig](
     name="slack",
     section=lambda platforms: platforms.slack,
-    switch=_slack_on,
-    make_adapter=_slack,
+    switch=lambda settings: _on_with_credentials(
+        settings.enabled, settings.bot_token, settings.app_token
+    ),
+    make_adapter=lambda settings, client, only: SlackAdapter(settings, client, filter_users=only),
     allow_hint="platforms.slack.allowed_users in config.yaml (or SLACK_ALLOWED_USERS)",
     to_enable=("set", "SLACK_BOT_TOKEN and SLACK_APP_TOKEN (or platforms.slack)"),
-    edit_interval_of=_slack_edit_interval,
+    edit_interval_of=lambda settings: settings.edit_interval,
 )
 
 
-# -- WhatsApp -----------------------------------------------------------------
-
-
-def _whatsapp(
-    settings: WhatsAppConfig, client: httpx.AsyncClient, filter_users: bool
-) -> PlatformAdapter:
-    return WhatsAppAdapter(settings, client, filter_users=filter_users)
-
+# -- WhatsApp: its switch turns it on -----------------------------------------
 
 WHATSAPP = Platform[WhatsAppConfig](
     name="whatsapp",
     section=lambda platforms: platforms.whatsapp,
     switch=lambda settings: settings.enabled,
-    make_adapter=_whatsapp,
+    make_adapter=lambda settings, client, only: WhatsAppAdapter(
+        settings, client, filter_users=only
+    ),
     allow_hint="platforms.whatsapp.allowed_users in config.yaml",
     to_enable=("enable", "platforms.whatsapp"),
 )

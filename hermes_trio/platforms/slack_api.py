@@ -18,10 +18,9 @@ from ..consumers.messenger import PlatformError, RateLimited
 from ..redaction import redact, register_secret
 from ..retry import parse_retry_after
 from .base import CredentialsRejected
-from .http import send_request
+from .http import download, send_request
 
 __all__ = [
-    "MAX_FILE_BYTES",
     "TOKEN_SETTINGS",
     "SlackApiError",
     "SlackTokenRejected",
@@ -40,7 +39,6 @@ _AUTH_ERRORS = frozenset(
 # streaming ones) it only means the method is not for us.
 _STARTUP_METHODS = frozenset({"auth.test", "apps.connections.open"})
 _WRONG_TOKEN_ERRORS = frozenset({"not_allowed_token_type", "missing_scope"})
-MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
 class SlackTokenRejected(CredentialsRejected):
@@ -135,17 +133,10 @@ class SlackWebApi:
 
     async def download(self, url: str) -> bytes:
         """A file a user shared (``url_private`` needs the bot token)."""
-        response = await send_request(
+        return await download(
             self._client,
-            "GET",
             url,
             what="slack file download",
             request_timeout=self.request_timeout,
             headers={"Authorization": f"Bearer {self._tokens['bot']}"},
-            follow_redirects=True,
         )
-        if response.status_code != 200:
-            raise PlatformError(f"slack file download: HTTP {response.status_code}")
-        if len(response.content) > MAX_FILE_BYTES:
-            raise PlatformError("slack file download: larger than 20 MB")
-        return response.content

@@ -41,7 +41,7 @@ from ..consumers.messenger import Capabilities, PlatformError, RateLimited
 from ..redaction import redact, register_secret
 from ..retry import Backoff, parse_retry_after
 from .base import Attachment, CredentialsRejected, InboundMessage
-from .http import allow_list, send_request, user_allowed
+from .http import allow_list, download, send_request, user_allowed
 from .telegram_format import to_markdown_v2
 
 __all__ = [
@@ -58,8 +58,7 @@ TELEGRAM_CAPABILITIES = Capabilities(can_edit=True, max_length=4096, length_unit
 # The confirming call on stop answers at once (timeout 0); this only bounds
 # an unreachable Bot API, so stopping stays quick.
 CONFIRM_TIMEOUT = 3.0
-# The Bot API hands bots files of up to 20 MB.
-MAX_FILE_BYTES = 20 * 1024 * 1024
+
 
 
 class TokenRejected(CredentialsRejected):
@@ -213,19 +212,13 @@ class TelegramAdapter:
         path = info.get("file_path") if isinstance(info, dict) else None
         if not isinstance(path, str):
             raise PlatformError("telegram getFile: the file is not available for download")
-        response = await send_request(
+        return await download(
             self._client,
-            "GET",
             f"{self._base}/file/bot{self._token}/{path}",
             what="telegram file download",
             request_timeout=self.request_timeout,
             name_if_empty=True,
         )
-        if response.status_code != 200:
-            raise PlatformError(f"telegram file download: HTTP {response.status_code}")
-        if len(response.content) > MAX_FILE_BYTES:
-            raise PlatformError("telegram file download: larger than 20 MB")
-        return response.content
 
     async def get_me(self) -> dict[str, Any]:
         me = await self.call("getMe")

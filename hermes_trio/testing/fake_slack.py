@@ -134,7 +134,10 @@ class FakeSlack:
     # -- test helpers ---------------------------------------------------------
 
     def new_ts(self) -> str:
-        """A message timestamp as Slack makes them: Unix seconds, unique."""
+        """A message timestamp as Slack makes them: Unix seconds, unique.
+
+        The wall clock on purpose: it is data the gateway compares with its
+        own wall clock (how long a message waited), not timing logic."""
         return f"{int(time.time())}.{next(self._ts):06d}"
 
     def add_file(self, name: str, mimetype: str, data: bytes) -> dict[str, Any]:

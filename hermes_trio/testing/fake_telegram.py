@@ -203,6 +203,7 @@ class FakeTelegram:
             "message_id": message_id,
             "from": sender,
             "chat": chat,
+            # Unix time, like Telegram's: the gateway compares it with its wall clock.
             "date": int(time.time() if sent_at is None else sent_at),
         }
         if topic is not None:

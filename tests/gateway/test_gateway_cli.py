@@ -6,13 +6,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from functools import partial
 from pathlib import Path
 
 import httpx
 import pytest
 import trio
-from support import ProcessOutput, clean_env, make_config
+from support import clean_env, gateway_process, make_config
 
 from hermes_trio.cli.gateway import _main, run_gateway
 from hermes_trio.config import Config, PlatformsConfig, TelegramConfig, load_config
@@ -102,35 +101,16 @@ async def test_subprocess_round_trip_and_clean_sigterm(tmp_path: Path) -> None:
             HERMES_STREAMING_ENABLED="1",
             HERMES_DATA_DIR=str(tmp_path / "data"),
         )
-        out, err = ProcessOutput(), ProcessOutput()
-        async with trio.open_nursery() as nursery:
-            process: trio.Process = await nursery.start(
-                partial(
-                    trio.run_process,
-                    [sys.executable, "-m", "hermes_trio.cli", "gateway"],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                    cwd=tmp_path,
-                    check=False,
-                )
-            )
-            assert process.stdout is not None and process.stderr is not None
-            nursery.start_soon(out.collect, process.stdout)
-            nursery.start_soon(err.collect, process.stderr)
-            try:
-                with trio.move_on_after(15) as waiting:
-                    await out.wait_for(b"running telegram")
-                assert not waiting.cancelled_caught, f"no ready line; stderr: {err.text()}"
-                telegram.push_message(chat_id=31, user_id=7, text="hello from a user")
-                with trio.fail_after(10):
-                    await telegram.wait_until(lambda: telegram.texts(31) == [ANSWER])
-                process.send_signal(signal.SIGTERM)
-                with trio.fail_after(10):
-                    code = await process.wait()
-            finally:
-                if process.poll() is None:
-                    process.kill()
+        async with gateway_process(env, tmp_path) as (process, out, err):
+            with trio.move_on_after(15) as waiting:
+                await out.wait_for(b"running telegram")
+            assert not waiting.cancelled_caught, f"no ready line; stderr: {err.text()}"
+            telegram.push_message(chat_id=31, user_id=7, text="hello from a user")
+            with trio.fail_after(10):
+                await telegram.wait_until(lambda: telegram.texts(31) == [ANSWER])
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(10):
+                code = await process.wait()
         assert code == 0, err.text()
         (message,) = telegram.visible(31)
         assert message.history.count(ANSWER) == 1

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import itertools
 import signal
-import subprocess
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
-from support import ProcessOutput, clean_env
+from support import clean_env, gateway_process
 
 from hermes_trio.testing import (
     FakeDiscord,
@@ -122,34 +120,19 @@ async def test_gateway_process_against_fake_discord(tmp_path: Path) -> None:
         open_scripted_server(default=answer) as model,
         open_fake_discord(TOKEN) as discord,
     ):
-        out, err = ProcessOutput(), ProcessOutput()
-        async with trio.open_nursery() as nursery:
-            process: trio.Process = await nursery.start(
-                partial(
-                    trio.run_process,
-                    [sys.executable, "-m", "hermes_trio.cli", "gateway"],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=gateway_env(tmp_path, discord, model),
-                    cwd=tmp_path,
-                    check=False,
-                )
-            )
-            assert process.stdout is not None and process.stderr is not None
-            nursery.start_soon(out.collect, process.stdout)
-            nursery.start_soon(err.collect, process.stderr)
-            try:
-                with trio.move_on_after(15) as waiting:
-                    await out.wait_for(b"running discord")
-                    await discord.wait_until(lambda: discord.ready)
-                assert not waiting.cancelled_caught, f"not ready; stderr: {err.text()}"
-                await scenarios(discord, model)
-                process.send_signal(signal.SIGTERM)
-                with trio.fail_after(10):
-                    code = await process.wait()
-            finally:
-                if process.poll() is None:
-                    process.kill()
+        async with gateway_process(gateway_env(tmp_path, discord, model), tmp_path) as (
+            process,
+            out,
+            err,
+        ):
+            with trio.move_on_after(15) as waiting:
+                await out.wait_for(b"running discord")
+                await discord.wait_until(lambda: discord.ready)
+            assert not waiting.cancelled_caught, f"not ready; stderr: {err.text()}"
+            await scenarios(discord, model)
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(10):
+                code = await process.wait()
     assert code == 0, err.text()
     output = out.text() + err.text()
     assert "@hermes_test_bot" in output

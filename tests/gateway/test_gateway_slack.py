@@ -4,17 +4,14 @@ scripted model server."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 import trio
-from support import ProcessOutput, clean_env
+from support import ProcessOutput, clean_env, gateway_process
 
 from hermes_trio.platforms.slack_format import to_mrkdwn
 from hermes_trio.testing import ScriptedModelServer, TextReply, open_scripted_server
@@ -34,7 +31,7 @@ async def gateway(
     transport: str = "edit",
     bot_token: str | None = None,
     app_token: str | None = None,
-) -> AsyncIterator[tuple[trio.Process, ProcessOutput]]:
+) -> AsyncIterator[tuple[trio.Process, ProcessOutput, ProcessOutput]]:
     config = tmp_path / "config.yaml"
     config.write_text(
         "streaming:\n  enabled: true\n  min_tokens: 3\n"
@@ -49,26 +46,8 @@ async def gateway(
         HERMES_DATA_DIR=str(tmp_path / "data"),
         HERMES_CONFIG=str(config),
     )
-    output = ProcessOutput()
-    async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            partial(
-                trio.run_process,
-                [sys.executable, "-m", "hermes_trio.cli", "gateway"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=tmp_path,
-                check=False,
-            )
-        )
-        assert process.stdout is not None
-        nursery.start_soon(output.collect, process.stdout)
-        try:
-            yield process, output
-        finally:
-            if process.poll() is None:
-                process.kill()
+    async with gateway_process(env, tmp_path) as (process, out, err):
+        yield process, out, err
 
 
 async def until(slack: FakeSlack, predicate: Callable[[], bool], within: float = 10) -> None:
@@ -97,10 +76,10 @@ async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_
     async with (
         open_scripted_server(script) as model,
         open_fake_slack() as slack,
-        gateway(tmp_path, slack, model) as (process, output),
+        gateway(tmp_path, slack, model) as (process, out, err),
     ):
         with trio.fail_after(15):
-            await output.wait_for(b"running slack")
+            await out.wait_for(b"running slack")
         # 1. An allowed user's direct message: one message, edited as it grows.
         slack.push_message("D1", ALLOWED, "hello")
         await until(slack, lambda: final_texts(slack, "D1") == [to_mrkdwn(ANSWER)])
@@ -145,7 +124,7 @@ async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_
         process.send_signal(signal.SIGTERM)
         with trio.fail_after(10):
             code = await process.wait()
-    text = output.text()
+    text = out.text() + err.text()
     assert code == 0, text
     assert slack.bot_token not in text and slack.app_token not in text
 
@@ -154,10 +133,10 @@ async def test_stream_transport_streams_the_answer_in_the_thread(tmp_path: Path)
     async with (
         open_scripted_server([TextReply(ANSWER, delay=0.02)]) as model,
         open_fake_slack() as slack,
-        gateway(tmp_path, slack, model, transport="stream") as (process, output),
+        gateway(tmp_path, slack, model, transport="stream") as (process, out, err),
     ):
         with trio.fail_after(15):
-            await output.wait_for(b"running slack")
+            await out.wait_for(b"running slack")
         slack.push_mention("C1", ALLOWED, "stream please")
         await until(slack, lambda: any(not m.streaming and m.streamed for m in slack.visible("C1")))
         (message,) = slack.visible("C1")
@@ -187,11 +166,11 @@ async def test_a_rejected_token_stops_with_one_line_naming_it(
             model,
             bot_token=wrong.get("bot"),
             app_token=wrong.get("app"),
-        ) as (process, output),
+        ) as (process, out, err),
     ):
         with trio.fail_after(15):
             code = await process.wait()
     assert code == 1
-    lines = [line for line in output.text().splitlines() if setting in line]
+    lines = [line for line in (out.text() + err.text()).splitlines() if setting in line]
     assert len(lines) == 1 and "invalid_auth" in lines[0]
-    assert "revoked" not in output.text()
+    assert "revoked" not in (out.text() + err.text())

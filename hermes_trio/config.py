@@ -244,8 +244,11 @@ class ApiServerConfig(_HoldsSecrets):
 
 
 @dataclass(frozen=True)
-class StoreConfig:
+class StoreConfig(_HoldsSecrets):
     data_dir: str = "~/.hermes-trio"
+    url: str | None = _url()
+    """``postgresql://…``: keep all state in that PostgreSQL database instead
+    of a SQLite file in ``data_dir`` (several instances share it)."""
     max_rows: int = 10_000
     max_age_days: float = 30.0
 
@@ -379,6 +382,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_FILE_ROOTS": "agent.file_roots",
     "HERMES_SYSTEM_PROMPT": "agent.system_prompt",
     "HERMES_DATA_DIR": "store.data_dir",
+    "HERMES_STORE_URL": "store.url",
     "API_SERVER_ENABLED": "api_server.enabled",
     "API_SERVER_HOST": "api_server.host",
     "API_SERVER_PORT": "api_server.port",
@@ -640,6 +644,12 @@ def _check(config: Config) -> None:
     for i, fb in enumerate(config.model.fallbacks):
         if not fb.name:
             raise ConfigError(f"model.fallbacks[{i}].name: expected a model name")
+    store_url = config.store.url
+    if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            "store.url: expected a postgresql:// URL (leave it unset for the SQLite file in "
+            "store.data_dir)"
+        )
     if config.agent.max_iterations < 1:
         raise ConfigError("agent.max_iterations: expected an integer of at least 1")
     if not 0 <= config.api_server.port < 65536:

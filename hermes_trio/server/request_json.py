@@ -41,6 +41,9 @@ _PARAM_PARTS = 4
 
 Path = list[str | int]
 
+# Digits enough to exceed a 64-bit integer (or to be part of one that does).
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
 
 def parse_request_json(raw: bytes) -> Any:
     """``raw`` as a JSON value; 400 naming the problem (and the field, where
@@ -49,6 +52,10 @@ def parse_request_json(raw: bytes) -> Any:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise _refusal(raw, str(exc)) from None
+    if _LONG_NUMBER.search(raw):
+        # orjson reads an integer beyond 64 bits as a float, losing digits;
+        # the standard library keeps it exact (orjson has checked the rest).
+        value = json.loads(raw)
     deep = too_deep(value, MAX_DEPTH)
     if deep is not None:
         raise _too_deep_error(deep)

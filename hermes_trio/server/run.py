@@ -25,12 +25,12 @@ from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from .app import asgi_app
 from .gate import is_loopback
-from .sessions import SessionStore
+from .sessions import SESSION_INTERRUPTED, SessionStore
 from .state import ServerState
-from .store import open_response_store, wall_clock
+from .store import SignalHandlers, Store, keep_store, open_store, wall_clock
 from .turns import TurnSlots
 
-__all__ = ["ApiServer", "open_api_server", "startup_problem"]
+__all__ = ["ApiServer", "StoreInUse", "open_api_server", "open_shared_store", "startup_problem"]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -87,18 +87,21 @@ async def open_api_server(
     agent: Agent | None = None,
     port: int | None = None,
     shutdown: trio.Event | None = None,
+    store: StoreInUse | None = None,
 ) -> AsyncIterator[ApiServer]:
-    """Serve the API inside this block (``port=0`` picks a free port)."""
+    """Serve the API inside this block (``port=0`` picks a free port).
+    ``store``: a store the caller opened and keeps (the gateway's), else the
+    configured one is opened here."""
     api = config.api_server
     # Bind first: a busy port must fail before anything touches the store.
     sock = listening_socket(api.host, api.port if port is None else port, api.write_timeout)
     # The store outlives the turns nursery: turns record their end in it.
-    # Opening it locks the data directory and ends whatever a previous
-    # process left running (crash recovery).
+    # Opening it ends whatever processes that are gone left running (crash
+    # recovery).
     async with (
         _closed_at_exit(sock),
         _agent_or(config, agent) as the_agent,
-        open_response_store(config, recover=True) as store,
+        _store_or(config, store) as in_use,
         trio.open_nursery() as turns,
     ):
         state = ServerState(
@@ -107,13 +110,16 @@ async def open_api_server(
             nursery=turns,
             slots=TurnSlots(api.max_concurrent),
             sessions=SessionStore(
+                in_use.store,
                 ttl=api.session_ttl,
                 max_sessions=api.max_sessions,
                 max_bytes=api.session_max_bytes,
             ),
             created=int(wall_clock()),
-            store=store,
+            store=in_use.store,
+            signals=in_use.signals,
         )
+        in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
         app = asgi_app(state)
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config()
@@ -147,6 +153,37 @@ async def _closed_at_exit(sock: socket.socket) -> AsyncIterator[None]:
     # Also when the store fails to open, before the listener owns the socket.
     with sock:
         yield
+
+
+@dataclass(frozen=True)
+class StoreInUse:
+    """An open store and who acts on the signals sent to this process."""
+
+    store: Store
+    signals: SignalHandlers
+
+
+@asynccontextmanager
+async def open_shared_store(config: Config) -> AsyncIterator[StoreInUse]:
+    """The configured store, with this process's duties to the others
+    sharing it (heartbeat, recovery of dead processes' work, signals)
+    running in the background for the life of the block."""
+    async with open_store(config, recover=True) as store, trio.open_nursery() as duties:
+        signals = SignalHandlers()
+        await duties.start(keep_store, store, signals)
+        try:
+            yield StoreInUse(store, signals)
+        finally:
+            duties.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _store_or(config: Config, store: StoreInUse | None) -> AsyncIterator[StoreInUse]:
+    if store is not None:
+        yield store
+        return
+    async with open_shared_store(config) as opened:
+        yield opened
 
 
 @asynccontextmanager

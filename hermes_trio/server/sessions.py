@@ -1,14 +1,18 @@
-"""Server-side conversations for ``X-Session-ID`` (in memory, per API key).
+"""Server-side conversations for ``X-Session-ID`` (per API key), kept in
+the store so they survive restarts and reach every server process.
 
 Both the number of sessions and each one's history are bounded: beyond
-``max_sessions`` the least recently used session goes, and a history longer
-than ``max_bytes`` loses its oldest whole turns.
+``max_sessions`` the least recently used session goes, one unused for
+``session_ttl`` goes, and a history longer than ``max_bytes`` loses its
+oldest whole turns.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import secrets
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,15 +24,28 @@ import trio
 from ..tools import ToolContext
 from ..turn import Turn
 from .errors import APIError
+from .store import Signal, Store, StoreError
 
 __all__ = [
+    "SESSION_INTERRUPTED",
     "Session",
     "SessionStore",
     "message_size",
     "new_messages",
+    "new_turn_id",
     "turns_to_drop",
     "validate_session_id",
 ]
+
+log = logging.getLogger("hermes_trio.server")
+
+SESSION_PREFIX = "api:"
+SESSION_INTERRUPTED = "interrupted by a newer request on this session"
+# How long a request waits for another process's turn on its session to stop.
+CLAIM_WAIT = 5.0
+CLAIM_POLL = 0.01
+# How long the history a turn ended with may take to be stored.
+RELEASE_GRACE = 5.0
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
@@ -51,6 +68,11 @@ class Session:
     last_used: float
     running: Turn | None = None
     lock: trio.Lock = field(default_factory=trio.Lock)
+
+
+def new_turn_id() -> str:
+    """Names one turn's hold on a conversation."""
+    return secrets.token_hex(8)
 
 
 def new_messages(history: list[dict[str, Any]], sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -101,9 +123,20 @@ def turns_to_drop(messages: Sequence[dict[str, Any]], max_bytes: int) -> int:
 
 
 class SessionStore:
+    """The sessions of this process (a lock, the running turn and the tool
+    context of each), over the conversations of the shared store, where the
+    history lives: any process sharing the store continues a session, and a
+    restart loses nothing but what a running turn had not finished."""
+
     def __init__(
-        self, *, ttl: float, max_sessions: int = 1000, max_bytes: int = 1024 * 1024
+        self,
+        store: Store,
+        *,
+        ttl: float,
+        max_sessions: int = 1000,
+        max_bytes: int = 1024 * 1024,
     ) -> None:
+        self.store = store
         self.ttl = ttl
         self.max_sessions = max_sessions
         self.max_bytes = max_bytes
@@ -113,28 +146,76 @@ class SessionStore:
     def key(owner: str, session_id: str) -> str:
         # Scoped to the API key's owner hash, so one key cannot reach
         # another key's session.
-        return f"{owner}:{session_id}"
+        return f"{SESSION_PREFIX}{owner}:{session_id}"
 
-    def get_or_create(self, key: str, make_context: Any) -> Session:
+    async def get_or_create(self, key: str, make_context: Any) -> Session:
         now = trio.current_time()
         self._expire(now)
         session = self._sessions.get(key)
         if session is None:
             session = Session([], make_context(), now)
             self._sessions[key] = session
+            # A session new to this process may be new to the store: the
+            # limits apply there, where every process's sessions are.
+            await self.store.prune_conversations(
+                SESSION_PREFIX, max_age=self.ttl, max_count=self.max_sessions - 1
+            )
         self._sessions.move_to_end(key)
         session.last_used = now
         self._evict(keep=key)
         return session
 
-    def add(self, session: Session, messages: list[dict[str, Any]]) -> None:
-        """Append a request's new messages to ``session``'s history, then drop
-        its oldest turns beyond ``max_bytes``. Only while no turn of the
-        session runs (the turn extends the same list)."""
-        session.messages.extend(messages)
-        drop = turns_to_drop(session.messages, self.max_bytes)
-        if drop:
-            del session.messages[:drop]
+    async def claim(self, key: str, turn: str) -> list[dict[str, Any]]:
+        """The session's stored history, now held by ``turn`` of this
+        process. A turn of another process that holds it is asked to stop,
+        and waited for up to :data:`CLAIM_WAIT` seconds."""
+        deadline = trio.current_time() + CLAIM_WAIT
+        asked: str | None = None
+        while True:
+            claim = await self.store.claim_conversation(key, turn)
+            if claim.messages is not None:
+                return claim.messages
+            holder = claim.busy or ""
+            if holder != asked:
+                await self.store.send_signal(holder, Signal("stop", key))
+                asked = holder
+            if trio.current_time() >= deadline:
+                raise APIError(
+                    409,
+                    "this session's turn in another server process did not stop in time; "
+                    "try again",
+                    param="X-Session-ID",
+                    code="session_busy",
+                )
+            await trio.sleep(CLAIM_POLL)
+
+    def add(
+        self, session: Session, history: list[dict[str, Any]], sent: list[dict[str, Any]]
+    ) -> None:
+        """``session``'s history becomes the stored ``history`` and the new part
+        of a request's messages, without its oldest turns beyond
+        ``max_bytes``."""
+        messages = history + new_messages(history, sent)
+        drop = turns_to_drop(messages, self.max_bytes)
+        session.messages = messages[drop:]
+
+    async def release(self, key: str, turn: str, messages: list[dict[str, Any]]) -> None:
+        """Store the history a turn ended with and let the session go.
+        Shielded and bounded: it runs as the turn ends, also on shutdown."""
+        with trio.move_on_after(RELEASE_GRACE, shield=True):
+            try:
+                if not await self.store.release_conversation(key, turn, messages):
+                    log.warning("session %s was taken over; this turn's history is dropped", key)
+            except StoreError:
+                # Logged by the store; the history stays as before the turn.
+                pass
+
+    def stop(self, key: str, reason: str) -> None:
+        """Cancel the session's running turn in this process, if any (asked
+        by another process)."""
+        session = self._sessions.get(key)
+        if session is not None and session.running is not None:
+            session.running.cancel(reason)
 
     def _expire(self, now: float) -> None:
         # Least recently used first, so the first one still fresh ends the scan.

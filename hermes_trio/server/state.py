@@ -20,7 +20,7 @@ from ..agent import Agent
 from ..config import ApiServerConfig
 from ..turn import Turn
 from .sessions import SessionStore
-from .store import ResponseStore
+from .store import SignalHandlers, Store
 from .turns import TurnSlots
 
 __all__ = ["ServerState"]
@@ -35,8 +35,10 @@ class ServerState:
     """Where request turns run: it outlives each request (see :mod:`.turns`)."""
     slots: TurnSlots
     sessions: SessionStore
-    store: ResponseStore
-    """The durable response store, opened by ``open_api_server``."""
+    store: Store
+    """The durable store, shared with other processes."""
+    signals: SignalHandlers
+    """Who acts on what other processes sharing the store ask of this one."""
     created: int = 0
     """When the server started (Unix seconds), as ``/v1/models`` reports it."""
     turns: set[Turn] = field(default_factory=set)

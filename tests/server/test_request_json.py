@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hermes_trio.server.errors import APIError
@@ -34,6 +34,8 @@ def test_the_text_scanner_finds_the_path_the_tree_walk_finds(value, limit, inden
 
 
 @given(_json)
+@example(-9223372036854775809)
+@example([18446744073709551616, {"n": 123456789012345678901234567890}])
 def test_bodies_within_the_limits_parse_as_the_standard_library_does(value) -> None:
     raw = json.dumps(value).encode()
     assert parse_request_json(raw) == json.loads(raw)

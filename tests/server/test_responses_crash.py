@@ -18,7 +18,7 @@ from test_responses_helpers import parse_sse, payloads, text_of
 from hermes_trio.config import StoreConfig
 from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.run import open_api_server
-from hermes_trio.server.store import DB_FILENAME, SQLiteResponseStore, owner_scope
+from hermes_trio.server.store import DB_FILENAME, SQLiteStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
@@ -77,7 +77,7 @@ async def test_sigkill_mid_stream_leaves_a_readable_store(tmp_path) -> None:
             assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         finally:
             check.close()
-        store = SQLiteResponseStore(path)
+        store = SQLiteStore(path)
         await store.open()
         try:
             first = await store.get(earlier["id"], owner_scope(KEY))
@@ -164,7 +164,7 @@ async def test_resume_after_sigkill_ends_with_a_fresh_terminal_event(tmp_path) -
         rid = str(seen[0]["response"]["id"])
         last_seen = seen[-1]["sequence_number"]
 
-        store = SQLiteResponseStore(data_dir / DB_FILENAME)
+        store = SQLiteStore(data_dir / DB_FILENAME)
         await store.open()
         try:
             stored_before = await store.events_after(rid, -1)

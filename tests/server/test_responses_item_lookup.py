@@ -1,4 +1,4 @@
-"""ResponseStore.find_items: stored items by id, for ``item_reference``
+"""Store.find_items: stored items by id, for ``item_reference``
 inputs; and the pure input helpers around it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from hermes_trio.server.errors import APIError
 from hermes_trio.server.responses.input import item_references, resolve_references
-from hermes_trio.server.store import DB_FILENAME, SQLiteResponseStore, StoredResponse, owner_scope
+from hermes_trio.server.store import DB_FILENAME, SQLiteStore, StoredResponse, owner_scope
 
 OWNER = owner_scope("key-a")
 
@@ -38,7 +38,7 @@ def _row(rid: str, created_at: float, output: list[Any], inputs: list[Any], owne
 
 
 async def test_find_items_in_inputs_and_outputs_newest_first(tmp_path: Path) -> None:
-    store = SQLiteResponseStore(tmp_path / DB_FILENAME)
+    store = SQLiteStore(tmp_path / DB_FILENAME)
     await store.open()
     try:
         await store.create(

@@ -11,7 +11,7 @@ import trio.testing
 
 from hermes_trio.events import MessageChunk, TurnFinished
 from hermes_trio.server.responses.live import LiveResponse, LiveResponses
-from hermes_trio.server.store import RESERVE_AHEAD
+from hermes_trio.server.store import RESERVE_AHEAD, SignalHandlers
 from hermes_trio.wire.responses_out import ResponseBuilder, ResponseEvent
 
 
@@ -29,7 +29,7 @@ class GateStore:
 
 def setup(reserved: int) -> tuple[LiveResponses, LiveResponse, GateStore]:
     store = GateStore()
-    responses = LiveResponses(cast(Any, SimpleNamespace(store=store)))
+    responses = LiveResponses(cast(Any, SimpleNamespace(store=store, signals=SignalHandlers())))
     builder = ResponseBuilder("resp_1", created_at=1, model="m")
     live = LiveResponse("resp_1", "owner", builder, [], background=False)
     live.log.extend(builder.start())

@@ -16,7 +16,7 @@ from test_responses_helpers import parse_sse, payloads, text_of
 from hermes_trio.config import StoreConfig
 from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.run import open_api_server
-from hermes_trio.server.store import open_response_store, owner_scope
+from hermes_trio.server.store import open_store, owner_scope
 from hermes_trio.testing import Stall, TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
@@ -220,7 +220,7 @@ async def test_shutdown_marks_a_running_response_incomplete(tmp_path) -> None:
                 started = await client.responses.create(model="m", input="go", background=True)
                 await model.wait_request(1)
             # Recorded by the shutdown itself, before any restart.
-            async with open_response_store(config) as store:
+            async with open_store(config) as store:
                 row = await store.get(started.id, owner_scope("test-client-key"))
             async with open_api_server(config, port=0) as api, client_for(api) as client:
                 after = await client.responses.retrieve(started.id)

@@ -1,9 +1,8 @@
-"""SQLiteResponseStore: rows, owners, events, retention, crash recovery."""
+"""SQLiteStore: rows, owners, events, retention, crash recovery."""
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -15,17 +14,17 @@ from hermes_trio.config import Config, StoreConfig
 from hermes_trio.events import MessageChunk, MessageStop
 from hermes_trio.server.store import (
     DB_FILENAME,
-    PRUNE_EVERY,
     RESERVE_AHEAD,
-    ResponseStore,
-    SQLiteResponseStore,
+    SQLiteStore,
+    Store,
     StoredResponse,
     StoreError,
     StoreOpenError,
-    open_response_store,
+    open_store,
     owner_scope,
     store_failure,
 )
+from hermes_trio.server.store.shared import PRUNE_EVERY
 from hermes_trio.wire.responses_out import ResponseBuilder, ResponseEvent
 
 OWNER = owner_scope("key-a")
@@ -37,6 +36,9 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+GONE = "otherhost/boot:4242:dead"
 
 
 def record(
@@ -65,14 +67,14 @@ def event(seq: int, type_: str = "response.output_text.delta", **fields: Any) ->
     )
 
 
-async def open_store(tmp_path: Path, **kwargs: Any) -> SQLiteResponseStore:
-    store = SQLiteResponseStore(tmp_path / "db" / DB_FILENAME, **kwargs)
+async def opened_store(tmp_path: Path, **kwargs: Any) -> SQLiteStore:
+    store = SQLiteStore(tmp_path / "db" / DB_FILENAME, **kwargs)
     await store.open()
     return store
 
 
 async def test_round_trip_and_owner_scope(tmp_path) -> None:
-    store = await open_store(tmp_path)
+    store = await opened_store(tmp_path)
     try:
         await store.create(record("resp_1", background=True))
         got = await store.get("resp_1", OWNER)
@@ -87,13 +89,13 @@ async def test_round_trip_and_owner_scope(tmp_path) -> None:
         await store.aclose()
     assert owner_scope("key-a") != owner_scope("key-b")
     assert "key-a" not in owner_scope("key-a")
-    assert isinstance(store, ResponseStore)
+    assert isinstance(store, Store)
 
 
 async def test_file_is_wal_and_under_the_data_dir(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     config = Config(store=StoreConfig(data_dir="~/nested/data"))
-    async with open_response_store(config) as store:
+    async with open_store(config) as store:
         await store.create(record("resp_1"))
     path = tmp_path / "nested" / "data" / DB_FILENAME
     assert path.is_file()
@@ -110,7 +112,7 @@ async def test_file_is_wal_and_under_the_data_dir(tmp_path, monkeypatch) -> None
 
 
 async def test_events_append_replay_and_finish(tmp_path) -> None:
-    store = await open_store(tmp_path)
+    store = await opened_store(tmp_path)
     try:
         await store.create(record("resp_1", status="in_progress"))
         await store.append_events("resp_1", [event(0), event(1)])
@@ -141,7 +143,7 @@ async def test_events_append_replay_and_finish(tmp_path) -> None:
 
 
 async def test_concurrent_writers_share_one_connection(tmp_path) -> None:
-    store = await open_store(tmp_path)
+    store = await opened_store(tmp_path)
     try:
         async with trio.open_nursery() as nursery:
             for n in range(20):
@@ -162,13 +164,14 @@ async def test_recovery_marks_orphans_incomplete(tmp_path) -> None:
         events += builder.feed(MessageChunk(piece))
     events += builder.feed(MessageStop(final=False))
     events += builder.feed(MessageChunk("still open"))
-    store = await open_store(tmp_path)
+    store = await opened_store(tmp_path)
     try:
         await store.create(record("resp_done"))
-        crashed = record("resp_crash", status="in_progress")
+        # Run by a process that is gone (no heartbeat ever).
+        crashed = record("resp_crash", status="in_progress", runner=GONE)
         crashed.response = builder.snapshot()
         await store.create(crashed)
-        await store.create(record("resp_empty", status="in_progress"))
+        await store.create(record("resp_empty", status="in_progress", runner=GONE))
         await store.append_events("resp_crash", events)
         assert await store.recover_interrupted() == 2
         assert await store.recover_interrupted() == 0
@@ -202,7 +205,7 @@ async def test_recovery_marks_orphans_incomplete(tmp_path) -> None:
 
 async def test_retention_by_rows_and_age(tmp_path) -> None:
     clock = Clock()
-    store = await open_store(tmp_path, max_rows=3, max_age_days=1.0, clock=clock)
+    store = await opened_store(tmp_path, max_rows=3, max_age_days=1.0, clock=clock)
     try:
         for n in range(5):
             await store.create(record(f"resp_{n}", created_at=clock.now + n))
@@ -225,7 +228,7 @@ async def test_retention_by_rows_and_age(tmp_path) -> None:
 
 async def test_retention_runs_as_rows_arrive(tmp_path) -> None:
     clock = Clock()
-    store = await open_store(tmp_path, max_rows=5, clock=clock)
+    store = await opened_store(tmp_path, max_rows=5, clock=clock)
     try:
         for n in range(PRUNE_EVERY):
             await store.create(record(f"resp_{n}", created_at=clock.now + n))
@@ -238,11 +241,11 @@ async def test_retention_runs_as_rows_arrive(tmp_path) -> None:
 
 async def test_retention_applies_at_open(tmp_path) -> None:
     clock = Clock()
-    store = await open_store(tmp_path, clock=clock)
+    store = await opened_store(tmp_path, clock=clock)
     await store.create(record("resp_old", created_at=clock.now - 40 * 86400))
     await store.create(record("resp_new", created_at=clock.now))
     await store.aclose()
-    store = await open_store(tmp_path, max_age_days=30, clock=clock)
+    store = await opened_store(tmp_path, max_age_days=30, clock=clock)
     try:
         assert await store.get("resp_old", OWNER) is None
         assert await store.get("resp_new", OWNER) is not None
@@ -251,7 +254,7 @@ async def test_retention_applies_at_open(tmp_path) -> None:
 
 
 async def test_a_cancelled_write_still_completes(tmp_path) -> None:
-    store = await open_store(tmp_path)
+    store = await opened_store(tmp_path)
     try:
         with trio.CancelScope() as scope:
             scope.cancel()
@@ -265,13 +268,15 @@ async def test_a_cancelled_write_still_completes(tmp_path) -> None:
 
 
 async def test_recovery_numbers_its_ending_above_the_reservation(tmp_path) -> None:
-    store = await open_store(tmp_path)
+    store = await opened_store(tmp_path)
     try:
-        await store.create(record("resp_r", status="in_progress"), reserved=RESERVE_AHEAD)
+        await store.create(
+            record("resp_r", status="in_progress", runner=GONE), reserved=RESERVE_AHEAD
+        )
         await store.append_events("resp_r", [event(0), event(1)])
         # Clients may have seen up to 5000 before the crash.
         await store.reserve("resp_r", 5000)
-        await store.create(record("resp_done", status="in_progress"), reserved=10)
+        await store.create(record("resp_done", status="in_progress", runner=GONE), reserved=10)
         await store.finish(
             "resp_done", status="completed", response={"id": "resp_done"}, messages=[]
         )
@@ -295,7 +300,7 @@ async def test_recovery_numbers_its_ending_above_the_reservation(tmp_path) -> No
 
 
 async def test_refusals_are_store_errors_with_a_code(tmp_path, caplog) -> None:
-    store = await open_store(tmp_path)
+    store = await opened_store(tmp_path)
     try:
         await store.create(record("resp_1", status="in_progress"))
 
@@ -325,7 +330,7 @@ async def test_refusals_are_store_errors_with_a_code(tmp_path, caplog) -> None:
     assert read_only.value.code == "store_read_only"
     messages = [r.getMessage() for r in caplog.records if r.name == "hermes_trio.server.store"]
     # Two refusals while full: one line; then "works again"; then read-only.
-    assert len(messages) == 3
+    assert len(messages) == 3, messages
     assert "SQLITE_FULL" in messages[0] and "database or disk is full" in messages[0]
     assert "works again" in messages[1]
     assert "SQLITE_READONLY" in messages[2]
@@ -370,31 +375,23 @@ def test_failure_codes_of_real_sqlite_errors(tmp_path) -> None:
     )
 
 
-async def test_open_response_store_refusals_are_one_line(tmp_path) -> None:
+async def test_open_store_refusals_are_one_line(tmp_path) -> None:
     as_file = tmp_path / "file"
     as_file.write_text("")
     under_file = as_file / "sub"
     for data_dir in (as_file, under_file):
         with pytest.raises(StoreOpenError) as refused:
-            async with open_response_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
+            async with open_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
                 pass
         assert str(refused.value) == (
             f"store.data_dir {data_dir} is not a directory "
             "(set store.data_dir or HERMES_DATA_DIR to a writable directory)"
         )
     config = Config(store=StoreConfig(data_dir=str(tmp_path / "data")))
-    async with open_response_store(config):
-        # The same directory twice, even in one process: refused.
-        with pytest.raises(StoreOpenError) as in_use:
-            async with open_response_store(config):
-                pass
-    assert str(in_use.value).startswith(
-        f"store.data_dir {tmp_path / 'data'} is in use by another hermes-trio process "
-        f"(pid {os.getpid()}): one server per data directory"
-    )
-    # Released at the end of the block.
-    async with open_response_store(config):
-        pass
+    # The same directory twice (two workers, two servers): one shared store.
+    async with open_store(config) as first, open_store(config) as second:
+        await first.create(record("resp_shared"))
+        assert await second.get("resp_shared", OWNER) == record("resp_shared")
 
 
 async def test_a_damaged_store_file_is_one_line(tmp_path) -> None:
@@ -402,7 +399,7 @@ async def test_a_damaged_store_file_is_one_line(tmp_path) -> None:
     data_dir.mkdir()
     (data_dir / DB_FILENAME).write_bytes(b"this is not an SQLite database\n" * 200)
     with pytest.raises(StoreOpenError) as refused:
-        async with open_response_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
+        async with open_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
             pass
     assert str(refused.value) == (
         f"store.data_dir {data_dir}: {DB_FILENAME} is not a SQLite database or is damaged; "
@@ -410,5 +407,5 @@ async def test_a_damaged_store_file_is_one_line(tmp_path) -> None:
     )
     # The directory is free again for a fixed store.
     (data_dir / DB_FILENAME).unlink()
-    async with open_response_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
+    async with open_store(Config(store=StoreConfig(data_dir=str(data_dir)))):
         pass

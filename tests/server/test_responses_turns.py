@@ -15,7 +15,7 @@ from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.server.responses import live as responses_live
-from hermes_trio.server.store import SQLiteResponseStore, StoreError
+from hermes_trio.server.store import SQLiteStore, StoreError
 from hermes_trio.testing import RawReply, TextReply
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
@@ -105,7 +105,7 @@ async def test_the_event_writer_retries_after_a_store_refusal(monkeypatch) -> No
     tokens = [f"w{i} " for i in range(80)]
     async with api_stack([TextReply(tokens=tokens, delay=0.02)]) as (api, _):
         store = api.state.store
-        assert isinstance(store, SQLiteResponseStore)
+        assert isinstance(store, SQLiteStore)
         original = store.append_events
         refusals = 0
         appended = trio.Event()
@@ -239,7 +239,7 @@ async def test_continuing_a_response_the_store_refused_is_a_clear_400() -> None:
     script = [TextReply("the answer", first_token_delay=0.3), TextReply("never")]
     async with api_stack(script) as (api, model), http_for(api) as http:
         store = api.state.store
-        assert isinstance(store, SQLiteResponseStore)
+        assert isinstance(store, SQLiteStore)
         with trio.fail_after(15):
             replies: list[httpx.Response] = []
             async with trio.open_nursery() as nursery:
@@ -280,7 +280,7 @@ async def test_a_stream_whose_client_left_before_it_was_sent_is_cancelled() -> N
     tokens = [f"w{i} " for i in range(300)]
     async with api_stack([TextReply(tokens=tokens, delay=0.01)]) as (api, model):
         store = api.state.store
-        assert isinstance(store, SQLiteResponseStore)
+        assert isinstance(store, SQLiteStore)
         blocker = await trio.to_thread.run_sync(_hold_write_lock, store.path)
         try:
             body = json.dumps({"model": "m", "input": "go", "stream": True}).encode()

@@ -24,7 +24,7 @@ from test_responses_helpers import parse_sse, payloads
 from hermes_trio.config import StoreConfig
 from hermes_trio.server.responses import live as responses_live
 from hermes_trio.server.run import open_api_server
-from hermes_trio.server.store import DB_FILENAME, SQLiteResponseStore, owner_scope
+from hermes_trio.server.store import DB_FILENAME, SQLiteStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
@@ -196,7 +196,7 @@ async def test_a_full_disk_at_the_end_fails_the_response_for_everyone(tmp_path) 
         with trio.fail_after(15):
             async with open_api_server(config, port=0):
                 pass
-        store = SQLiteResponseStore(data_dir / DB_FILENAME)
+        store = SQLiteStore(data_dir / DB_FILENAME)
         await store.open()
         try:
             row = await store.get(rid, owner_scope(KEY))
@@ -226,7 +226,7 @@ async def test_a_full_disk_at_the_end_fails_the_response_for_everyone(tmp_path) 
 # -- in process: the same server object, its store made to fail on purpose --
 
 
-async def _pragma(store: SQLiteResponseStore, statement: str) -> Any:
+async def _pragma(store: SQLiteStore, statement: str) -> Any:
     """Run ``statement`` on the server's own store connection, between its
     other uses (a test hook: SQLite's own limits stand in for a sick disk)."""
 
@@ -247,7 +247,7 @@ async def test_store_failures_are_503_with_a_code_and_logged_once(tmp_path, capl
     script = [TextReply("kept")]
     async with api_stack(script) as (api, _), http_for(api) as http:
         store = api.state.store
-        assert isinstance(store, SQLiteResponseStore)
+        assert isinstance(store, SQLiteStore)
         with trio.fail_after(15):
             kept = (await http.post("/responses", json={"model": "m", "input": "a"})).json()
             body = {"model": "m", "input": "b"}
@@ -297,7 +297,7 @@ async def test_a_refused_final_write_fails_the_non_streamed_response(tmp_path) -
     script = [TextReply("the answer", first_token_delay=0.3)]
     async with api_stack(script) as (api, model), http_for(api) as http:
         store = api.state.store
-        assert isinstance(store, SQLiteResponseStore)
+        assert isinstance(store, SQLiteStore)
         with trio.fail_after(15):
             replies: list[httpx.Response] = []
             async with trio.open_nursery() as nursery:
@@ -331,7 +331,7 @@ async def test_a_refused_reservation_fails_the_stream(
     tokens = [f"t{i} " for i in range(60)]
     async with api_stack([TextReply(tokens=tokens, delay=0.02)]) as (api, _):
         store = api.state.store
-        assert isinstance(store, SQLiteResponseStore)
+        assert isinstance(store, SQLiteStore)
         async with http_for(api) as http:
             with trio.fail_after(15):
                 seen: list[dict[str, Any]] = []

@@ -17,15 +17,17 @@ import trio
 from support import api_stack, http_for, make_config
 from test_responses_crash import _hold_write_lock
 
-from hermes_trio.server import store as store_module
+from hermes_trio.config import StoreConfig
 from hermes_trio.server.responses import routes as responses_routes
 from hermes_trio.server.responses.input import MAX_ITEM_REFERENCES
 from hermes_trio.server.store import (
-    SQLiteResponseStore,
+    SQLiteStore,
     StoredResponse,
     StoreOpenError,
-    open_response_store,
+    open_store,
 )
+from hermes_trio.server.store import sqlite as sqlite_module
+from hermes_trio.server.store import statements as store_module
 from hermes_trio.testing import TextReply
 
 # The schema of a store written before the item index existed.
@@ -73,7 +75,7 @@ async def test_an_older_store_gets_its_item_index_on_open(tmp_path: Path, versio
     path = tmp_path / "responses.sqlite3"
     _old_store(path, version)
     # Rows from 1970: no retention by age here.
-    store = SQLiteResponseStore(path, max_age_days=1e6)
+    store = SQLiteStore(path, max_age_days=1e6)
     await store.open()
     try:
         found = await store.find_items("o", ["in_0", "out_1", "shared", "in_2", "nope"])
@@ -83,7 +85,7 @@ async def test_an_older_store_gets_its_item_index_on_open(tmp_path: Path, versio
     # The newest of this owner's responses wins; another owner's never shows.
     assert found["shared"]["content"][0]["text"] == "r1"
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == store_module.SCHEMA_VERSION
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == sqlite_module.SCHEMA_VERSION
         indexed = conn.execute("SELECT COUNT(*) FROM response_items").fetchone()[0]
         orphans = conn.execute(
             "SELECT COUNT(*) FROM response_events WHERE response_id = 'resp_gone'"
@@ -97,15 +99,15 @@ async def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     path.mkdir()
     with sqlite3.connect(path / "responses.sqlite3") as conn:
         conn.execute("PRAGMA user_version=999")
-    config = make_config("http://m", store=store_module.StoreConfig(data_dir=str(path)))
+    config = make_config("http://m", store=StoreConfig(data_dir=str(path)))
     with pytest.raises(StoreOpenError, match="newer"):
-        async with open_response_store(config):
+        async with open_store(config):
             pass
 
 
 async def test_the_index_follows_create_finish_delete_and_prune(tmp_path: Path) -> None:
     clock = [1000.0]
-    store = SQLiteResponseStore(tmp_path / "r.sqlite3", max_rows=1, clock=lambda: clock[0])
+    store = SQLiteStore(tmp_path / "r.sqlite3", max_rows=1, clock=lambda: clock[0])
     await store.open()
 
     def indexed() -> set[tuple[str, str]]:
@@ -136,7 +138,7 @@ async def test_the_index_follows_create_finish_delete_and_prune(tmp_path: Path) 
 async def test_no_event_rows_outlive_a_deleted_response(tmp_path: Path) -> None:
     from hermes_trio.wire.responses_out import ResponseEvent
 
-    store = SQLiteResponseStore(tmp_path / "r.sqlite3")
+    store = SQLiteStore(tmp_path / "r.sqlite3")
     await store.open()
     try:
         await store.create(StoredResponse("r1", "o", "in_progress", 1.0, {"output": []}),
@@ -175,7 +177,7 @@ async def test_reads_do_not_wait_behind_a_write_that_waits() -> None:
     script = [TextReply("kept"), TextReply("later")]
     async with api_stack(script) as (api, _), http_for(api) as http:
         store = api.state.store
-        assert isinstance(store, SQLiteResponseStore)
+        assert isinstance(store, SQLiteStore)
         kept = (await http.post("/responses", json={"model": "m", "input": "a"})).json()
         blocker = await trio.to_thread.run_sync(_hold_write_lock, store.path)
         try:
@@ -212,7 +214,7 @@ async def test_big_bodies_and_conversations_stay_off_the_event_loop(monkeypatch)
         watch("validate", len(json.dumps(body)))
         return parse(body, **kwargs)
 
-    dumps = store_module._dumps
+    dumps = store_module.dumps
 
     def watched_dumps(value: Any) -> str:
         text = dumps(value)
@@ -224,7 +226,7 @@ async def test_big_bodies_and_conversations_stay_off_the_event_loop(monkeypatch)
         return json.loads(text)
 
     monkeypatch.setattr(responses_routes, "parse_responses_request", watched_parse)
-    monkeypatch.setattr(store_module, "_dumps", watched_dumps)
+    monkeypatch.setattr(store_module, "dumps", watched_dumps)
     monkeypatch.setattr(store_module, "json", types.SimpleNamespace(loads=watched_loads))
     items = [{"type": "message", "role": "user", "content": "x" * 300} for _ in range(1000)]
     body = json.dumps({"model": "m", "input": items}).encode()

@@ -11,6 +11,7 @@ the upstream stream and kills tool processes.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -20,11 +21,11 @@ from quart_trio import QuartTrio
 
 from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_chat_sse
 from ...events import StreamEvent
-from ...turn import Turn, TurnEvents, start_turn
+from ...turn import Turn, TurnAround, TurnEvents, start_turn
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from ..bodies import json_response, read_json_body, request_owner, sse_response, stream_extensions
 from ..errors import APIError, error_status
-from ..sessions import SessionStore, new_messages, validate_session_id
+from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
 from ..state import ServerState
 from ..store import wall_clock
 from ..turns import turn_options
@@ -63,21 +64,36 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         return await run.respond()
     validate_session_id(session_id)
     key = SessionStore.key(request_owner(), session_id)
-    session = state.sessions.get_or_create(key, agent.new_tool_context)
+    sessions = state.sessions
+    session = await sessions.get_or_create(key, agent.new_tool_context)
     run.headers["X-Session-ID"] = session_id
     async with session.lock:
         if session.running is not None:
-            await session.running.stop("interrupted by a newer request on this session")
-        # Before the history changes: a request refused with 429 leaves it
-        # as it was.
-        state.slots.acquire()
+            await session.running.stop(SESSION_INTERRUPTED)
+        holder = new_turn_id()
+        history = await sessions.claim(key, holder)
+        # A request refused with 429 leaves the history as it was.
         try:
-            state.sessions.add(session, new_messages(session.messages, chat.messages))
+            state.slots.acquire()
+        except BaseException:
+            await sessions.release(key, holder, history)
+            raise
+        try:
+            sessions.add(session, history, chat.messages)
         except BaseException:
             state.slots.release()
+            await sessions.release(key, holder, history)
             raise
         kwargs["tool_context"] = session.tool_context
-        session.running = run.begin(session.messages, kwargs)
+        messages = session.messages
+
+        async def around(turn: Turn, run_turn: Callable[[], Awaitable[object]]) -> None:
+            try:
+                await run_turn()
+            finally:
+                await sessions.release(key, holder, messages)
+
+        session.running = run.begin(messages, kwargs, around=around)
     return await run.respond()
 
 
@@ -106,7 +122,13 @@ class _ChatRun:
         self.out: trio.MemoryReceiveChannel[WriterOutput] | None = None
         self.frames: ChatStreamFrames | None = None
 
-    def begin(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> Turn:
+    def begin(
+        self,
+        messages: list[dict[str, Any]],
+        kwargs: dict[str, Any],
+        *,
+        around: TurnAround | None = None,
+    ) -> Turn:
         """Start the turn in the slot the caller acquired (released when the
         turn ends, or here when it cannot start)."""
         state = self.state
@@ -142,6 +164,7 @@ class _ChatRun:
                 consumer,
                 on_exit=state.slots.release,
                 registry=state.turns,
+                around=around,
                 **kwargs,
             )
         except BaseException:

@@ -112,6 +112,21 @@ class LiveResponses:
         self.running: dict[str, LiveResponse] = {}
         self.unstored: dict[str, LiveResponse] = {}
         """Ended responses whose end the store refused (see the module doc)."""
+        # Other processes sharing the store ask for these by response id.
+        state.signals.on("cancel_response", self._cancel_asked)
+        state.signals.on("stop_response", self._stop_asked)
+
+    def _cancel_asked(self, response_id: str) -> None:
+        live = self.running.get(response_id)
+        if live is not None and live.background:
+            live.cancelled = True
+            live.turn.cancel("cancelled by the client")
+
+    def _stop_asked(self, response_id: str) -> None:
+        live = self.running.get(response_id)
+        if live is not None:
+            self.unstored.pop(live.id, None)
+            live.turn.cancel("the response was deleted")
 
     def find(self, response_id: str, owner: str) -> LiveResponse | None:
         live = self.running.get(response_id) or self.unstored.get(response_id)

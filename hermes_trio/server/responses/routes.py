@@ -40,7 +40,8 @@ from ..errors import APIError, error_status
 from ..state import ServerState
 from ..validation import bad
 from .input import check_tool_outputs, item_references, resolve_references
-from .live import LiveResponses
+from .live import STOP_WAIT, LiveResponses
+from .remote import StoredFollowBody, stop_elsewhere
 from .request import (
     ResponsesRequest,
     parse_items_query,
@@ -68,6 +69,7 @@ class _Responses:
     def __init__(self, state: ServerState) -> None:
         self.live = LiveResponses(state)
         self.store = state.store
+        self.keepalive = state.settings.keepalive_interval
 
     async def create(self, body: JsonBody, parse: Callable[[Any], ResponsesRequest]) -> Response:
         owner = request_owner()
@@ -154,6 +156,13 @@ class _Responses:
             raise _not_found(response_id)
         if not query.stream:
             return json_response(row.response)
+        if row.status == "in_progress":
+            # Running in another process: follow what it stores.
+            return sse_response(
+                StoredFollowBody(
+                    self.store, response_id, owner, query.after, self.keepalive
+                )
+            )
         events = await self.store.events_after(response_id, query.after)
         return sse_response(b"".join(event.frame for event in events))
 
@@ -162,6 +171,10 @@ class _Responses:
         live = self.live.find(response_id, owner)
         if live is not None:
             await self.live.stop(live, "the response was deleted")
+        else:
+            row = await self.store.get(response_id, owner)
+            if row is not None and row.status == "in_progress":
+                await stop_elsewhere(self.store, row, "stop_response", wait=STOP_WAIT)
         if not await self.store.delete(response_id, owner):
             raise _not_found(response_id)
         return json_response({"id": response_id, "object": "response.deleted", "deleted": True})
@@ -179,6 +192,9 @@ class _Responses:
             raise _not_found(response_id)
         if not row.background:
             raise _not_background()
+        if row.status == "in_progress":
+            # Running in another process.
+            row = await stop_elsewhere(self.store, row, "cancel_response", wait=STOP_WAIT)
         # Already over: cancelling again returns the final response.
         return json_response(row.response)
 

@@ -1,0 +1,207 @@
+"""What every store backend shares: the records, the errors, the interface.
+
+:class:`Store` is what the server and the gateway use; :mod:`.sqlite` and
+:mod:`.postgres` implement it over the same statements (:mod:`.statements`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+
+from ...wire.responses_out import ResponseEvent
+from ..errors import APIError
+from .runners import Runner
+
+__all__ = [
+    "RESERVE_AHEAD",
+    "Claim",
+    "Signal",
+    "Store",
+    "StoreError",
+    "StoreOpenError",
+    "StoredResponse",
+    "dumps",
+    "owner_scope",
+    "wall_clock",
+]
+
+# Sequence numbers reserved per reservation write: one small write per this
+# many events, never one per token.
+RESERVE_AHEAD = 1024
+
+_std_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def dumps(value: Any) -> str:
+    """``value`` as compact JSON text.
+
+    orjson first: a JSON encoder holds the GIL, and with it the event loop,
+    for the whole of one call, even in a worker thread, and orjson takes a
+    tenth of the standard encoder's time. The standard encoder takes what
+    orjson refuses (an integer beyond 64 bits)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return _std_dumps(value)
+
+
+def wall_clock() -> float:
+    # Stored timestamps are Unix seconds by contract (created_at, retention
+    # across restarts); trio's clock is monotonic and has no epoch.
+    return datetime.datetime.now(datetime.UTC).timestamp()
+
+
+def owner_scope(api_key: str | None) -> str:
+    """The owner recorded with a response: a hash, never the key itself."""
+    return hashlib.sha256((api_key or "").encode()).hexdigest()[:32]
+
+
+class StoreError(APIError):
+    """The store refused an operation: a 503 whose ``code`` says why
+    (``store_full``, ``store_read_only``, ``store_busy``, ``store_corrupt``,
+    ``store_io_error``, ``store_unreachable``, ``store_error``)."""
+
+    code: str
+    """Always set: the store says why it refused."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(503, message, code=code)
+
+
+class StoreOpenError(Exception):
+    """The store cannot be opened: the one line a user sees at startup,
+    naming the setting (``store.data_dir`` or ``store.url``) and what is
+    wrong."""
+
+
+@dataclass
+class StoredResponse:
+    id: str
+    owner: str
+    status: str
+    created_at: float
+    response: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    input_items: list[dict[str, Any]] = field(default_factory=list)
+    background: bool = False
+    runner: str | None = None
+    """The process running it while it is ``in_progress``."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The answer to :meth:`Store.claim_conversation`: the history to
+    continue (when the conversation is ours now), or the process whose turn
+    holds it."""
+
+    messages: list[dict[str, Any]] | None
+    busy: str | None = None
+
+    @property
+    def granted(self) -> bool:
+        return self.busy is None
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A request from another process to this one: ``stop`` the turn of a
+    conversation, ``cancel`` a running response."""
+
+    kind: str
+    target: str
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Everything that outlives a process. Every method is safe to call from
+    any trio task; implementations never block the event loop."""
+
+    runner: Runner
+    """This process, as other processes sharing the store know it."""
+
+    # -- responses --------------------------------------------------------
+
+    async def create(self, record: StoredResponse, *, reserved: int = -1) -> None:
+        """Record a new response (normally ``in_progress``, run by this
+        process) with its first reservation (see :meth:`reserve`)."""
+
+    async def reserve(self, response_id: str, seq: int) -> None:
+        """Events up to sequence number ``seq`` may reach clients before
+        they are stored: recovery numbers its ending above it."""
+
+    async def append_events(self, response_id: str, events: Sequence[ResponseEvent]) -> None:
+        """Add stream events; an event already stored is left as it is."""
+
+    async def finish(
+        self,
+        response_id: str,
+        *,
+        status: str,
+        response: dict[str, Any],
+        messages: list[dict[str, Any]],
+        events: Sequence[ResponseEvent] = (),
+    ) -> None:
+        """Store the final state and the last events, all at once."""
+
+    async def get(self, response_id: str, owner: str) -> StoredResponse | None:
+        """The stored response; one still running has the output its stored
+        events built so far."""
+
+    async def find_items(self, owner: str, item_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored input and output items of ``owner``'s responses with
+        these ids (the newest response's where several share an id)."""
+
+    async def events_after(self, response_id: str, after: int) -> list[ResponseEvent]:
+        """Stored events with a sequence number above ``after``, in order."""
+
+    async def delete(self, response_id: str, owner: str) -> bool: ...
+
+    async def recover_interrupted(self) -> int:
+        """End the responses left ``in_progress`` by processes that are gone
+        as ``incomplete``, with their events; returns how many."""
+
+    async def prune(self) -> int:
+        """Apply the retention limits; returns how many responses went."""
+
+    # -- conversations (API sessions, chats) ------------------------------
+
+    async def claim_conversation(self, key: str, turn: str) -> Claim:
+        """Take the conversation ``key`` for a turn of this process, unless
+        a live process's turn holds it; a new conversation starts empty."""
+
+    async def release_conversation(
+        self, key: str, turn: str, messages: list[dict[str, Any]] | None
+    ) -> bool:
+        """End the turn's hold, storing ``messages`` as the history (None
+        keeps it); False when another turn took the conversation over."""
+
+    async def conversation(self, key: str) -> list[dict[str, Any]] | None:
+        """The stored history of ``key``, or None."""
+
+    async def delete_conversation(self, key: str) -> bool: ...
+
+    async def prune_conversations(self, prefix: str, *, max_age: float, max_count: int) -> int:
+        """Forget the conversations under ``prefix`` unused for ``max_age``
+        seconds, and the oldest beyond ``max_count``; held ones stay."""
+
+    # -- processes --------------------------------------------------------
+
+    async def send_signal(self, runner: str, signal: Signal) -> None:
+        """Ask process ``runner`` to act (see :class:`Signal`)."""
+
+    async def take_signals(self) -> list[Signal]:
+        """The signals sent to this process since the last call."""
+
+    async def heartbeat(self) -> None:
+        """Tell other processes this one is alive."""
+
+    async def reap(self) -> int:
+        """Recover what processes that died left running; returns how many
+        responses it ended."""

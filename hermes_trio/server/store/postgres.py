@@ -1,0 +1,275 @@
+"""The shared store: one PostgreSQL database (``store.url``), for several
+``serve`` instances on several machines.
+
+psycopg 3's async API runs on asyncio only, so under trio every statement
+runs in a worker thread (``trio.to_thread.run_sync``) on a connection from
+psycopg's own pool, behind a :class:`trio.CapacityLimiter` as large as the
+pool: a thread never waits for a connection, and the event loop never waits
+for the database. Measured on this machine: one ``SELECT`` by primary key
+takes about 0.25 ms this way, against 0.17 ms driving psycopg's
+non-blocking core from trio's socket waits — the thread costs little, and
+keeps every statement cancellable only between statements, never in the
+middle of a transaction.
+
+The schema lives in the connection's ``search_path`` (a ``?options=-c
+search_path=…`` in the URL picks a schema). Its version is the one row of
+``hermes_schema``; opening migrates an older schema under an advisory lock
+(several processes may start at once), and refuses a newer one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg_pool
+import trio
+from psycopg import errors as pg_errors
+
+from ...redaction import shown_url
+from . import statements as sql
+from .base import StoreError, StoreOpenError, wall_clock
+from .runners import Runner, this_runner
+from .shared import SQLStore
+from .sqlite import SCHEMA_VERSION
+
+__all__ = ["PostgresStore"]
+
+log = logging.getLogger("hermes_trio.server.store")
+
+T = TypeVar("T")
+
+POOL_SIZE = 8
+# The advisory lock that serialises migrations between processes.
+_MIGRATION_LOCK = 0x6865726D6573
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    background INTEGER NOT NULL DEFAULT 0,
+    response TEXT NOT NULL,
+    messages TEXT NOT NULL,
+    input_items TEXT NOT NULL,
+    runner TEXT
+);
+CREATE INDEX IF NOT EXISTS responses_by_age ON responses (created_at);
+CREATE INDEX IF NOT EXISTS responses_by_status ON responses (status);
+CREATE TABLE IF NOT EXISTS response_events (
+    response_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (response_id, seq)
+);
+CREATE TABLE IF NOT EXISTS response_reservations (
+    response_id TEXT PRIMARY KEY,
+    seq BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS response_items (
+    owner TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    source INTEGER NOT NULL,
+    PRIMARY KEY (owner, item_id, response_id)
+);
+CREATE INDEX IF NOT EXISTS response_items_by_response ON response_items (response_id);
+CREATE TABLE IF NOT EXISTS conversations (
+    key TEXT PRIMARY KEY,
+    messages TEXT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    runner TEXT,
+    turn TEXT
+);
+CREATE INDEX IF NOT EXISTS conversations_by_age ON conversations (updated_at);
+CREATE TABLE IF NOT EXISTS runners (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    seen_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS signals (
+    id BIGSERIAL PRIMARY KEY,
+    runner TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS signals_by_runner ON signals (runner)
+"""
+# version -> the statements that bring the schema from the one before to it.
+# The first PostgreSQL schema starts at the SQLite file's current version.
+_MIGRATIONS: list[tuple[int, list[str]]] = [
+    (4, [part.strip() for part in _SCHEMA.split(";") if part.strip()]),
+]
+
+
+class _PgDb:
+    """A psycopg connection speaking the statements' ``?`` placeholders."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> Any:
+        return self._conn.execute(query.replace("?", "%s"), params)
+
+    def executemany(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if rows:
+            with self._conn.cursor() as cursor:
+                cursor.executemany(query.replace("?", "%s"), rows)
+
+
+def _failure(exc: Exception) -> tuple[str, str]:
+    """``(code, message)`` for a psycopg error: what a client is told."""
+    if isinstance(exc, pg_errors.DiskFull):
+        return "store_full", "the response store is full: its disk has no room left"
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+        return "store_read_only", "the response store is read-only"
+    if isinstance(
+        exc,
+        (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected, pg_errors.SerializationFailure),
+    ):
+        return "store_busy", "the response store is busy"
+    if isinstance(exc, psycopg_pool.PoolTimeout | psycopg.OperationalError):
+        return "store_unreachable", "the response store's database cannot be reached"
+    if isinstance(exc, pg_errors.DataCorrupted):
+        return "store_corrupt", "the response store is damaged"
+    return "store_error", "the response store failed"
+
+
+def _migrate(conn: psycopg.Connection[Any]) -> None:
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS hermes_schema (version INTEGER NOT NULL)")
+        row = conn.execute("SELECT max(version) FROM hermes_schema").fetchone()
+        version = row[0] if row and row[0] is not None else 0
+        if version > SCHEMA_VERSION:
+            raise StoreOpenError(
+                f"schema version {version}; this version of hermes-trio knows up to "
+                f"{SCHEMA_VERSION}"
+            )
+        for target, statements in _MIGRATIONS:
+            if version < target:
+                for statement in statements:
+                    conn.execute(statement)
+        if version < SCHEMA_VERSION:
+            conn.execute("DELETE FROM hermes_schema")
+            conn.execute("INSERT INTO hermes_schema VALUES (%s)", (SCHEMA_VERSION,))
+
+
+class PostgresStore(SQLStore):
+    """:class:`~.base.Store` over a PostgreSQL database (see the module doc)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_rows: int = 10_000,
+        max_age_days: float = 30.0,
+        clock: Callable[[], float] = wall_clock,
+        runner: Runner | None = None,
+        pool_size: int = POOL_SIZE,
+    ) -> None:
+        super().__init__(
+            runner=runner or this_runner(),
+            max_rows=max_rows,
+            max_age_days=max_age_days,
+            clock=clock,
+        )
+        self.url = url
+        self._pool: psycopg_pool.ConnectionPool[Any] | None = None
+        self._limiter = trio.CapacityLimiter(pool_size)
+        self._pool_size = pool_size
+        self._failing: str | None = None
+
+    def _refused(self, exc: Exception) -> StoreError:
+        code, message = _failure(exc)
+        if self._failing != code:
+            self._failing = code
+            log.error(
+                "%s (%s; %s: %s); requests that need it get 503 until it works",
+                message,
+                shown_url(self.url),
+                type(exc).__name__,
+                str(exc).strip(),
+            )
+        return StoreError(code, f"{message}; try again later")
+
+    async def _use(self, fn: Callable[[sql.Db], T], *, write: bool) -> T:
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("the response store is closed")
+
+        def run() -> T:
+            with pool.connection() as conn, conn.transaction():
+                return fn(_PgDb(conn))
+
+        try:
+            # Never abandoned on cancel: the transaction runs to its end.
+            result = await trio.to_thread.run_sync(run, limiter=self._limiter)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self._refused(exc) from exc
+        if write and self._failing is not None:
+            self._failing = None
+            log.warning("the response store works again (%s)", shown_url(self.url))
+        return result
+
+    async def _write(self, fn: Callable[[sql.Db], T]) -> T:
+        return await self._use(fn, write=True)
+
+    async def _read(self, fn: Callable[[sql.Db], T]) -> T:
+        return await self._use(fn, write=False)
+
+    async def open(self, *, recover: bool = False) -> None:
+        """Connect, create or migrate the schema, apply retention and, with
+        ``recover``, end what processes that are gone left running."""
+        where = f"store.url {shown_url(self.url)}"
+
+        def connect() -> psycopg_pool.ConnectionPool[Any]:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn:
+                _migrate(conn)
+            pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
+                self.url,
+                min_size=1,
+                max_size=self._pool_size,
+                kwargs={"autocommit": True},
+                open=False,
+                timeout=10.0,
+                name="hermes-store",
+            )
+            pool.open(wait=True, timeout=10.0)
+            return pool
+
+        try:
+            self._pool = await trio.to_thread.run_sync(connect)
+        except StoreOpenError as exc:
+            raise StoreOpenError(
+                f"{where}: the database was written by a newer version of hermes-trio ({exc})"
+            ) from None
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreOpenError(f"{where}: cannot use the database ({detail})") from None
+        await self.heartbeat()
+        await self.prune()
+        if recover:
+            await self.recover_interrupted()
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        self._pool = pool
+        try:
+            await self.retire()
+        except StoreError:
+            pass
+        finally:
+            self._pool = None
+            await trio.to_thread.run_sync(pool.close)

@@ -16,6 +16,7 @@ from ..consumers.messenger import PlatformError
 from ..gateway import Gateway, build_adapters, open_gateway, startup_problem
 from ..platforms.base import PlatformAdapter
 from ..redaction import shown_url
+from ..server.store import StoreOpenError
 from .shell import EXIT_FAILED, EXIT_USAGE, Failure, Shell
 
 __all__ = ["run_gateway"]
@@ -25,15 +26,11 @@ shell = Shell("gateway")
 
 def run_gateway(config: Config, args: argparse.Namespace | None = None) -> int:
     """``hermes-trio gateway``; returns the exit code."""
-    failures: list[Failure] = []
+    # Like a busy port: the environment, not the configuration's form.
+    failures: list[Failure] = [Failure((StoreOpenError,))]
     if config.api_server.enabled:
-        # Imported here: the web stack is only needed when the API is enabled.
-        from ..server.store import StoreOpenError
-
         api = config.api_server
-        failures = [
-            # Like a busy port: the environment, not the configuration's form.
-            Failure((StoreOpenError,)),
+        failures += [
             Failure(
                 (OSError,),
                 lambda exc: f"cannot listen on {api.host}:{api.port}: {exc.strerror or exc}",
@@ -53,7 +50,19 @@ async def _main(config: Config) -> int:
 
 
 async def _run(config: Config, adapters: list[PlatformAdapter]) -> int:
-    async with open_gateway(config, adapters=adapters) as gateway:
+    # Imported here: the rest of the web stack is only needed with the API.
+    from ..server.run import open_shared_store
+
+    # The chats' conversations (and the API server's state) outlive a restart.
+    async with (
+        open_shared_store(config) as store,
+        open_gateway(config, adapters=adapters, store=store) as gateway,
+    ):
+        await store.store.prune_conversations(
+            "chat:",
+            max_age=config.store.max_age_days * 86400.0,
+            max_count=config.store.max_rows,
+        )
         shell.say(_ready_line(gateway))
         if gateway.api_server is not None:
             await trio.sleep_forever()

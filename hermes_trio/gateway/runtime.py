@@ -30,11 +30,12 @@ from ..llm import NO_MODEL_SERVER
 from ..platforms.base import InboundMessage, PlatformAdapter
 from ..platforms.registry import PLATFORMS, enabled_platforms
 from .access import AllowList, allow_hint, configured_allow_list
+from .history import StoredHistory
 from .sessions import ChatSessions, Session, SessionKey
 from .supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, supervise
 
 if TYPE_CHECKING:
-    from ..server.run import ApiServer
+    from ..server.run import ApiServer, StoreInUse
 
 __all__ = [
     "Gateway",
@@ -61,8 +62,10 @@ class Gateway:
         *,
         allowed_users: Mapping[str, Iterable[str | int]] | None = None,
         restart_backoff_initial: float = RESTART_BACKOFF_INITIAL,
+        store: StoreInUse | None = None,
     ) -> None:
         self.config = config
+        self._store = store
         self.agent = agent
         self.adapters: dict[str, PlatformAdapter] = {}
         for adapter in adapters:
@@ -76,7 +79,14 @@ class Gateway:
         if allowed_users is None:
             allowed_users = {name: configured_allow_list(config, name) for name in self.adapters}
         self._access = AllowList(allowed_users, self.adapters)
-        self._chats = ChatSessions(config, agent, nursery, self._messenger, self._notify)
+        self._chats = ChatSessions(
+            config,
+            agent,
+            nursery,
+            self._messenger,
+            self._notify,
+            history=StoredHistory(store.store) if store is not None else None,
+        )
         self._backoff_initial = restart_backoff_initial
         self._changed = trio.Event()
 
@@ -155,7 +165,7 @@ class Gateway:
         # Imported here: the web stack is only needed when the API is enabled.
         from ..server.run import open_api_server
 
-        async with open_api_server(self.config, agent=self.agent) as server:
+        async with open_api_server(self.config, agent=self.agent, store=self._store) as server:
             log.info("api server: listening on %s", server.base_url)
             task_status.started(server)
             await trio.sleep_forever()
@@ -213,13 +223,17 @@ async def open_gateway(
     agent: Agent | None = None,
     allowed_users: Mapping[str, Iterable[str | int]] | None = None,
     restart_backoff_initial: float = RESTART_BACKOFF_INITIAL,
+    store: StoreInUse | None = None,
 ) -> AsyncIterator[Gateway]:
     """Run the gateway for the life of this block.
 
     ``adapters`` default to the ones ``config`` enables; ``agent`` to one
     opened on ``config``; ``allowed_users`` (platform name → user ids) to the
-    platforms' configured allow-lists. The block is entered once the API
-    server listens and every adapter made its first start attempt.
+    platforms' configured allow-lists. With ``store`` (see
+    ``hermes_trio.server.run.open_shared_store``) the chats' conversations
+    are kept there, and survive a restart; without, in memory. The block is
+    entered once the API server listens and every adapter made its first
+    start attempt.
     """
     async with AsyncExitStack() as stack:
         if agent is None:
@@ -235,6 +249,7 @@ async def open_gateway(
                 nursery,
                 allowed_users=allowed_users,
                 restart_backoff_initial=restart_backoff_initial,
+                store=store,
             )
             await gateway._start()
             try:

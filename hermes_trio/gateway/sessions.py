@@ -43,6 +43,7 @@ from ..platforms.base import InboundMessage
 from ..platforms.registry import edit_interval_override
 from ..tools import ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
+from .history import ChatHistory, MemoryHistory, chat_key
 from .user_content import user_content
 
 __all__ = [
@@ -100,6 +101,18 @@ class _Reply:
         self.text = text
 
 
+class _Forget:
+    """``/new`` in the queue: the stored conversation goes once the turn
+    before it has ended (and written its history back)."""
+
+
+_FORGET = _Forget()
+
+
+def _key_of(session: Session) -> str:
+    return chat_key(session.platform, session.chat_id, session.thread_id)
+
+
 @dataclass(eq=False)
 class Session:
     """One conversation: a chat on one platform, or one thread of it."""
@@ -109,7 +122,7 @@ class Session:
     messages: list[dict[str, Any]]
     tool_context: ToolContext
     thread_id: str | None = None
-    pending: deque[InboundMessage | _Reply] = field(default_factory=deque)
+    pending: deque[InboundMessage | _Reply | _Forget] = field(default_factory=deque)
     turn: Turn | None = None
     """The running turn; cancelling it interrupts the turn."""
     working: bool = False
@@ -135,8 +148,10 @@ class ChatSessions:
         notify: Callable[[], None],
         *,
         wall_clock: Callable[[], float] = time.time,
+        history: ChatHistory | None = None,
     ) -> None:
         self.config = config
+        self._history: ChatHistory = history or MemoryHistory()
         self.agent = agent
         self.sessions: dict[SessionKey, Session] = {}
         self._nursery = nursery
@@ -168,6 +183,7 @@ class ChatSessions:
             # interrupt record to the list it was given.
             session.messages = []
             session.tool_context = self.agent.new_tool_context()
+            session.pending.append(_FORGET)
             session.pending.append(_Reply("new conversation"))
         elif command in ("/start", "/help"):
             session.pending.append(_Reply(HELP_TEXT))
@@ -195,7 +211,9 @@ class ChatSessions:
     def _cancel(self, session: Session) -> bool:
         """Cancel the running turn and drop waiting messages; True if there was any."""
         waiting = [item for item in session.pending if isinstance(item, InboundMessage)]
-        session.pending = deque(item for item in session.pending if isinstance(item, _Reply))
+        session.pending = deque(
+            item for item in session.pending if not isinstance(item, InboundMessage)
+        )
         running = session.turn is not None and not session.turn.cancel_called
         if session.turn is not None:
             session.turn.cancel("stopped")
@@ -210,6 +228,9 @@ class ChatSessions:
         try:
             while session.pending:
                 item = session.pending.popleft()
+                if isinstance(item, _Forget):
+                    await self._history.forget(_key_of(session))
+                    continue
                 if isinstance(item, _Reply):
                     await self.say(session.platform, session.chat_id, item.text, session.thread_id)
                     continue
@@ -287,6 +308,10 @@ class ChatSessions:
         messenger = self._messenger(platform, chat_id, thread_id)
         stream = self.agent.streams(platform)
         settings = self.editor_settings(platform, stream=stream)
+        key = _key_of(session)
+        token, stored = await self._history.begin(key)
+        if stored is not None:
+            session.messages = stored
         messages = session.messages
         messages.extend(asked)
         notices = self._notices(batch)
@@ -323,6 +348,7 @@ class ChatSessions:
             session.turn = None
             session.turns_done += 1
             session.last_report = reports[0] if reports else None
+            await self._history.end(key, token, messages)
         failed = result.error_code == INTERNAL_ERROR
         outcome = "interrupted" if turn.scope.cancelled_caught else "failed" if failed else "done"
         log.info(

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import trio
-from support import api_stack, clean_env, http_for, make_config, start_serve
+from support import api_stack, clean_env, gateway_process, http_for, make_config, start_serve
 from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
@@ -80,7 +80,10 @@ async def read_stream(
                 started.set()
 
 
-async def test_a_second_serve_on_the_same_data_dir_refuses(tmp_path) -> None:
+async def test_a_second_serve_on_the_same_data_dir_shares_the_store(tmp_path) -> None:
+    """Two servers on one data directory: the second leaves the first's
+    running response alone (no recovery of a live process's work), follows
+    it live, and the gateway starts beside them too."""
     data_dir = tmp_path / "data"
     tokens = [f"t{i} " for i in range(50)]
     async with open_scripted_server([TextReply(tokens=tokens, delay=0.04)]) as model:
@@ -89,42 +92,38 @@ async def test_a_second_serve_on_the_same_data_dir_refuses(tmp_path) -> None:
             first = await start_serve(nursery, env, tmp_path)
             seen: list[dict[str, Any]] = []
             started = trio.Event()
-            results: dict[str, subprocess.CompletedProcess[bytes]] = {}
-
-            async def run_into(
-                into: dict[str, Any], name: str, args: list[str], env: dict[str, str]
-            ) -> None:
-                into[name] = await run_cli(args, env, tmp_path)
-
             async with httpx.AsyncClient(base_url=first.base_url, headers=HEADERS) as http:
                 with trio.fail_after(20):
                     async with trio.open_nursery() as streams:
                         body = {"model": "m", "input": "go", "stream": True}
                         streams.start_soon(read_stream, http, body, seen, started)
                         await started.wait()
-                        gateway_env = dict(env, API_SERVER_ENABLED="1", API_SERVER_PORT="0")
-                        async with trio.open_nursery() as others:
-                            others.start_soon(
-                                run_into, results, "serve", ["serve", "--port", "0"], env
+                        second = await start_serve(nursery, env, tmp_path)
+                        rid = seen[0]["response"]["id"]
+                        async with httpx.AsyncClient(
+                            base_url=second.base_url, headers=HEADERS
+                        ) as other:
+                            # Still running: the second server followed it live.
+                            followed = payloads(
+                                parse_sse(
+                                    (await other.get(f"/responses/{rid}?stream=true")).content
+                                )
                             )
-                            others.start_soon(
-                                run_into, results, "gateway", ["gateway"], gateway_env
-                            )
-                    rid = seen[0]["response"]["id"]
                     replay = payloads(
                         parse_sse((await http.get(f"/responses/{rid}?stream=true")).content)
                     )
+            gateway_env = dict(env, API_SERVER_ENABLED="1", API_SERVER_PORT="0")
+            async with gateway_process(gateway_env, tmp_path) as (gateway, out, _):
+                with trio.fail_after(15):
+                    await out.wait_for(b"running api server")
+                assert gateway.poll() is None
             nursery.cancel_scope.cancel()
-    for command, result in sorted(results.items()):
-        assert result.returncode == 1
-        line = one_line(result)
-        assert line.startswith(f"hermes-trio {command}: store.data_dir {data_dir} ")
-        assert f"pid {first.process.pid}" in line
-        assert "in use" in line
+    assert not any("incomplete" in line for line in second.output), second.output
     # The first server's response went on untouched: one ending, no gap.
     assert [e["type"] for e in seen if e["type"] in TERMINAL] == ["response.completed"]
     assert [e["sequence_number"] for e in seen] == list(range(len(seen)))
     assert replay == seen
+    assert followed == seen
 
 
 async def test_a_data_dir_that_is_a_file_is_one_line(tmp_path) -> None:

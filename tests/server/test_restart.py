@@ -1,0 +1,166 @@
+"""Nothing forgotten across restarts: the real ``hermes-trio serve`` stopped
+(SIGTERM) or killed (SIGKILL) and started again on the same store."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+from support import clean_env, start_serve
+from test_responses_helpers import parse_sse, payloads
+
+from hermes_trio.testing import TextReply, open_scripted_server
+from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+
+KEY = "restart-key"
+HEADERS = {"Authorization": f"Bearer {KEY}"}
+SLOW = [f"w{i} " for i in range(400)]
+
+
+def _env(model_url: str, data_dir: Path) -> dict[str, str]:
+    return clean_env(
+        HERMES_MODEL_BASE_URL=model_url, HERMES_DATA_DIR=str(data_dir), API_SERVER_KEY=KEY
+    )
+
+
+def _user_texts(request: Any) -> list[str]:
+    return [m["content"] for m in request.json["messages"] if m["role"] != "system"]
+
+
+async def _ask(http: httpx.AsyncClient, text: str, session: str = "s1") -> httpx.Response:
+    reply = await http.post(
+        "/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": text}]},
+        headers={"X-Session-ID": session},
+    )
+    assert reply.status_code == 200, reply.text
+    return reply
+
+
+async def test_a_session_continues_after_a_restart(tmp_path: Path) -> None:
+    script = [TextReply("first answer"), TextReply("second answer")]
+    async with open_scripted_server(script) as model:
+        env = _env(model.base_url, tmp_path / "data")
+        for n, question in enumerate(("first question", "second question")):
+            async with trio.open_nursery() as nursery:
+                served = await start_serve(nursery, env, tmp_path)
+                async with httpx.AsyncClient(base_url=served.base_url, headers=HEADERS) as http:
+                    with trio.fail_after(15):
+                        await _ask(http, question)
+                served.process.send_signal(signal.SIGTERM)
+                with trio.fail_after(10):
+                    assert await served.process.wait() == 0
+    assert _user_texts(model.model_requests[1]) == [
+        "first question",
+        "first answer",
+        "second question",
+    ]
+
+
+async def test_sigkill_mid_turn_leaves_whole_turns_and_an_incomplete_response(
+    tmp_path: Path,
+) -> None:
+    """Killed while a session turn and a stored response stream: after a
+    restart the response reads ``incomplete`` (from any stream position),
+    the session's history ends at its last finished turn, nothing twice."""
+    script = [
+        TextReply("finished answer"),
+        TextReply(tokens=SLOW, delay=0.02),
+        TextReply(tokens=SLOW, delay=0.02),
+        TextReply("after the restart"),
+    ]
+    async with open_scripted_server(script) as model:
+        env = _env(model.base_url, tmp_path / "data")
+        seen: list[dict[str, Any]] = []
+        async with trio.open_nursery() as nursery:
+            served = await start_serve(nursery, env, tmp_path)
+            async with httpx.AsyncClient(base_url=served.base_url, headers=HEADERS) as http:
+                with trio.fail_after(15):
+                    await _ask(http, "kept question")
+                    streaming = trio.Event()
+
+                    async def session_turn() -> None:
+                        try:
+                            async with http.stream(
+                                "POST",
+                                "/chat/completions",
+                                json={
+                                    "model": "m",
+                                    "stream": True,
+                                    "messages": [{"role": "user", "content": "lost question"}],
+                                },
+                                headers={"X-Session-ID": "s1"},
+                            ) as reply:
+                                async for _ in reply.aiter_bytes():
+                                    pass
+                        except httpx.HTTPError:
+                            pass
+
+                    async def stored_response() -> None:
+                        decoder = SSEDecoder()
+                        try:
+                            async with http.stream(
+                                "POST",
+                                "/responses",
+                                json={"model": "m", "input": "go", "stream": True},
+                            ) as reply:
+                                async for piece in reply.aiter_bytes():
+                                    seen.extend(
+                                        json.loads(e.data)
+                                        for e in decoder.feed(piece)
+                                        if isinstance(e, SSEEvent)
+                                    )
+                                    deltas = [
+                                        e for e in seen if e["type"].endswith("text.delta")
+                                    ]
+                                    if len(deltas) >= 20:
+                                        streaming.set()
+                        except httpx.HTTPError:
+                            pass
+
+                    async with trio.open_nursery() as clients:
+                        clients.start_soon(session_turn)
+                        clients.start_soon(stored_response)
+                        await streaming.wait()
+                        await trio.sleep(0.2)
+                        served.process.send_signal(signal.SIGKILL)
+            await served.process.wait()
+            nursery.cancel_scope.cancel()
+        rid = seen[0]["response"]["id"]
+        async with trio.open_nursery() as nursery:
+            served = await start_serve(nursery, env, tmp_path)
+            async with httpx.AsyncClient(base_url=served.base_url, headers=HEADERS) as http:
+                with trio.fail_after(15):
+                    stored = (await http.get(f"/responses/{rid}")).json()
+                    replay = payloads(
+                        parse_sse((await http.get(f"/responses/{rid}?stream=true")).content)
+                    )
+                    last_seen = seen[-1]["sequence_number"]
+                    resumed = payloads(
+                        parse_sse(
+                            (
+                                await http.get(
+                                    f"/responses/{rid}?stream=true&starting_after={last_seen}"
+                                )
+                            ).content
+                        )
+                    )
+                    await _ask(http, "new question")
+            nursery.cancel_scope.cancel()
+    assert stored["status"] == "incomplete"
+    # The stored output is what was streamed before the kill (or a little less).
+    streamed = "".join(e["delta"] for e in seen if e["type"] == "response.output_text.delta")
+    assert stored["output_text"] and streamed.startswith(stored["output_text"])
+    assert replay[-1]["type"] == "response.incomplete"
+    assert [e["type"] for e in resumed] == ["response.incomplete"]
+    assert resumed[0]["sequence_number"] > last_seen
+    # The session: the finished turn once, the killed one not at all.
+    assert _user_texts(model.model_requests[-1]) == [
+        "kept question",
+        "finished answer",
+        "new question",
+    ]

@@ -41,9 +41,11 @@ async def test_a_chat_continues_after_a_restart_and_new_forgets_it(tmp_path: Pat
                     telegram.push_message(chat_id=CHAT, user_id=7, text=question)
                     with trio.fail_after(10):
                         await telegram.wait_until(
-                            lambda: any(a in telegram.texts(CHAT) for a in answers)
-                            if question != "/new"
-                            else "new conversation" in telegram.texts(CHAT)
+                            lambda: (
+                                any(a in telegram.texts(CHAT) for a in answers)
+                                if question != "/new"
+                                else "new conversation" in telegram.texts(CHAT)
+                            )
                         )
                 with trio.fail_after(10):
                     await telegram.wait_until(lambda: answers[-1] in telegram.texts(CHAT))

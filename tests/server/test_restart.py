@@ -114,9 +114,7 @@ async def test_sigkill_mid_turn_leaves_whole_turns_and_an_incomplete_response(
                                         for e in decoder.feed(piece)
                                         if isinstance(e, SSEEvent)
                                     )
-                                    deltas = [
-                                        e for e in seen if e["type"].endswith("text.delta")
-                                    ]
+                                    deltas = [e for e in seen if e["type"].endswith("text.delta")]
                                     if len(deltas) >= 20:
                                         streaming.set()
                         except httpx.HTTPError:

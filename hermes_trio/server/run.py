@@ -120,6 +120,7 @@ async def open_api_server(
             signals=in_use.signals,
         )
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
+        in_use.signals.busy = lambda: bool(state.turns)
         app = asgi_app(state)
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config()

@@ -2,9 +2,12 @@
 :func:`keep_store` writes its heartbeat, ends what dead processes left
 running, and hands the signals other processes sent it to their handlers.
 
-Signals are polled every :data:`SIGNAL_POLL` seconds (one indexed read that
-nearly always finds nothing): the bound on how long a cross-process
-interrupt or cancel waits before this process acts on it.
+Signals are polled every :data:`SIGNAL_POLL` seconds while this process
+runs a turn (one indexed read that nearly always finds nothing), and every
+:data:`IDLE_POLL` seconds otherwise (a signal only ever stops a running
+turn): the bound on how long a cross-process interrupt or cancel waits
+before this process acts on it. Polling rather than PostgreSQL's
+``LISTEN``: one mechanism for both backends, and a bound that holds on both.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ import trio
 from .base import Signal, Store, StoreError
 from .runners import HEARTBEAT_EVERY
 
-__all__ = ["SIGNAL_POLL", "SignalHandlers", "keep_store"]
+__all__ = ["IDLE_POLL", "SIGNAL_POLL", "SignalHandlers", "keep_store"]
 
 log = logging.getLogger("hermes_trio.server.store")
 
-SIGNAL_POLL = 0.01
+SIGNAL_POLL = 0.02
+IDLE_POLL = 1.0
 
 
 class SignalHandlers:
@@ -29,6 +33,8 @@ class SignalHandlers:
 
     def __init__(self) -> None:
         self._handlers: dict[str, Callable[[str], None]] = {}
+        self.busy: Callable[[], bool] = lambda: True
+        """Whether this process runs anything a signal could stop."""
 
     def on(self, kind: str, handler: Callable[[str], None]) -> None:
         self._handlers[kind] = handler
@@ -49,10 +55,14 @@ async def keep_store(
 ) -> None:
     task_status.started()
     next_beat = trio.current_time() + HEARTBEAT_EVERY
+    next_idle_poll = trio.current_time()
     while True:
         try:
-            for signal in await store.take_signals():
-                handlers.dispatch(signal)
+            now = trio.current_time()
+            if handlers.busy() or now >= next_idle_poll:
+                next_idle_poll = now + IDLE_POLL
+                for signal in await store.take_signals():
+                    handlers.dispatch(signal)
             if trio.current_time() >= next_beat:
                 next_beat = trio.current_time() + HEARTBEAT_EVERY
                 await store.heartbeat()

@@ -1,0 +1,236 @@
+"""Latency across processes sharing one store: how long a session interrupt
+takes when the session's turn runs in another process, and how far a
+resumed stream in another process lags behind the original one.
+
+Two ``hermes-trio serve`` processes share the store (a SQLite data
+directory, or the PostgreSQL of ``--store-url``); with ``--workers 2`` one
+``serve --workers 2`` instead, each request sent until it reaches the other
+worker (the ``X-Hermes-Worker`` header says which answered).
+
+- interrupt: a streamed session turn runs in process A; a new request on
+  the same session goes to B. Measured: from sending B's request to A's
+  stream receiving its ``interrupted`` ending, and to B's answer.
+- resume: a Responses stream (a token every 10 ms) runs in A; B resumes it
+  (``starting_after``). Measured: for every event, its arrival on B minus
+  its arrival on A.
+
+    python bench/cross_process.py [--rounds 30] [--store-url postgresql://…]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import trio
+
+from hermes_trio.testing import TextReply, open_scripted_server
+from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+
+SLOW = [f" w{i}" for i in range(400)]
+PACED = [f" p{i}" for i in range(100)]
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+@asynccontextmanager
+async def serve(env: dict[str, str], cwd: str, extra: list[str]) -> AsyncIterator[str]:
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0", *extra],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        buffer = b""
+        while b"listening on " not in buffer:
+            piece = await process.stdout.receive_some()
+            if not piece:
+                raise RuntimeError("serve exited at start")
+            buffer += piece
+        url = buffer.split(b"listening on ")[1].split()[0].decode()
+        yield url
+    finally:
+        process.terminate()
+        with trio.move_on_after(10):
+            await process.wait()
+        process.kill()
+        await process.wait()
+
+
+async def post_on_worker(
+    http: httpx.AsyncClient, worker: str | None, *args: Any, **kwargs: Any
+) -> httpx.Response:
+    """A request answered by ``worker`` (any when None): sent again until it
+    lands there."""
+    for _ in range(100):
+        reply = await http.post(*args, **kwargs)
+        if worker is None or reply.headers.get("X-Hermes-Worker") == worker:
+            return reply
+    raise RuntimeError(f"no request reached worker {worker}")
+
+
+async def interrupt_round(
+    a: httpx.AsyncClient, b: httpx.AsyncClient, n: int, workers: bool
+) -> tuple[float, float]:
+    session = {"X-Session-ID": f"bench-{n}"}
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "long"}]}
+    started, interrupted = trio.Event(), trio.Event()
+    worker_a: list[str] = []
+    times: dict[str, float] = {}
+
+    async def stream() -> None:
+        decoder = SSEDecoder()
+        async with a.stream("POST", "/chat/completions", json=body, headers=session) as reply:
+            worker_a.append(reply.headers.get("X-Hermes-Worker", ""))
+            async for piece in reply.aiter_bytes():
+                for event in decoder.feed(piece):
+                    if isinstance(event, SSEEvent) and '"interrupted"' in event.data:
+                        times["stopped"] = trio.current_time()
+                        interrupted.set()
+                started.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stream)
+        await started.wait()
+        other = None
+        if workers:
+            other = "1" if worker_a[0] == "0" else "0"
+        began = trio.current_time()
+        reply = await post_on_worker(
+            b,
+            other,
+            "/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "newer"}]},
+            headers=session,
+        )
+        times["answered"] = trio.current_time()
+        assert reply.status_code == 200, reply.text
+        with trio.fail_after(10):
+            await interrupted.wait()
+    return times["stopped"] - began, times["answered"] - began
+
+
+async def resume_round(a: httpx.AsyncClient, b: httpx.AsyncClient, workers: bool) -> list[float]:
+    arrivals_a: dict[int, float] = {}
+    arrivals_b: dict[int, float] = {}
+    first = trio.Event()
+    ids: list[str] = []
+    worker_a: list[str] = []
+
+    async def read(reply: httpx.Response, into: dict[int, float]) -> None:
+        decoder = SSEDecoder()
+        async for piece in reply.aiter_bytes():
+            now = trio.current_time()
+            for event in decoder.feed(piece):
+                if isinstance(event, SSEEvent):
+                    data = json.loads(event.data)
+                    into[data["sequence_number"]] = now
+                    if not ids:
+                        ids.append(data["response"]["id"])
+                    if len(into) > 5:
+                        first.set()
+
+    async def original() -> None:
+        body = {"model": "m", "input": "go", "stream": True}
+        async with a.stream("POST", "/responses", json=body) as reply:
+            worker_a.append(reply.headers.get("X-Hermes-Worker", ""))
+            await read(reply, arrivals_a)
+
+    async def resumed() -> None:
+        other = ("1" if worker_a[0] == "0" else "0") if workers else None
+        for _ in range(100):
+            path = f"/responses/{ids[0]}?stream=true&starting_after=5"
+            async with b.stream("GET", path) as reply:
+                if other is not None and reply.headers.get("X-Hermes-Worker") != other:
+                    continue
+                await read(reply, arrivals_b)
+                return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(original)
+        await first.wait()
+        nursery.start_soon(resumed)
+    # Events that already existed when B connected measure the catch-up,
+    # not the following: only those produced afterwards count.
+    joined = min(arrivals_b.values())
+    return [
+        arrivals_b[seq] - arrivals_a[seq]
+        for seq in arrivals_b
+        if seq in arrivals_a and arrivals_a[seq] > joined
+    ]
+
+
+async def main(rounds: int, store_url: str | None, workers: bool) -> None:
+    script: list[Any] = []
+    for _ in range(rounds):
+        script += [TextReply(tokens=SLOW, delay=0.01), TextReply("newer answer")]
+    script += [TextReply(tokens=PACED, delay=0.01)] * rounds
+    with tempfile.TemporaryDirectory() as tmp:
+        async with open_scripted_server(script) as model:
+            env = dict(os.environ, HERMES_MODEL_BASE_URL=model.base_url)
+            env.pop("API_SERVER_KEY", None)
+            if store_url:
+                env["HERMES_STORE_URL"] = store_url
+            else:
+                env["HERMES_DATA_DIR"] = tmp
+            extra = ["--workers", "2"] if workers else []
+            async with serve(env, tmp, extra) as url_a:
+                async with _second(env, tmp, workers) as maybe_b:
+                    url_b = url_a if workers else maybe_b
+                    limits = httpx.Limits(max_keepalive_connections=0)
+                    async with (
+                        httpx.AsyncClient(base_url=url_a, timeout=30, limits=limits) as a,
+                        httpx.AsyncClient(base_url=url_b, timeout=30, limits=limits) as b,
+                    ):
+                        stops, answers = [], []
+                        for n in range(rounds):
+                            stop, answer = await interrupt_round(a, b, n, workers)
+                            stops.append(stop)
+                            answers.append(answer)
+                        lags: list[float] = []
+                        for _ in range(rounds):
+                            lags += await resume_round(a, b, workers)
+    where = "PostgreSQL" if store_url else "SQLite"
+    how = "serve --workers 2" if workers else "two serve instances"
+    print(f"{how}, store {where}, {rounds} rounds")
+    for name, values in (
+        ("interrupt: request -> other stream stopped", stops),
+        ("interrupt: request -> its answer", answers),
+        ("resume: event lag behind the original", lags),
+    ):
+        print(
+            f"  {name:45s} p50 {pct(values, 0.5) * 1000:6.1f} ms   "
+            f"p95 {pct(values, 0.95) * 1000:6.1f} ms   (n={len(values)})"
+        )
+
+
+@asynccontextmanager
+async def _second(env: dict[str, str], cwd: str, workers: bool) -> AsyncIterator[str]:
+    if workers:
+        yield ""
+        return
+    async with serve(env, cwd, []) as url:
+        yield url
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--store-url", default=None)
+    parser.add_argument("--workers", action="store_true", help="one serve --workers 2")
+    args = parser.parse_args()
+    trio.run(main, args.rounds, args.store_url, args.workers)

@@ -212,6 +212,9 @@ class ApiServerConfig(_HoldsSecrets):
     for any). Empty: without a key loopback names only, with a key any."""
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
+    upstream_models: bool = False
+    """List the model server's own models in ``/v1/models`` too, and pass a
+    chat request naming one of them straight through (no agent)."""
     max_concurrent: int = 8
     max_body_bytes: int = 10 * 1024 * 1024
     keepalive_interval: float = 10.0

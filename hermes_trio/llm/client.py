@@ -418,34 +418,44 @@ class ModelClient:
             except (httpx.HTTPError, ValueError):
                 return
 
+    async def models(self) -> list[dict[str, Any]]:
+        """The models the server lists (``GET /models``), as it describes
+        them. Raises ``httpx.HTTPError`` when it cannot be reached,
+        ``ValueError`` when its answer is not a model list."""
+        base_url = self.config.base_url or ""
+        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+        url = base_url.rstrip("/") + "/models"
+        async with self.http.stream("GET", url, headers=headers) as response:
+            raw = await _read_capped(response, _MAX_ERROR_BYTES * 16)
+            status = response.status_code
+        if status != 200:
+            raise ValueError(f"GET /models answered {status}")
+        body = loads_upstream(raw)
+        listed = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(listed, list):
+            raise ValueError("GET /models did not answer a model list")
+        return [card for card in listed if isinstance(card, dict)]
+
     async def probe(self) -> None:
         """Ask the server for its models (``GET /models``).
 
         Raises ``httpx.HTTPError`` when it cannot be reached. With no model
         name configured, remembers the first model it lists.
         """
-        base_url = self.config.base_url or ""
-        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
-        url = base_url.rstrip("/") + "/models"
-        async with self.http.stream("GET", url, headers=headers) as response:
-            raw = await _read_capped(response, _MAX_ERROR_BYTES * 16)
-        if self.config.name or self._listed_model:
-            return
         try:
-            body = loads_upstream(raw)
+            listed = await self.models()
         except ValueError:
             return
-        listed = body.get("data") if isinstance(body, dict) else None
-        first = None
-        if isinstance(listed, list) and listed and isinstance(listed[0], dict):
-            first = listed[0].get("id")
+        if self.config.name or self._listed_model or not listed:
+            return
+        first = listed[0].get("id")
         if isinstance(first, str) and first:
             self._listed_model = first
             log.info(
                 "model.name is not set: using %r, the first model %s lists "
                 "(set model.name or HERMES_MODEL to choose)",
                 first,
-                shown_url(base_url),
+                shown_url(self.config.base_url or ""),
             )
 
     def _no_streaming(self, target: Target, reason: str) -> None:

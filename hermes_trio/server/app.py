@@ -24,6 +24,7 @@ from .chat.route import register_chat_routes
 from .errors import APIError
 from .front import Front
 from .gate import GateSettings
+from .plain_models import PlainModels, relay
 from .responses.routes import register_responses_routes
 from .state import ServerState
 
@@ -90,19 +91,33 @@ def create_app(state: ServerState) -> QuartTrio:
             "owned_by": "hermes-trio",
         }
 
+    plain = PlainModels(state) if api.upstream_models else None
+
+    async def all_cards() -> list[dict[str, Any]]:
+        return [model_card()] + (await plain.cards() if plain is not None else [])
+
     @app.get("/v1/models")
     async def models() -> Response:
-        return json_response({"object": "list", "data": [model_card()]})
+        return json_response({"object": "list", "data": await all_cards()})
 
     @app.get("/v1/models/<model_id>")
     async def model(model_id: str) -> Response:
-        if model_id != api.model_name:
-            raise APIError(
-                404, f"model '{model_id}' does not exist", param="model", code="model_not_found"
-            )
-        return json_response(model_card())
+        for card in await all_cards():
+            if card["id"] == model_id:
+                return json_response(card)
+        raise APIError(
+            404, f"model '{model_id}' does not exist", param="model", code="model_not_found"
+        )
 
-    register_chat_routes(app, state)
+    async def divert(body: dict[str, Any]) -> Response | None:
+        name = body.get("model")
+        if plain is None or not isinstance(name, str) or name == api.model_name:
+            return None
+        if name not in await plain.names():
+            return None
+        return await relay(state, body)
+
+    register_chat_routes(app, state, divert if plain is not None else None)
     register_responses_routes(app, state)
     return app
 

@@ -23,7 +23,15 @@ from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_cha
 from ...events import StreamEvent
 from ...turn import Turn, TurnAround, TurnEvents, start_turn
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
-from ..bodies import json_response, read_json_body, request_owner, sse_response, stream_extensions
+from ..bodies import (
+    json_response,
+    read_json,
+    read_json_body,
+    request_owner,
+    sse_response,
+    stream_extensions,
+    validate_body,
+)
 from ..errors import APIError, error_status
 from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
 from ..state import ServerState
@@ -35,13 +43,25 @@ from .stream import ChatStreamBody, untold_failure
 __all__ = ["register_chat_routes"]
 
 
-def register_chat_routes(app: QuartTrio, state: ServerState) -> None:
+Divert = Callable[[dict[str, Any]], Awaitable[Response | None]]
+"""Looks at a request body first and answers it instead of the agent (the
+plain model routes), or returns None."""
+
+
+def register_chat_routes(app: QuartTrio, state: ServerState, divert: Divert | None = None) -> None:
     """Add ``POST /v1/chat/completions`` to ``app``."""
     parse_chat = partial(parse_chat_request, extra=state.settings.extra_params)
 
     @app.post("/v1/chat/completions")
     async def chat_completions() -> Response:
-        return await _run_chat(state, await read_json_body(parse_chat))
+        if divert is None:
+            return await _run_chat(state, await read_json_body(parse_chat))
+        body = await read_json()
+        if isinstance(body.value, dict):
+            diverted = await divert(body.value)
+            if diverted is not None:
+                return diverted
+        return await _run_chat(state, await validate_body(parse_chat, body.value, body.size))
 
 
 async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:

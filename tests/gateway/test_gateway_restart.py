@@ -4,16 +4,21 @@ process, the fake Bot API, the scripted model server)."""
 from __future__ import annotations
 
 import signal
+from functools import partial
 from pathlib import Path
 
 import trio
 from support import clean_env, gateway_process
 
 from hermes_trio.testing import TextReply, open_scripted_server
-from hermes_trio.testing.fake_telegram import open_fake_telegram
+from hermes_trio.testing.fake_telegram import FakeTelegram, open_fake_telegram
 
 TOKEN = "987654:RESTART-secret_token_value"
 CHAT = 31
+
+
+def _shows_any(telegram: FakeTelegram, texts: list[str]) -> bool:
+    return any(text in telegram.texts(CHAT) for text in texts)
 
 
 async def test_a_chat_continues_after_a_restart_and_new_forgets_it(tmp_path: Path) -> None:
@@ -39,16 +44,11 @@ async def test_a_chat_continues_after_a_restart_and_new_forgets_it(tmp_path: Pat
                     await out.wait_for(b"running telegram")
                 for question in questions:
                     telegram.push_message(chat_id=CHAT, user_id=7, text=question)
+                    expected = ["new conversation"] if question == "/new" else answers
                     with trio.fail_after(10):
-                        await telegram.wait_until(
-                            lambda: (
-                                any(a in telegram.texts(CHAT) for a in answers)
-                                if question != "/new"
-                                else "new conversation" in telegram.texts(CHAT)
-                            )
-                        )
+                        await telegram.wait_until(partial(_shows_any, telegram, expected))
                 with trio.fail_after(10):
-                    await telegram.wait_until(lambda: answers[-1] in telegram.texts(CHAT))
+                    await telegram.wait_until(partial(_shows_any, telegram, answers[-1:]))
                 process.send_signal(signal.SIGTERM)
                 with trio.fail_after(10):
                     assert await process.wait() == 0, err.text()

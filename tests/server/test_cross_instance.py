@@ -120,14 +120,21 @@ async def test_a_background_response_is_cancelled_from_the_other_instance(
             )
             rid = created.json()["id"]
             # Some output first, stored by the instance that runs it.
-            while not (await b.get(f"/responses/{rid}")).json()["output_text"]:
-                await trio.sleep(0.02)
+            await _until_output(b, rid)
             cancelled = await b.post(f"/responses/{rid}/cancel")
             after = (await a.get(f"/responses/{rid}")).json()
     assert cancelled.status_code == 200, cancelled.text
     assert cancelled.json()["status"] == "cancelled"
     assert after["status"] == "cancelled"
     assert len(after["output_text"]) < len("".join(SLOW))
+
+
+async def _until_output(http: httpx.AsyncClient, rid: str) -> None:
+    for _ in range(500):
+        if (await http.get(f"/responses/{rid}")).json()["output_text"]:
+            return
+        await trio.sleep(0.02)
+    raise AssertionError("no output stored")
 
 
 async def test_a_stream_resumes_live_on_the_other_instance(

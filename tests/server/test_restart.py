@@ -45,7 +45,7 @@ async def test_a_session_continues_after_a_restart(tmp_path: Path) -> None:
     script = [TextReply("first answer"), TextReply("second answer")]
     async with open_scripted_server(script) as model:
         env = _env(model.base_url, tmp_path / "data")
-        for n, question in enumerate(("first question", "second question")):
+        for question in ("first question", "second question"):
             async with trio.open_nursery() as nursery:
                 served = await start_serve(nursery, env, tmp_path)
                 async with httpx.AsyncClient(base_url=served.base_url, headers=HEADERS) as http:

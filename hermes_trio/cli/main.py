@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("hermes_trio.cli.serve:run_serve", "OpenAI-compatible API server"),
     "chat": ("hermes_trio.cli.chat:run_chat", "talk to the agent in this terminal"),
     "gateway": ("hermes_trio.cli.gateway:run_gateway", "chat platforms (Telegram, …) + API server"),
+    "doctor": ("hermes_trio.cli.doctor:run_doctor", "check the model server, store and platforms"),
 }
 
 
@@ -65,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     gateway = add("gateway")
     _agent_flags(gateway)
+
+    doctor = add("doctor")
+    doctor.add_argument("--model", metavar="NAME", help="model name to check for")
+    doctor.add_argument("--base-url", metavar="URL", help="model server base URL (…/v1)")
     return parser
 
 

@@ -81,3 +81,8 @@ class PlatformAdapter(Protocol):
     def messenger(self, chat_id: str, thread_id: str | None = None) -> Messenger:
         """Sending to one chat, or to one thread of it."""
         ...
+
+    async def whoami(self) -> str:
+        """Check the credentials with the platform (one call, nothing sent
+        to anyone): who the bot is there. Raises ``PlatformError``."""
+        ...

@@ -211,6 +211,11 @@ class DiscordAdapter:
         finally:
             self.connected = False
 
+    async def whoami(self) -> str:
+        me = await self.rest.call("GET", "/users/@me")
+        name = me.get("username") if isinstance(me, dict) else None
+        return str(name or "the bot")
+
     async def _who_am_i(self) -> None:
         """The bot's own user and the gateway URL; raises ``TokenRejected``."""
         if self.bot_user is None:

@@ -153,6 +153,10 @@ class HomeAssistantAdapter:
         except ValueError:
             return response.text
 
+    async def whoami(self) -> str:
+        await self.check()
+        return f"Home Assistant at {self._base}"
+
     async def check(self) -> None:
         """``GET /api/``: raises ``PlatformError`` when HA refuses the token."""
         await self._request("GET", "/api/")

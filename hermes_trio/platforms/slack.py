@@ -122,6 +122,12 @@ class SlackAdapter:
         """``SlackWebApi.call``: the messengers call Slack through their adapter."""
         return await self.api.call(method, params, token=token)
 
+    async def whoami(self) -> str:
+        me = await self.call("auth.test")
+        # The app-level token too: Socket Mode needs it.
+        await self.call("apps.connections.open", token="app")
+        return f"{me.get('user') or me.get('user_id')} in {me.get('team') or me.get('team_id')}"
+
     # -- inbound -------------------------------------------------------------
 
     async def run(

@@ -227,6 +227,10 @@ class TelegramAdapter:
         self.bot_user = me
         return me
 
+    async def whoami(self) -> str:
+        me = await self.get_me()
+        return f"@{me.get('username') or me.get('id')}"
+
     # -- inbound -----------------------------------------------------------
 
     async def run(

@@ -267,6 +267,10 @@ class WhatsAppAdapter:
         except (KeyError, IndexError, TypeError):
             raise PlatformError("whatsapp send: answer without a message id") from None
 
+    async def whoami(self) -> str:
+        info = await self.check()
+        return str(info.get("verified_name") or info.get("display_phone_number") or "the number")
+
     async def check(self) -> dict[str, Any]:
         """Read the phone number's details: proves token and number id work."""
         return await self._graph(

@@ -1,0 +1,246 @@
+"""``hermes-trio doctor``: is this set-up ready? One line per check — the
+config, the model server (reachable, lists the model, streams, calls
+tools), the store, the API server's settings, each enabled chat platform's
+credentials — and exit status 1 when one failed.
+
+Nothing is sent to any chat and nothing is written to the store; the model
+server answers two tiny requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+
+import httpx
+import trio
+
+from ..config import Config
+from ..consumers.messenger import PlatformError
+from ..llm import NO_MODEL_SERVER
+from ..redaction import shown_url
+from .shell import EXIT_FAILED, EXIT_OK, Shell
+
+__all__ = ["run_doctor"]
+
+shell = Shell("doctor")
+
+# Each check's time limit (a model server's first answer may be slow).
+CHECK_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'}  {self.name}: {self.detail}"
+
+
+def run_doctor(config: Config, args: argparse.Namespace | None = None) -> int:
+    return shell.run(_main, config)
+
+
+async def _main(config: Config) -> int:
+    checks = [Check("config", True, config.source or "no config file: defaults and environment")]
+    print(checks[0].line(), flush=True)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(CHECK_TIMEOUT, connect=10.0)) as http:
+        steps: list[Callable[[], Awaitable[list[Check]]]] = [
+            lambda: _model_server(config, http),
+            lambda: _store(config),
+            lambda: _api_server(config),
+            *_platforms(config, http),
+        ]
+        for step in steps:
+            results = await step()
+            for result in results:
+                print(result.line(), flush=True)
+            checks += results
+    failed = [c for c in checks if not c.ok]
+    shell.say(
+        f"{len(failed)} of {len(checks)} checks failed" if failed else "all checks passed",
+        err=bool(failed),
+    )
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+async def _model_server(config: Config, http: httpx.AsyncClient) -> list[Check]:
+    model = config.model
+    if not model.base_url:
+        return [Check("model server", False, NO_MODEL_SERVER)]
+    where = shown_url(model.base_url)
+    base = model.base_url.rstrip("/")
+    headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
+    try:
+        with trio.fail_after(CHECK_TIMEOUT):
+            listed = await http.get(f"{base}/models", headers=headers)
+    except (httpx.HTTPError, trio.TooSlowError) as exc:
+        return [Check("model server", False, f"{where} is not reachable ({_why(exc)})")]
+    if listed.status_code != 200:
+        return [Check("model server", False, f"{where}: GET /models answered {listed.status_code}")]
+    try:
+        names = [m["id"] for m in listed.json()["data"] if isinstance(m.get("id"), str)]
+    except (ValueError, KeyError, TypeError):
+        return [Check("model server", False, f"{where}: GET /models is not a model list")]
+    name = model.name or (names[0] if names else None)
+    if name is None:
+        return [Check("model server", False, f"{where} lists no models (set model.name)")]
+    if model.name and model.name not in names:
+        shown = ", ".join(names[:8]) or "none"
+        return [
+            Check("model server", False, f"{where} does not list '{model.name}' (it lists {shown})")
+        ]
+    results = [Check("model server", True, f"{where} lists '{name}'")]
+    results.append(await _streams(http, base, headers, name))
+    results.append(await _calls_tools(http, base, headers, name))
+    return results
+
+
+async def _streams(http: httpx.AsyncClient, base: str, headers: dict[str, str], name: str) -> Check:
+    body = {
+        "model": name,
+        "stream": True,
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": "Say OK."}],
+    }
+    try:
+        with trio.fail_after(CHECK_TIMEOUT):
+            async with http.stream(
+                "POST", f"{base}/chat/completions", json=body, headers=headers
+            ) as reply:
+                if reply.status_code != 200:
+                    await reply.aread()
+                    problem = f"answered {reply.status_code}: {_error(reply)}"
+                    return Check("streaming", False, problem)
+                kind = reply.headers.get("Content-Type", "")
+                text = (await reply.aread()).decode(errors="replace")
+    except (httpx.HTTPError, trio.TooSlowError) as exc:
+        return Check("streaming", False, _why(exc))
+    if not kind.startswith("text/event-stream") or "data:" not in text:
+        return Check(
+            "streaming",
+            False,
+            "the model server answered without streaming; hermes-trio falls back to whole "
+            "answers (streaming.enabled: false avoids the extra request)",
+        )
+    return Check("streaming", True, "answers stream token by token")
+
+
+async def _calls_tools(
+    http: httpx.AsyncClient, base: str, headers: dict[str, str], name: str
+) -> Check:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "description": "The current time.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    body = {
+        "model": name,
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "What time is it? Use the tool."}],
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": "get_time"}},
+    }
+    try:
+        with trio.fail_after(CHECK_TIMEOUT):
+            reply = await http.post(f"{base}/chat/completions", json=body, headers=headers)
+    except (httpx.HTTPError, trio.TooSlowError) as exc:
+        return Check("tool calling", False, _why(exc))
+    if reply.status_code != 200:
+        return Check("tool calling", False, f"answered {reply.status_code}: {_error(reply)}")
+    try:
+        calls = reply.json()["choices"][0]["message"].get("tool_calls") or []
+    except (ValueError, KeyError, IndexError, TypeError):
+        calls = []
+    if not calls:
+        return Check(
+            "tool calling",
+            False,
+            "the model answered without calling the tool; the agent's tools need a model "
+            "(and server settings) with tool calling",
+        )
+    return Check("tool calling", True, "the model calls tools")
+
+
+async def _store(config: Config) -> list[Check]:
+    # Imported here: the web stack only for the checks that need it.
+    from ..server.store import StoreOpenError, open_store, store_path
+
+    where = shown_url(config.store.url) if config.store.url else str(store_path(config.store))
+    try:
+        with trio.fail_after(CHECK_TIMEOUT):
+            async with open_store(config) as store:
+                await store.conversation("doctor:probe")
+    except StoreOpenError as exc:
+        return [Check("store", False, str(exc))]
+    except trio.TooSlowError:
+        return [Check("store", False, f"{where} did not answer in {CHECK_TIMEOUT:.0f} s")]
+    kind = "PostgreSQL" if config.store.url else "SQLite"
+    return [Check("store", True, f"{kind} at {where}")]
+
+
+async def _api_server(config: Config) -> list[Check]:
+    from ..server.run import startup_problem
+
+    api = config.api_server
+    # The model server has its own check: only the API server's settings here.
+    problem = startup_problem(
+        config.replace(model=dataclasses.replace(config.model, base_url="http://x"))
+    )
+    if problem:
+        return [Check("api server", False, problem)]
+    auth = "an API key is required" if api.key else "no API key (loopback only)"
+    return [Check("api server", True, f"would listen on {api.host}:{api.port}, {auth}")]
+
+
+def _platforms(
+    config: Config, http: httpx.AsyncClient
+) -> list[Callable[[], Awaitable[list[Check]]]]:
+    from ..gateway import build_adapters
+
+    try:
+        adapters = build_adapters(config, http)
+    except PlatformError as exc:
+        refusal = [Check("platforms", False, str(exc))]
+
+        async def refused() -> list[Check]:
+            return refusal
+
+        return [refused]
+    return [partial(_platform, adapter.name, adapter.whoami) for adapter in adapters]
+
+
+async def _platform(name: str, whoami: Callable[[], Awaitable[str]]) -> list[Check]:
+    try:
+        with trio.fail_after(CHECK_TIMEOUT):
+            who = await whoami()
+    except PlatformError as exc:
+        return [Check(name, False, str(exc))]
+    except (httpx.HTTPError, trio.TooSlowError) as exc:
+        return [Check(name, False, f"not reachable ({_why(exc)})")]
+    return [Check(name, True, f"credentials accepted ({who})")]
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, trio.TooSlowError):
+        return f"no answer in {CHECK_TIMEOUT:.0f} s"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _error(reply: httpx.Response) -> str:
+    try:
+        error = reply.json().get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+    except (ValueError, AttributeError):
+        message = None
+    text = str(message) if message else reply.text
+    return json.dumps(text[:200])[1:-1]

@@ -1,0 +1,89 @@
+"""``hermes-trio doctor`` against a healthy and a broken set-up (the real
+command, the scripted model server, the fake Telegram)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import trio
+from support import clean_env
+
+from hermes_trio.testing import TextReply, ToolCallReply, open_scripted_server
+from hermes_trio.testing.fake_telegram import open_fake_telegram
+
+TOKEN = "987654:DOCTOR-secret_token_value"
+
+
+async def doctor(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(60):
+        return await trio.run_process(
+            [sys.executable, "-m", "hermes_trio.cli", "doctor"],
+            env=env,
+            cwd=cwd,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+async def test_a_healthy_set_up_passes_every_check(tmp_path: Path) -> None:
+    script = [TextReply("OK"), ToolCallReply([("get_time", {})])]
+    async with open_scripted_server(script) as model, open_fake_telegram(TOKEN) as telegram:
+        env = clean_env(
+            HERMES_MODEL_BASE_URL=model.base_url,
+            HERMES_DATA_DIR=str(tmp_path / "data"),
+            TELEGRAM_BOT_TOKEN=TOKEN,
+            TELEGRAM_API_BASE_URL=telegram.base_url,
+            TELEGRAM_ALLOWED_USERS="7",
+        )
+        result = await doctor(env, tmp_path)
+        sent = telegram.texts(7)
+    out = result.stdout.decode()
+    assert result.returncode == 0, out + result.stderr.decode()
+    lines = [line for line in out.splitlines() if not line.startswith("hermes-trio")]
+    assert [line.split(":")[0] for line in lines] == [
+        "ok    config",
+        "ok    model server",
+        "ok    streaming",
+        "ok    tool calling",
+        "ok    store",
+        "ok    api server",
+        "ok    telegram",
+    ]
+    assert "lists 'scripted-model'" in lines[1]
+    assert "@" in lines[-1] and TOKEN not in out
+    assert "all checks passed" in result.stderr.decode() + out
+    # Two tiny model requests; nothing sent to any chat.
+    assert len(model.model_requests) == 2
+    assert sent == []
+
+
+async def test_a_broken_set_up_names_every_failure_and_exits_1(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "data"
+    not_a_dir.write_text("a file")
+    async with open_fake_telegram("1:another-token") as telegram:
+        env = clean_env(
+            HERMES_MODEL_BASE_URL="http://127.0.0.1:9/v1",
+            HERMES_DATA_DIR=str(not_a_dir),
+            TELEGRAM_BOT_TOKEN=TOKEN,
+            TELEGRAM_API_BASE_URL=telegram.base_url,
+            TELEGRAM_ALLOWED_USERS="7",
+            API_SERVER_HOST="0.0.0.0",
+        )
+        result = await doctor(env, tmp_path)
+    out = result.stdout.decode()
+    assert result.returncode == 1, out
+    failed = [line.split(":")[0] for line in out.splitlines() if line.startswith("FAIL")]
+    assert failed == [
+        "FAIL  model server",
+        "FAIL  store",
+        "FAIL  api server",
+        "FAIL  telegram",
+    ]
+    assert "127.0.0.1:9" in out and "not reachable" in out
+    assert f"store.data_dir {not_a_dir} is not a directory" in out
+    assert "api_server.host is 0.0.0.0" in out
+    assert TOKEN not in out
+    assert "checks failed" in result.stderr.decode()

@@ -69,9 +69,7 @@ def open_browser() -> Iterator[Browser]:
         manager = sync_playwright()
         playwright = executor.submit(manager.start).result()
         try:
-            launched = executor.submit(
-                playwright.chromium.launch, executable_path=path
-            ).result()
+            launched = executor.submit(playwright.chromium.launch, executable_path=path).result()
             try:
                 yield Browser(executor, launched)
             finally:

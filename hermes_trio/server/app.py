@@ -1,8 +1,9 @@
 """The app factory: :func:`create_app` builds the quart-trio app (API key
 check, error handlers that answer in OpenAI's error JSON, ``/health``,
 ``/v1/models``) and registers each endpoint's routes (:mod:`.chat`,
-:mod:`.responses`) and the chat page's (:mod:`.page`); :func:`asgi_app` puts the request gate (origin, host,
-content type, CORS) and the body deadlines in front of it (:mod:`.front`).
+:mod:`.responses`) and the chat page's (:mod:`.page`); :func:`asgi_app`
+puts the request gate (origin, host, content type, CORS) and the body
+deadlines in front of it (:mod:`.front`).
 
 Everything reads the server's settings from ``state.settings``.
 """

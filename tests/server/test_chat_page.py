@@ -180,7 +180,8 @@ async def test_a_conversation_streams_shows_tools_and_stops(
                             code: code.textContent,
                             language: code.className,
                             strong: answer.querySelector('strong').textContent,
-                            items: [...answer.querySelectorAll('ol > li')].map(li => li.textContent),
+                            items: [...answer.querySelectorAll('ol > li')]
+                                .map((li) => li.textContent),
                             text: answer.textContent,
                             elements: answer.querySelectorAll('script, img, iframe').length,
                             pwned: window.__pwned === undefined ? null : window.__pwned,
@@ -202,8 +203,8 @@ async def test_a_conversation_streams_shows_tools_and_stops(
         await call(ask, tab, "And then?")
         assert await call(wait_answer, tab, 2) == "Then we wave."
         assert user_texts(model.model_requests[2]) == ["What is the plan?", "And then?"]
-        assistant = [m for m in model.model_requests[2].json["messages"] if m["role"] == "assistant"]
-        assert "word35." in assistant[-1]["content"]
+        history = model.model_requests[2].json["messages"]
+        assert "word35." in [m for m in history if m["role"] == "assistant"][-1]["content"]
 
         # Stop mid-answer closes the connection, and with it the model's.
         await call(ask, tab, "Tell me a long story.")
@@ -273,31 +274,43 @@ async def test_the_page_asks_for_the_key_and_refuses_a_wrong_one(
 
 # Markdown in, the HTML the page builds from it out.
 MARKDOWN = [
-    ("plain *em* **strong** ~~gone~~ `co*de*`",
-     "<p>plain <em>em</em> <strong>strong</strong> <del>gone</del> <code>co*de*</code></p>"),
+    (
+        "plain *em* **strong** ~~gone~~ `co*de*`",
+        "<p>plain <em>em</em> <strong>strong</strong> <del>gone</del> <code>co*de*</code></p>",
+    ),
     ("snake_case_name and 2 * 3 * 4", "<p>snake_case_name and 2 * 3 * 4</p>"),
     ("one\ntwo", "<p>one<br>two</p>"),
     ("# Title\n## Sub", "<h1>Title</h1><h2>Sub</h2>"),
-    ("```js\nlet a = '<b>';\n```",
-     '<pre data-language="js"><code class="language-js">let a = \'&lt;b&gt;\';</code></pre>'),
+    (
+        "```js\nlet a = '<b>';\n```",
+        '<pre data-language="js"><code class="language-js">let a = \'&lt;b&gt;\';</code></pre>',
+    ),
     ("```\nstill open", "<pre><code>still open</code></pre>"),
-    ("- a\n- b\n  - c\n- d",
-     "<ul><li>a</li><li>b<ul><li>c</li></ul></li><li>d</li></ul>"),
+    ("- a\n- b\n  - c\n- d", "<ul><li>a</li><li>b<ul><li>c</li></ul></li><li>d</li></ul>"),
     ("3. three\n4. four", '<ol start="3"><li>three</li><li>four</li></ol>'),
     ("- a\n\n- b", "<ul><li><p>a</p></li><li><p>b</p></li></ul>"),
-    ("1. step:\n   ```sh\n   ls\n   ```",
-     '<ol><li>step:<pre data-language="sh"><code class="language-sh">ls</code></pre></li></ol>'),
+    (
+        "1. step:\n   ```sh\n   ls\n   ```",
+        '<ol><li>step:<pre data-language="sh"><code class="language-sh">ls</code></pre></li></ol>',
+    ),
     ("> quoted\n> more", "<blockquote><p>quoted<br>more</p></blockquote>"),
     ("---", "<hr>"),
-    ("| a | b |\n|:--|--:|\n| 1 | 2 |",
-     '<div class="table-wrap"><table><thead><tr><th class="align-left">a</th>'
-     '<th class="align-right">b</th></tr></thead><tbody><tr><td class="align-left">1</td>'
-     '<td class="align-right">2</td></tr></tbody></table></div>'),
-    ("[docs](https://example.org/a?b=1)",
-     '<p><a href="https://example.org/a?b=1" target="_blank" rel="noopener noreferrer">'
-     "docs</a></p>"),
-    ("see https://example.org/x.", '<p>see <a href="https://example.org/x" target="_blank" '
-     'rel="noopener noreferrer">https://example.org/x</a>.</p>'),
+    (
+        "| a | b |\n|:--|--:|\n| 1 | 2 |",
+        '<div class="table-wrap"><table><thead><tr><th class="align-left">a</th>'
+        '<th class="align-right">b</th></tr></thead><tbody><tr><td class="align-left">1</td>'
+        '<td class="align-right">2</td></tr></tbody></table></div>',
+    ),
+    (
+        "[docs](https://example.org/a?b=1)",
+        '<p><a href="https://example.org/a?b=1" target="_blank" rel="noopener noreferrer">'
+        "docs</a></p>",
+    ),
+    (
+        "see https://example.org/x.",
+        '<p>see <a href="https://example.org/x" target="_blank" '
+        'rel="noopener noreferrer">https://example.org/x</a>.</p>',
+    ),
     ("[click](javascript:alert(1))", "<p>click</p>"),
     ("[x](data:text/html,hi)", "<p>x</p>"),
     ("<script>alert(1)</script>", "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>"),
@@ -305,8 +318,10 @@ MARKDOWN = [
     ("![alt](javascript:x)", "<p>alt</p>"),
     ("**unclosed", "<p>**unclosed</p>"),
     ("a \\*b\\* c", "<p>a *b* c</p>"),
-    ('```"><img src=x onerror=alert(1)>\nx\n```',
-     '<pre data-language="img"><code class="language-img">x</code></pre>'),
+    (
+        '```"><img src=x onerror=alert(1)>\nx\n```',
+        '<pre data-language="img"><code class="language-img">x</code></pre>',
+    ),
 ]
 
 
@@ -323,7 +338,8 @@ def render_markdown(browser: Browser, cases: list[str]) -> list[str]:
             return
         file = files[name]
         route.fulfill(
-            status=200, headers={**page_headers(file), "Content-Type": file.content_type},
+            status=200,
+            headers={**page_headers(file), "Content-Type": file.content_type},
             body=file.body,
         )
 
@@ -358,4 +374,3 @@ async def test_markdown_is_rendered_as_elements_never_as_html(browser: Browser) 
         if got != want
     ]
     assert not wrong, "\n".join(wrong)
-

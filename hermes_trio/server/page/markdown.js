@@ -24,6 +24,9 @@ const PUNCTUATION = /[!-\/:-@\[-`{-~]/;
 const SAFE_SCHEMES = new Set(["http:", "https:", "mailto:"]);
 // Nesting this deep is not text anyone writes; stop parsing structure there.
 const MAX_DEPTH = 16;
+// How far a link's [label] and (target) may reach: beyond that it is text.
+const MAX_LABEL = 500;
+const MAX_TARGET = 2000;
 
 /** The Markdown `text` as a DocumentFragment. */
 export function renderMarkdown(text) {
@@ -281,6 +284,9 @@ function table(parent, lines, start, depth) {
 // ---- inline ----
 
 function inline(parent, text, depth) {
+  // Where a search for each closing delimiter already failed: a later
+  // search for it fails too, so text full of unmatched * or ` stays linear.
+  const misses = new Map();
   let plain = "";
   const flush = () => {
     if (plain) parent.append(document.createTextNode(plain));
@@ -302,7 +308,7 @@ function inline(parent, text, depth) {
     }
     if (c === "`") {
       const run = runLength(text, i, "`");
-      const close = findCodeClose(text, i + run, run);
+      const close = findCodeClose(text, i + run, run, misses);
       if (close >= 0) {
         flush();
         parent.append(element("code", codeText(text.slice(i + run, close))));
@@ -314,7 +320,7 @@ function inline(parent, text, depth) {
       continue;
     }
     if (depth < MAX_DEPTH && (c === "*" || c === "_" || c === "~")) {
-      const span = emphasis(text, i);
+      const span = emphasis(text, i, misses);
       if (span) {
         flush();
         const node = element(span.tag);
@@ -414,15 +420,18 @@ function runLength(text, i, c) {
   return n;
 }
 
-function findCodeClose(text, from, run) {
+function findCodeClose(text, from, run, misses) {
+  const key = "`".repeat(run);
+  if (misses.get(key) <= from) return -1;
   let i = from;
   while (i < text.length) {
     const next = text.indexOf("`", i);
-    if (next < 0) return -1;
+    if (next < 0) break;
     const n = runLength(text, next, "`");
     if (n === run) return next;
     i = next + n;
   }
+  misses.set(key, from);
   return -1;
 }
 
@@ -433,32 +442,32 @@ function codeText(raw) {
 }
 
 // The emphasis span that opens at `i`, or null: {tag, outer, inner, end}.
-function emphasis(text, i) {
+function emphasis(text, i, misses) {
   const c = text[i];
   const run = runLength(text, i, c);
   const before = text[i - 1] || " ";
   if (c === "~") {
     if (run !== 2) return null;
-    return span(text, i, "~~", "del");
+    return span(text, i, "~~", "del", undefined, misses);
   }
   // An underscore inside a word (snake_case) is a letter, not emphasis.
   if (c === "_" && /[\p{L}\p{N}]/u.test(before)) return null;
   if (run >= 3) {
-    const both = span(text, i, c.repeat(3), "em", "strong");
+    const both = span(text, i, c.repeat(3), "em", "strong", misses);
     if (both) return both;
   }
   if (run >= 2) {
-    const strong = span(text, i, c + c, "strong");
+    const strong = span(text, i, c + c, "strong", undefined, misses);
     if (strong) return strong;
   }
-  return span(text, i, c, "em");
+  return span(text, i, c, "em", undefined, misses);
 }
 
-function span(text, i, delimiter, tag, outer) {
+function span(text, i, delimiter, tag, outer, misses) {
   const start = i + delimiter.length;
   const first = text[start];
   if (first === undefined || /\s/.test(first)) return null;
-  const close = findClose(text, start, delimiter);
+  const close = findClose(text, start, delimiter, misses);
   if (close < 0) return null;
   return { tag, outer, inner: text.slice(start, close), end: close + delimiter.length };
 }
@@ -466,7 +475,8 @@ function span(text, i, delimiter, tag, outer) {
 // Where `delimiter` closes a span that opened just before `from`: not after
 // whitespace, not inside a code span, not a longer run of the same character
 // (for single ones), and for underscores not inside a word.
-function findClose(text, from, delimiter) {
+function findClose(text, from, delimiter, misses) {
+  if (misses.get(delimiter) <= from) return -1;
   const c = delimiter[0];
   let i = from;
   while (i < text.length) {
@@ -477,7 +487,7 @@ function findClose(text, from, delimiter) {
     }
     if (ch === "`") {
       const run = runLength(text, i, "`");
-      const close = findCodeClose(text, i + run, run);
+      const close = findCodeClose(text, i + run, run, misses);
       i = close >= 0 ? close + run : i + run;
       continue;
     }
@@ -495,6 +505,7 @@ function findClose(text, from, delimiter) {
     }
     i += 1;
   }
+  misses.set(delimiter, from);
   return -1;
 }
 
@@ -504,7 +515,7 @@ function linkAt(text, i) {
   const open = image ? i + 1 : i;
   let level = 0;
   let close = -1;
-  for (let k = open; k < text.length; k += 1) {
+  for (let k = open; k < Math.min(text.length, open + MAX_LABEL); k += 1) {
     const ch = text[k];
     if (ch === "\\") {
       k += 1;
@@ -523,7 +534,7 @@ function linkAt(text, i) {
   if (close < 0 || text[close + 1] !== "(") return null;
   let depth = 0;
   let end = -1;
-  for (let k = close + 1; k < text.length; k += 1) {
+  for (let k = close + 1; k < Math.min(text.length, close + MAX_TARGET); k += 1) {
     const ch = text[k];
     if (ch === "(") depth += 1;
     else if (ch === ")") {

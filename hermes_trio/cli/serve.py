@@ -7,6 +7,7 @@ seconds; a second one stops waiting for anyone.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 
 import httpx
@@ -19,7 +20,7 @@ from ..server.run import open_api_server, startup_problem
 from ..server.store import StoreOpenError
 from .shell import Failure, Shell
 
-__all__ = ["run_serve"]
+__all__ = ["page_url", "run_serve"]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -56,6 +57,7 @@ async def _main(config: Config) -> int:
                 f"model server {shown_url(config.model.base_url or '')} "
                 f"(model {_model_label(config)}, {config.model.api_mode})"
             )
+            shell.say(f"chat page: {page_url(api.host, server.port)}")
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_check_model_server, server.state.agent)
                 await stop.wait()
@@ -77,6 +79,20 @@ async def _check_model_server(agent: Agent) -> None:
             type(exc).__name__,
             exc,
         )
+
+
+def page_url(host: str, port: int) -> str:
+    """Where a browser on this machine opens the chat page: a server on
+    every address (0.0.0.0, ::) is reached at loopback, which browsers
+    refuse to call unspecified."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        address = None
+    if address is not None and address.is_unspecified:
+        host = "127.0.0.1" if address.version == 4 else "::1"
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
 
 
 def _model_label(config: Config) -> str:

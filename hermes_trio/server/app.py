@@ -1,8 +1,9 @@
 """The app factory: :func:`create_app` builds the quart-trio app (API key
 check, error handlers that answer in OpenAI's error JSON, ``/health``,
 ``/v1/models``) and registers each endpoint's routes (:mod:`.chat`,
-:mod:`.responses`); :func:`asgi_app` puts the request gate (origin, host,
-content type, CORS) and the body deadlines in front of it (:mod:`.front`).
+:mod:`.responses`) and the chat page's (:mod:`.page`); :func:`asgi_app`
+puts the request gate (origin, host, content type, CORS) and the body
+deadlines in front of it (:mod:`.front`).
 
 Everything reads the server's settings from ``state.settings``.
 """
@@ -24,6 +25,7 @@ from .chat.route import register_chat_routes
 from .errors import APIError
 from .front import Front
 from .gate import GateSettings
+from .page.route import register_page_routes
 from .plain_models import PlainModels, relay
 from .responses.routes import register_responses_routes
 from .state import ServerState
@@ -119,6 +121,7 @@ def create_app(state: ServerState) -> QuartTrio:
 
     register_chat_routes(app, state, divert if plain is not None else None)
     register_responses_routes(app, state)
+    register_page_routes(app)
     return app
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import trio
 
+from . import metrics
 from .config import Config, load_config
 from .events import (
     Commentary,
@@ -49,6 +50,21 @@ __all__ = ["Agent", "open_agent"]
 log = logging.getLogger("hermes_trio.agent")
 
 INTERRUPTED_MARK = "[interrupted]"
+
+
+class _Marks:
+    """One turn's time to first token, counted when it happens (a turn cut
+    off later still counts)."""
+
+    __slots__ = ("started", "waiting")
+
+    def __init__(self) -> None:
+        self.started = trio.current_time()
+        self.waiting = True
+
+    def first_token(self) -> None:
+        self.waiting = False
+        metrics.TIME_TO_FIRST_TOKEN.observe(trio.current_time() - self.started)
 
 
 async def _end(
@@ -156,10 +172,12 @@ class Agent:
         # Cancelled at close (a trio trap; see docs/architecture.md).
         with send:
             start = len(messages)
+            marks = _Marks()
             try:
                 result = await self._loop(
                     messages,
                     send,
+                    marks=marks,
                     stream=stream,
                     client_tools=client_tools,
                     params=params or {},
@@ -184,6 +202,7 @@ class Agent:
         model: str | None,
         system: str | None,
         ctx: ToolContext,
+        marks: _Marks,
     ) -> TurnResult:
         cfg = self.config.agent
         prompt = cfg.system_prompt
@@ -213,6 +232,8 @@ class Agent:
                 await send.send(event)
 
         async def on_delta(delta: ChunkDelta) -> None:
+            if marks.waiting and (delta.content or delta.reasoning):
+                marks.first_token()
             # Reasoning first: a delta that carries both (a whole
             # non-streamed answer) was reasoned before it was said.
             if delta.reasoning:

@@ -213,6 +213,8 @@ class ApiServerConfig(_HoldsSecrets):
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
     upstream_models: bool = False
+    metrics_public: bool = False
+    """``GET /metrics`` without the API key (for a scraper on a private network)."""
     """List the model server's own models in ``/v1/models`` too, and pass a
     chat request naming one of them straight through (no agent)."""
     max_concurrent: int = 8

@@ -69,6 +69,7 @@ from typing import Any, Protocol
 
 import trio
 
+from . import metrics
 from .config import Config
 from .events import StreamEvent, TurnFinished, Usage
 
@@ -329,6 +330,8 @@ async def _run(
     """The turn itself, up to its result; whoever calls this sets ``done``."""
     turn._start()
     start = len(messages)
+    began = trio.current_time()
+    metrics.ACTIVE_TURNS.inc()
     try:
         with turn.scope:
             send, receive = trio.open_memory_channel[StreamEvent](agent.config.agent.channel_size)
@@ -345,8 +348,23 @@ async def _run(
             raise rest from None
     finally:
         _settle(turn, messages, start)
+        metrics.ACTIVE_TURNS.dec()
+        _count(turn, began)
     assert turn.result is not None
     return turn.result
+
+
+def _count(turn: Turn, began: float) -> None:
+    """The turn's figures, once, as it ends."""
+    result = turn.result
+    if result is None:
+        return
+    metrics.TURNS.labels(
+        metrics.turn_outcome(result.finish_reason, result.error_code, turn.interrupted)
+    ).inc()
+    metrics.TURN_DURATION.observe(trio.current_time() - began)
+    if result.usage.completion_tokens:
+        metrics.TOKENS_OUT.inc(result.usage.completion_tokens)
 
 
 async def _consume(consumer: Consumer, receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:

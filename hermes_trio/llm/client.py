@@ -23,6 +23,7 @@ import httpx
 import orjson
 import trio
 
+from .. import metrics
 from ..config import ModelConfig
 from ..events import Usage
 from ..redaction import shown_url
@@ -351,7 +352,9 @@ class ModelClient:
                 if delivery.delivered:
                     raise
                 failures.append((target, exc))
+                metrics.UPSTREAM_ERRORS.labels(exc.code or "model_error").inc()
                 if position + 1 < len(chain):
+                    metrics.UPSTREAM_FALLBACKS.inc()
                     log.warning(
                         "model %s failed before answering (%s); trying fallback model %s",
                         target.name,
@@ -375,15 +378,18 @@ class ModelClient:
         while True:
             try:
                 if stream and self._streams.allows(_stream_key(target), now=trio.current_time()):
+                    metrics.UPSTREAM_REQUESTS.labels("stream").inc()
                     try:
                         return await self._stream_once(target, request, delivery)
                     except _StreamRefused as refused:
                         # Whatever the plain request answers is the answer:
                         # the same 4xx again means the request was bad, and
                         # nothing is remembered.
+                        metrics.UPSTREAM_REQUESTS.labels("plain").inc()
                         response = await self._plain_once(target, request, delivery)
                         self._no_streaming(target, refused.reason)
                         return response
+                metrics.UPSTREAM_REQUESTS.labels("plain").inc()
                 return await self._plain_once(target, request, delivery)
             except ModelError as exc:
                 if delivery.delivered or not exc.retryable or attempt >= self.config.max_retries:
@@ -394,6 +400,7 @@ class ModelClient:
                         attempt, self.config.backoff_base, self.config.backoff_max, self._rng
                     )
                 delay = min(delay, _MAX_RETRY_AFTER)
+                metrics.UPSTREAM_RETRIES.inc()
                 log.info(
                     "model %s: %s; retry %d of %d in %.2f s",
                     target.name,

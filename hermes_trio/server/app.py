@@ -14,10 +14,12 @@ import hmac
 import logging
 from typing import Any
 
+import trio
 from quart import Response, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
+from .. import metrics
 from ..serving.errors import error_body
 from ..turn import INTERNAL_ERROR
 from .bodies import bearer_token, json_response
@@ -48,6 +50,8 @@ def create_app(state: ServerState) -> QuartTrio:
 
     @app.errorhandler(APIError)
     async def on_api_error(exc: APIError) -> Response:
+        if exc.status == 429:
+            metrics.RATE_LIMITED.labels(exc.code or "rate_limited").inc()
         return json_response(exc.body(), exc.status, exc.headers)
 
     @app.errorhandler(HTTPException)
@@ -71,15 +75,30 @@ def create_app(state: ServerState) -> QuartTrio:
         )
         return json_response(body, 500)
 
+    @app.after_request
+    async def count(response: Response) -> Response:
+        rule = request.url_rule.rule if request.url_rule is not None else "other"
+        metrics.REQUESTS.labels(rule, str(response.status_code)).inc()
+        return response
+
     @app.before_request
     async def check_key() -> None:
-        if request.path.startswith("/v1") and api.key:
+        private = request.path.startswith("/v1") or (
+            request.path == "/metrics" and not api.metrics_public
+        )
+        if private and api.key:
             if not hmac.compare_digest(bearer_token().encode(), api.key.encode()):
                 raise APIError(
                     401,
                     "invalid or missing API key: send 'Authorization: Bearer <key>'",
                     code="invalid_api_key",
                 )
+
+    @app.get("/metrics")
+    async def figures() -> Response:
+        # Off the event loop: with several workers it reads their files.
+        text = await trio.to_thread.run_sync(metrics.exposition)
+        return Response(text, status=200, content_type=metrics.CONTENT_TYPE)
 
     @app.get("/health")
     async def health() -> Response:

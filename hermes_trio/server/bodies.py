@@ -16,6 +16,7 @@ import trio
 from quart import Response, request
 from quart.wrappers.response import ResponseBody
 
+from .. import metrics
 from ..consumers.sse import parse_extensions
 from .errors import APIError
 from .gate import content_type_refusal
@@ -155,6 +156,7 @@ class StreamedBody(ResponseBody):
     async def __aenter__(self) -> Self:
         # Being sent: close() says when it ends.
         self._unsent.detach()
+        metrics.OPEN_STREAMS.inc()
         return self
 
     async def __aexit__(
@@ -163,6 +165,7 @@ class StreamedBody(ResponseBody):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        metrics.OPEN_STREAMS.dec()
         self.close()
 
     def __aiter__(self) -> Self:

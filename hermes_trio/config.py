@@ -218,6 +218,9 @@ class ApiServerConfig(_HoldsSecrets):
     """List the model server's own models in ``/v1/models`` too, and pass a
     chat request naming one of them straight through (no agent)."""
     max_concurrent: int = 8
+    """Turns at once, per worker process."""
+    workers: int = 1
+    """Worker processes sharing the listening socket and the store."""
     max_body_bytes: int = 10 * 1024 * 1024
     keepalive_interval: float = 10.0
     write_timeout: float = 10.0
@@ -391,6 +394,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "API_SERVER_ENABLED": "api_server.enabled",
     "API_SERVER_HOST": "api_server.host",
     "API_SERVER_PORT": "api_server.port",
+    "API_SERVER_WORKERS": "api_server.workers",
     "API_SERVER_KEY": "api_server.key",
     "API_SERVER_CORS_ORIGINS": "api_server.cors_origins",
     "API_SERVER_ALLOWED_HOSTS": "api_server.allowed_hosts",
@@ -661,6 +665,8 @@ def _check(config: Config) -> None:
         raise ConfigError(
             f"api_server.port: expected 0-65535 (0 picks a free port), got {config.api_server.port}"
         )
+    if not 1 <= config.api_server.workers <= 64:
+        raise ConfigError("api_server.workers: expected an integer from 1 to 64")
     if config.api_server.max_concurrent < 1:
         raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
     if config.api_server.session_max_bytes < 1024:

@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import httpx
 import trio
@@ -19,6 +23,7 @@ from ..redaction import shown_url
 from ..server.run import open_api_server, startup_problem
 from ..server.store import StoreOpenError
 from .shell import Failure, Shell
+from .workers import supervise_workers
 
 __all__ = ["page_url", "run_serve"]
 
@@ -32,8 +37,16 @@ shell = Shell("serve")
 
 def run_serve(config: Config, args: argparse.Namespace) -> int:
     api = config.api_server
+    worker_fd = getattr(args, "worker_fd", None)
+    main: Callable[[Config], Awaitable[int]]
+    if worker_fd is not None:
+        main = partial(_worker, fd=worker_fd, index=getattr(args, "worker_index", 0) or 0)
+    elif api.workers > 1:
+        main = partial(_supervise, argv=getattr(args, "argv", sys.argv[1:]))
+    else:
+        main = _main
     return shell.run(
-        _main,
+        main,
         config,
         problem=startup_problem(config),
         failures=[
@@ -50,20 +63,48 @@ def run_serve(config: Config, args: argparse.Namespace) -> int:
 async def _main(config: Config) -> int:
     async def serve(stop: trio.Event) -> None:
         async with open_api_server(config, shutdown=stop) as server:
-            api = config.api_server
-            auth = "an API key is required" if api.key else "no API key required"
-            shell.say(f"listening on {server.base_url} (model '{api.model_name}', {auth})")
-            shell.say(
-                f"model server {shown_url(config.model.base_url or '')} "
-                f"(model {_model_label(config)}, {config.model.api_mode})"
-            )
-            shell.say(f"chat page: {page_url(api.host, server.port)}")
+            _announce(config, server.port)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_check_model_server, server.state.agent)
                 await stop.wait()
                 nursery.cancel_scope.cancel()
 
     return await shell.until_stop_signal(serve, grace=STOP_GRACE)
+
+
+def _announce(config: Config, port: int) -> None:
+    api = config.api_server
+    host = f"[{api.host}]" if ":" in api.host else api.host
+    auth = "an API key is required" if api.key else "no API key required"
+    shell.say(f"listening on http://{host}:{port}/v1 (model '{api.model_name}', {auth})")
+    shell.say(
+        f"model server {shown_url(config.model.base_url or '')} "
+        f"(model {_model_label(config)}, {config.model.api_mode})"
+    )
+    shell.say(f"chat page: {page_url(api.host, port)}")
+
+
+async def _supervise(config: Config, *, argv: list[str]) -> int:
+    return await supervise_workers(
+        shell, config, argv, grace=STOP_GRACE, announce=partial(_announce, config)
+    )
+
+
+async def _worker(config: Config, *, fd: int, index: int) -> int:
+    """One of ``serve --workers``' processes: quiet (the supervisor said
+    where it listens), on the socket it inherited."""
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(False)
+
+    async def serve(stop: trio.Event) -> None:
+        async with open_api_server(config, shutdown=stop, sock=sock, worker=index) as server:
+            async with trio.open_nursery() as nursery:
+                if index == 0:
+                    nursery.start_soon(_check_model_server, server.state.agent)
+                await stop.wait()
+                nursery.cancel_scope.cancel()
+
+    return await shell.until_stop_signal(serve, grace=STOP_GRACE, quiet=True)
 
 
 async def _check_model_server(agent: Agent) -> None:

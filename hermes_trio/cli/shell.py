@@ -121,14 +121,19 @@ class Shell:
             return code
 
     async def until_stop_signal(
-        self, body: Callable[[trio.Event], Awaitable[int | None]], *, grace: float
+        self,
+        body: Callable[[trio.Event], Awaitable[int | None]],
+        *,
+        grace: float,
+        quiet: bool = False,
     ) -> int:
         """Run ``body(stop)`` until it returns or SIGINT/SIGTERM stops it.
 
         The first signal is announced and sets ``stop``; whatever still runs
         ``grace`` seconds later is cancelled (at once for 0), and so is
         everything at a second signal. Returns ``body``'s exit code, or 0
-        when a signal ended it.
+        when a signal ended it. ``quiet``: the signal is not announced (a
+        worker: its supervisor says it once).
         """
         stop = trio.Event()
         code: int | None = EXIT_OK
@@ -141,7 +146,9 @@ class Shell:
                             # A second signal: stop waiting for anyone.
                             nursery.cancel_scope.cancel()
                             return
-                        self.say(f"{signal.Signals(signum).name} received, stopping", err=True)
+                        if not quiet:
+                            name = signal.Signals(signum).name
+                            self.say(f"{name} received, stopping", err=True)
                         stop.set()
                         if grace > 0:
                             nursery.cancel_scope.deadline = trio.current_time() + grace

@@ -88,13 +88,17 @@ async def open_api_server(
     port: int | None = None,
     shutdown: trio.Event | None = None,
     store: StoreInUse | None = None,
+    sock: socket.socket | None = None,
+    worker: int | None = None,
 ) -> AsyncIterator[ApiServer]:
     """Serve the API inside this block (``port=0`` picks a free port).
     ``store``: a store the caller opened and keeps (the gateway's), else the
-    configured one is opened here."""
+    configured one is opened here. ``sock``: a socket already listening
+    (a worker's, shared with the other workers), ``worker`` its number."""
     api = config.api_server
     # Bind first: a busy port must fail before anything touches the store.
-    sock = listening_socket(api.host, api.port if port is None else port, api.write_timeout)
+    if sock is None:
+        sock = listening_socket(api.host, api.port if port is None else port, api.write_timeout)
     # The store outlives the turns nursery: turns record their end in it.
     # Opening it ends whatever processes that are gone left running (crash
     # recovery).
@@ -118,6 +122,7 @@ async def open_api_server(
             created=int(wall_clock()),
             store=in_use.store,
             signals=in_use.signals,
+            worker=worker,
         )
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
         in_use.signals.busy = lambda: bool(state.turns)

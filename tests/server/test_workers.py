@@ -150,10 +150,14 @@ async def test_two_hundred_streams_complete_over_both_workers(tmp_path: Path) ->
             async with trio.open_nursery() as nursery:
                 for _ in range(count):
                     nursery.start_soon(one)
+            # One scrape, whichever worker answers it, counts every worker's.
+            scraped = (await http.get(http.base_url.copy_with(path="/metrics"))).text
     assert len(seen) == count
     assert {text for _, text in seen} == {"".join(tokens)}
     by_worker = {w: sum(1 for s, _ in seen if s == w) for w in ("0", "1")}
     assert by_worker["0"] > 0 and by_worker["1"] > 0, by_worker
+    route = 'hermes_requests_total{route="/v1/chat/completions",status="200"}'
+    assert f"{route} {float(count)}" in scraped
 
 
 async def test_interrupt_cancel_and_resume_cross_workers(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ a ratio); the server's peak memory; and the time from a client closing
 mid-stream to the model server seeing its connection closed, for a fast
 stream and a slow one (a token every 250 ms).
 
-    python bench/load.py [--levels 1,10,50,200] [--cancel-rounds 20]
+    python bench/load.py [--levels 1,10,50,200] [--cancel-rounds 20] [--workers N]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 @asynccontextmanager
-async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
+async def hermes_serve(model_url: str, workers: int = 1) -> AsyncIterator[tuple[str, int]]:
     """``hermes-trio serve`` as a user starts it; yields (base_url, pid)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = (
@@ -51,7 +51,7 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
         )
         await trio.Path(tmp, "config.yaml").write_text(config)
         process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve"],
+            [sys.executable, "-m", "hermes_trio.cli", "serve", "--workers", str(workers)],
             cwd=tmp,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -92,10 +92,23 @@ def summarize(run: dict) -> dict:
     }
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (a supervisor's workers)."""
+    found = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        for child in children:
+            found += _tree(int(child))
+    return found
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time the process and its workers have used so far."""
+    total = 0.0
+    for member in _tree(pid):
+        fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def machine_busy() -> tuple[float, float]:
@@ -106,13 +119,16 @@ def machine_busy() -> tuple[float, float]:
 
 
 def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    """The peak resident memory of the process and its workers, added up."""
+    total = 0.0
+    for member in _tree(pid):
+        for line in Path(f"/proc/{member}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                total += int(line.split()[1]) / 1024
+    return total
 
 
-async def throughput(levels: list[int]) -> None:
+async def throughput(levels: list[int], workers: int) -> None:
     for label, delay in (("200 tokens, 2 ms apart", 0.002), ("200 tokens, no delay", 0.0)):
         print(f"\n== {label} ==")
         print(
@@ -121,7 +137,7 @@ async def throughput(levels: list[int]) -> None:
         )
         reply = TextReply(tokens=TOKENS, delay=delay)
         async with open_scripted_server(default=reply, record=False) as model:
-            async with hermes_serve(model.base_url) as (url, pid):
+            async with hermes_serve(model.base_url, workers) as (url, pid):
                 for level in levels:
                     direct = summarize(await loadgen(model.base_url, level))
                     cpu_before, machine_before = cpu_seconds(pid), machine_busy()
@@ -198,14 +214,16 @@ async def cancellation(rounds: int) -> None:
         )
 
 
-async def main(levels: list[int], rounds: int) -> None:
-    await throughput(levels)
-    await cancellation(rounds)
+async def main(levels: list[int], rounds: int, workers: int) -> None:
+    await throughput(levels, workers)
+    if rounds:
+        await cancellation(rounds)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", default="1,10,50,200")
     parser.add_argument("--cancel-rounds", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers N")
     args = parser.parse_args()
-    trio.run(main, [int(x) for x in args.levels.split(",")], args.cancel_rounds)
+    trio.run(main, [int(x) for x in args.levels.split(",")], args.cancel_rounds, args.workers)

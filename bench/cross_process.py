@@ -3,9 +3,9 @@ takes when the session's turn runs in another process, and how far a
 resumed stream in another process lags behind the original one.
 
 Two ``hermes-trio serve`` processes share the store (a SQLite data
-directory, or the PostgreSQL of ``--store-url``); with ``--workers 2`` one
-``serve --workers 2`` instead, each request sent until it reaches the other
-worker (the ``X-Hermes-Worker`` header says which answered).
+directory, or the PostgreSQL of ``--store-url``); with ``--workers``, one
+``serve --workers 2`` instead: each client keeps one connection, opened
+until the ``X-Hermes-Worker`` header says it reached the worker wanted.
 
 - interrupt: a streamed session turn runs in process A; a new request on
   the same session goes to B. Measured: from sending B's request to A's
@@ -14,7 +14,7 @@ worker (the ``X-Hermes-Worker`` header says which answered).
   (``starting_after``). Measured: for every event, its arrival on B minus
   its arrival on A.
 
-    python bench/cross_process.py [--rounds 30] [--store-url postgresql://…]
+    python bench/cross_process.py [--rounds 30] [--workers] [--store-url postgresql://…]
 """
 
 from __future__ import annotations
@@ -71,31 +71,31 @@ async def serve(env: dict[str, str], cwd: str, extra: list[str]) -> AsyncIterato
         await process.wait()
 
 
-async def post_on_worker(
-    http: httpx.AsyncClient, worker: str | None, *args: Any, **kwargs: Any
-) -> httpx.Response:
-    """A request answered by ``worker`` (any when None): sent again until it
-    lands there."""
+@asynccontextmanager
+async def client_on(base_url: str, worker: str | None) -> AsyncIterator[httpx.AsyncClient]:
+    """A client with one kept-alive connection, accepted by ``worker`` (any
+    when None): every request it sends is answered there."""
     for _ in range(100):
-        reply = await http.post(*args, **kwargs)
-        if worker is None or reply.headers.get("X-Hermes-Worker") == worker:
-            return reply
-    raise RuntimeError(f"no request reached worker {worker}")
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(base_url=base_url, timeout=30, limits=limits) as client:
+            probe = await client.get("/models")
+            if worker is None or probe.headers.get("X-Hermes-Worker") == worker:
+                yield client
+                return
+    raise RuntimeError(f"no connection reached worker {worker}")
 
 
 async def interrupt_round(
-    a: httpx.AsyncClient, b: httpx.AsyncClient, n: int, workers: bool
+    a: httpx.AsyncClient, b: httpx.AsyncClient, n: int
 ) -> tuple[float, float]:
     session = {"X-Session-ID": f"bench-{n}"}
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "long"}]}
     started, interrupted = trio.Event(), trio.Event()
-    worker_a: list[str] = []
     times: dict[str, float] = {}
 
     async def stream() -> None:
         decoder = SSEDecoder()
         async with a.stream("POST", "/chat/completions", json=body, headers=session) as reply:
-            worker_a.append(reply.headers.get("X-Hermes-Worker", ""))
             async for piece in reply.aiter_bytes():
                 for event in decoder.feed(piece):
                     if isinstance(event, SSEEvent) and '"interrupted"' in event.data:
@@ -106,13 +106,8 @@ async def interrupt_round(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(stream)
         await started.wait()
-        other = None
-        if workers:
-            other = "1" if worker_a[0] == "0" else "0"
         began = trio.current_time()
-        reply = await post_on_worker(
-            b,
-            other,
+        reply = await b.post(
             "/chat/completions",
             json={"model": "m", "messages": [{"role": "user", "content": "newer"}]},
             headers=session,
@@ -124,12 +119,11 @@ async def interrupt_round(
     return times["stopped"] - began, times["answered"] - began
 
 
-async def resume_round(a: httpx.AsyncClient, b: httpx.AsyncClient, workers: bool) -> list[float]:
+async def resume_round(a: httpx.AsyncClient, b: httpx.AsyncClient) -> list[float]:
     arrivals_a: dict[int, float] = {}
     arrivals_b: dict[int, float] = {}
     first = trio.Event()
     ids: list[str] = []
-    worker_a: list[str] = []
 
     async def read(reply: httpx.Response, into: dict[int, float]) -> None:
         decoder = SSEDecoder()
@@ -147,18 +141,12 @@ async def resume_round(a: httpx.AsyncClient, b: httpx.AsyncClient, workers: bool
     async def original() -> None:
         body = {"model": "m", "input": "go", "stream": True}
         async with a.stream("POST", "/responses", json=body) as reply:
-            worker_a.append(reply.headers.get("X-Hermes-Worker", ""))
             await read(reply, arrivals_a)
 
     async def resumed() -> None:
-        other = ("1" if worker_a[0] == "0" else "0") if workers else None
-        for _ in range(100):
-            path = f"/responses/{ids[0]}?stream=true&starting_after=5"
-            async with b.stream("GET", path) as reply:
-                if other is not None and reply.headers.get("X-Hermes-Worker") != other:
-                    continue
-                await read(reply, arrivals_b)
-                return
+        path = f"/responses/{ids[0]}?stream=true&starting_after=5"
+        async with b.stream("GET", path) as reply:
+            await read(reply, arrivals_b)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(original)
@@ -191,19 +179,19 @@ async def main(rounds: int, store_url: str | None, workers: bool) -> None:
             async with serve(env, tmp, extra) as url_a:
                 async with _second(env, tmp, workers) as maybe_b:
                     url_b = url_a if workers else maybe_b
-                    limits = httpx.Limits(max_keepalive_connections=0)
+                    # Each client's one connection stays with one process.
                     async with (
-                        httpx.AsyncClient(base_url=url_a, timeout=30, limits=limits) as a,
-                        httpx.AsyncClient(base_url=url_b, timeout=30, limits=limits) as b,
+                        client_on(url_a, "0" if workers else None) as a,
+                        client_on(url_b, "1" if workers else None) as b,
                     ):
                         stops, answers = [], []
                         for n in range(rounds):
-                            stop, answer = await interrupt_round(a, b, n, workers)
+                            stop, answer = await interrupt_round(a, b, n)
                             stops.append(stop)
                             answers.append(answer)
                         lags: list[float] = []
                         for _ in range(rounds):
-                            lags += await resume_round(a, b, workers)
+                            lags += await resume_round(a, b)
     where = "PostgreSQL" if store_url else "SQLite"
     how = "serve --workers 2" if workers else "two serve instances"
     print(f"{how}, store {where}, {rounds} rounds")

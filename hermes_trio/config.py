@@ -50,6 +50,8 @@ __all__ = [
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+# More worker processes than this is a typo, not a machine.
+MAX_WORKERS = 64
 
 
 class ConfigError(ValueError):
@@ -213,6 +215,11 @@ class ApiServerConfig(_HoldsSecrets):
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
     max_concurrent: int = 8
+    """Turns running at once, per process (each ``serve --workers`` worker
+    has its own)."""
+    workers: int = 1
+    """Processes ``hermes-trio serve`` runs, sharing one listening socket
+    and the store, under a supervisor that restarts one that dies."""
     max_body_bytes: int = 10 * 1024 * 1024
     keepalive_interval: float = 10.0
     write_timeout: float = 10.0
@@ -390,6 +397,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "API_SERVER_CORS_ORIGINS": "api_server.cors_origins",
     "API_SERVER_ALLOWED_HOSTS": "api_server.allowed_hosts",
     "API_SERVER_MAX_CONNECTIONS": "api_server.max_connections",
+    "API_SERVER_WORKERS": "api_server.workers",
     "API_SERVER_MODEL_NAME": "api_server.model_name",
     "API_SERVER_EXTRA_PARAMS": "api_server.extra_params",
     "TELEGRAM_BOT_TOKEN": "platforms.telegram.token",
@@ -658,6 +666,11 @@ def _check(config: Config) -> None:
         )
     if config.api_server.max_concurrent < 1:
         raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
+    if not 1 <= config.api_server.workers <= MAX_WORKERS:
+        raise ConfigError(
+            f"api_server.workers: expected an integer from 1 to {MAX_WORKERS}, "
+            f"got {config.api_server.workers}"
+        )
     if config.api_server.session_max_bytes < 1024:
         raise ConfigError("api_server.session_max_bytes: expected an integer of at least 1024")
     if config.api_server.max_sessions < 1:

@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = add("serve")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8642)")
+    serve.add_argument("--workers", type=int, metavar="N",
+                       help="processes sharing the port (default 1, api_server.workers)")
+    # How a `--workers` supervisor starts each worker (see cli/workers.py).
+    for hidden in ("--worker-index", "--worker-socket", "--worker-control"):
+        serve.add_argument(hidden, type=int, help=argparse.SUPPRESS)
     _agent_flags(serve)
 
     chat = add("chat")
@@ -92,12 +97,16 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
         overrides["api_server.host"] = args.host
     if getattr(args, "port", None) is not None:
         overrides["api_server.port"] = args.port
+    if getattr(args, "workers", None) is not None:
+        overrides["api_server.workers"] = args.workers
     return overrides
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # What `serve --workers` runs again in each worker.
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -19,7 +19,7 @@ from ..server.run import open_api_server, startup_problem
 from ..server.store import StoreOpenError
 from .shell import Failure, Shell
 
-__all__ = ["run_serve"]
+__all__ = ["STOP_GRACE", "check_model_server", "run_serve", "say_listening", "serve_failures"]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -30,41 +30,52 @@ shell = Shell("serve")
 
 
 def run_serve(config: Config, args: argparse.Namespace) -> int:
-    api = config.api_server
+    if config.api_server.workers > 1 or getattr(args, "worker_index", None) is not None:
+        # Imported here: it imports this module.
+        from .workers import run_workers
+
+        return run_workers(config, args)
     return shell.run(
-        _main,
-        config,
-        problem=startup_problem(config),
-        failures=[
-            # Like a busy port: the environment, not the configuration's form.
-            Failure((StoreOpenError,)),
-            Failure(
-                (OSError,),
-                lambda exc: f"cannot listen on {api.host}:{api.port}: {exc.strerror or exc}",
-            ),
-        ],
+        _main, config, problem=startup_problem(config), failures=serve_failures(config)
     )
+
+
+def serve_failures(config: Config) -> list[Failure]:
+    api = config.api_server
+    return [
+        # Like a busy port: the environment, not the configuration's form.
+        Failure((StoreOpenError,)),
+        Failure(
+            (OSError,),
+            lambda exc: f"cannot listen on {api.host}:{api.port}: {exc.strerror or exc}",
+        ),
+    ]
 
 
 async def _main(config: Config) -> int:
     async def serve(stop: trio.Event) -> None:
         async with open_api_server(config, shutdown=stop) as server:
-            api = config.api_server
-            auth = "an API key is required" if api.key else "no API key required"
-            shell.say(f"listening on {server.base_url} (model '{api.model_name}', {auth})")
-            shell.say(
-                f"model server {shown_url(config.model.base_url or '')} "
-                f"(model {_model_label(config)}, {config.model.api_mode})"
-            )
+            say_listening(config, server.base_url)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_check_model_server, server.state.agent)
+                nursery.start_soon(check_model_server, server.state.agent)
                 await stop.wait()
                 nursery.cancel_scope.cancel()
 
     return await shell.until_stop_signal(serve, grace=STOP_GRACE)
 
 
-async def _check_model_server(agent: Agent) -> None:
+def say_listening(config: Config, base_url: str) -> None:
+    """The lines that say the server is up: where, and which model server."""
+    api = config.api_server
+    auth = "an API key is required" if api.key else "no API key required"
+    shell.say(f"listening on {base_url} (model '{api.model_name}', {auth})")
+    shell.say(
+        f"model server {shown_url(config.model.base_url or '')} "
+        f"(model {_model_label(config)}, {config.model.api_mode})"
+    )
+
+
+async def check_model_server(agent: Agent) -> None:
     """Warn once at start when the model server does not answer."""
     try:
         with trio.fail_after(agent.config.model.timeouts.connect + 5):

@@ -103,14 +103,15 @@ async def test_a_worker_that_dies_is_replaced_after_a_short_wait(autojump_clock:
 
 async def test_a_worker_that_cannot_start_at_launch_stops_the_rest(autojump_clock: object) -> None:
     workers = FakeWorkers({1: [Run(start=0.3, serves=False)]})
-    with pytest.RaisesGroup(pytest.RaisesExc(WorkerFailed, match="^worker 1 could not start: store")):
+    failed = pytest.RaisesExc(WorkerFailed, match="^worker 1 could not start: store")
+    with pytest.RaisesGroup(failed):
         await supervise(workers, stop_at=100)
     assert sorted(workers.launches) == [(0, 0), (1, 0)]
     # Worker 0 got the stop and ended like on SIGTERM (after its start-up).
     assert workers.stopped == [(0, 1.5)]
 
 
-async def test_a_worker_that_ignores_the_stop_is_cut_after_the_grace(autojump_clock: object) -> None:
+async def test_a_worker_ignoring_the_stop_is_cut_after_the_grace(autojump_clock: object) -> None:
     workers = FakeWorkers({0: [Run(ignores_stop=True)], 1: [Run(start=0.3, serves=False)]})
     with pytest.RaisesGroup(WorkerFailed):
         await supervise(workers, stop_at=100)

@@ -11,7 +11,11 @@ a ratio); the server's peak memory; and the time from a client closing
 mid-stream to the model server seeing its connection closed, for a fast
 stream and a slow one (a token every 250 ms).
 
-    python bench/load.py [--levels 1,10,50,200] [--cancel-rounds 20]
+With ``--workers N`` the server runs as ``serve --workers N``; its CPU and
+memory are those of the supervisor and all its workers together
+(``api_server.max_concurrent`` stays 256, per worker).
+
+    python bench/load.py [--levels 1,10,50,200] [--cancel-rounds 20] [--workers N]
 """
 
 from __future__ import annotations
@@ -40,9 +44,13 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+WORKERS = 1
+
+
 @asynccontextmanager
 async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
-    """``hermes-trio serve`` as a user starts it; yields (base_url, pid)."""
+    """``hermes-trio serve`` (``--workers WORKERS``) as a user starts it;
+    yields (base_url, pid)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = (
             f"model: {{base_url: '{model_url}', name: scripted}}\n"
@@ -51,7 +59,7 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
         )
         await trio.Path(tmp, "config.yaml").write_text(config)
         process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve"],
+            [sys.executable, "-m", "hermes_trio.cli", "serve", "--workers", str(WORKERS)],
             cwd=tmp,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -92,10 +100,21 @@ def summarize(run: dict) -> dict:
     }
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its children (a ``--workers`` supervisor's workers)."""
+    tree = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        tree += [int(child) for child in (task / "children").read_text().split()]
+    return tree
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time the process and its children have used so far."""
+    total = 0
+    for member in process_tree(pid):
+        fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def machine_busy() -> tuple[float, float]:
@@ -106,15 +125,18 @@ def machine_busy() -> tuple[float, float]:
 
 
 def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    """The peak resident memory of the process and its children, added up."""
+    total = 0
+    for member in process_tree(pid):
+        for line in Path(f"/proc/{member}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                total += int(line.split()[1])
+    return total / 1024
 
 
 async def throughput(levels: list[int]) -> None:
     for label, delay in (("200 tokens, 2 ms apart", 0.002), ("200 tokens, no delay", 0.0)):
-        print(f"\n== {label} ==")
+        print(f"\n== {label}, serve --workers {WORKERS} ==")
         print(
             f"{'conc':>5} | {'TTFT p50 ms direct/hermes (+added, ratio)':<44} | "
             f"{'TTFT p95 ms direct/hermes':<26} | {'tokens/s direct/hermes (ratio)':<32} | failed"
@@ -207,5 +229,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", default="1,10,50,200")
     parser.add_argument("--cancel-rounds", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers N")
     args = parser.parse_args()
+    WORKERS = args.workers
     trio.run(main, [int(x) for x in args.levels.split(",")], args.cancel_rounds)

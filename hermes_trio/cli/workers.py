@@ -166,12 +166,19 @@ class Supervisor:
             if ended.served:
                 log.warning(
                     "worker %d (pid %s) ended after %.1f s (%s); starting it again in %g s",
-                    index, pid, ran, how, delay,
+                    index,
+                    pid,
+                    ran,
+                    how,
+                    delay,
                 )
             else:
                 log.warning(
                     "worker %d could not start (%s: %s); trying again in %g s",
-                    index, how, _shell_line(ended.last_line), delay,
+                    index,
+                    how,
+                    _shell_line(ended.last_line),
+                    delay,
                 )
             with trio.move_on_after(delay):
                 await self.stopping.wait()
@@ -272,9 +279,12 @@ async def launch_worker(
             process = await trio.lowlevel.open_process(
                 [
                     *command,
-                    "--worker-index", str(index),
-                    "--worker-socket", str(listening.fileno()),
-                    "--worker-control", str(theirs.fileno()),
+                    "--worker-index",
+                    str(index),
+                    "--worker-socket",
+                    str(listening.fileno()),
+                    "--worker-control",
+                    str(theirs.fileno()),
                 ],
                 pass_fds=(listening.fileno(), theirs.fileno()),
                 stderr=subprocess.PIPE,
@@ -341,9 +351,7 @@ async def _supervise(config: Config, command: list[str]) -> int:
             shell.say(f"{count} workers ({listed})")
             say_listening(config, base_url)
 
-        supervisor = Supervisor(
-            count, partial(launch_worker, command, sock), on_launched=launched
-        )
+        supervisor = Supervisor(count, partial(launch_worker, command, sock), on_launched=launched)
         return await shell.until_stop_signal(supervisor.run, grace=STOP_GRACE)
 
 

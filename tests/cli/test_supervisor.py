@@ -40,9 +40,7 @@ class FakeWorkers:
         self.killed: list[tuple[int, float]] = []
         self.stopped: list[tuple[int, float]] = []
 
-    async def launch(
-        self, index: int, ready: Callable[[int], None], stopping: trio.Event
-    ) -> Ended:
+    async def launch(self, index: int, ready: Callable[[int], None], stopping: trio.Event) -> Ended:
         planned = self.runs.get(index, [])
         run = planned.pop(0) if planned else Run()
         self.launches.append((index, trio.current_time()))

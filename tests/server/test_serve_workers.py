@@ -112,6 +112,10 @@ async def test_a_killed_worker_is_replaced(tmp_path: Path) -> None:
         async with trio.open_nursery() as nursery:
             served = await start_serve(nursery, workers_env(model, tmp_path), tmp_path)
             before = worker_pids(served)
+            # Still the same workers once the thread trio started them from
+            # has been idle long enough to end (10 s): nothing of theirs
+            # depends on that thread (as PR_SET_PDEATHSIG would).
+            await trio.sleep(11)
             assert children(served.process.pid) == set(before.values())
             os.kill(before[1], signal.SIGKILL)
             with trio.fail_after(20):
@@ -200,7 +204,11 @@ async def test_a_worker_that_cannot_start_ends_the_supervisor_in_one_line(
     with trio.fail_after(30):
         result = await trio.run_process(
             [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0", "--workers", "3"],
-            env=env, cwd=tmp_path, capture_stdout=True, capture_stderr=True, check=False,
+            env=env,
+            cwd=tmp_path,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
         )
     assert result.returncode == 1
     lines = result.stderr.decode().strip().splitlines()
@@ -221,7 +229,11 @@ async def test_a_bad_store_is_one_line_from_the_supervisor(tmp_path: Path) -> No
     with trio.fail_after(30):
         result = await trio.run_process(
             [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
-            env=env, cwd=tmp_path, capture_stdout=True, capture_stderr=True, check=False,
+            env=env,
+            cwd=tmp_path,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
         )
     assert result.returncode == 1
     lines = result.stderr.decode().strip().splitlines()
@@ -233,7 +245,10 @@ async def test_bad_worker_counts_name_the_setting(tmp_path: Path) -> None:
     for args in (["--workers", "0"], ["--workers", "65"]):
         result = await trio.run_process(
             [sys.executable, "-m", "hermes_trio.cli", "serve", *args],
-            env=env, cwd=tmp_path, capture_stderr=True, check=False,
+            env=env,
+            cwd=tmp_path,
+            capture_stderr=True,
+            check=False,
         )
         assert result.returncode == 2
         assert "api_server.workers: expected an integer from 1 to 64" in result.stderr.decode()
@@ -270,8 +285,11 @@ async def test_every_answer_of_a_worker_names_it() -> None:
                     health,
                     await http.get("/v1/nowhere"),
                     # The gate's refusal, before any route.
-                    await http.post("/v1/chat/completions", content=b"{}",
-                                    headers={"Origin": "https://elsewhere.example"}),
+                    await http.post(
+                        "/v1/chat/completions",
+                        content=b"{}",
+                        headers={"Origin": "https://elsewhere.example"},
+                    ),
                 ]
             assert [a.status_code for a in answers] == [200, 404, 403]
             assert all(a.headers["X-Hermes-Worker"] == "3" for a in answers)

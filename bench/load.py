@@ -11,6 +11,10 @@ a ratio); the server's peak memory; and the time from a client closing
 mid-stream to the model server seeing its connection closed, for a fast
 stream and a slow one (a token every 250 ms).
 
+With ``--workers N`` the server runs as ``serve --workers N``; its CPU and
+memory are those of the supervisor and all its workers together
+(``api_server.max_concurrent`` stays 256, per worker).
+
     python bench/load.py [--levels 1,10,50,200] [--cancel-rounds 20] [--workers N]
 """
 
@@ -40,9 +44,13 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+WORKERS = 1
+
+
 @asynccontextmanager
-async def hermes_serve(model_url: str, workers: int = 1) -> AsyncIterator[tuple[str, int]]:
-    """``hermes-trio serve`` as a user starts it; yields (base_url, pid)."""
+async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
+    """``hermes-trio serve`` (``--workers WORKERS``) as a user starts it;
+    yields (base_url, pid)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = (
             f"model: {{base_url: '{model_url}', name: scripted}}\n"
@@ -51,7 +59,7 @@ async def hermes_serve(model_url: str, workers: int = 1) -> AsyncIterator[tuple[
         )
         await trio.Path(tmp, "config.yaml").write_text(config)
         process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve", "--workers", str(workers)],
+            [sys.executable, "-m", "hermes_trio.cli", "serve", "--workers", str(WORKERS)],
             cwd=tmp,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -92,23 +100,21 @@ def summarize(run: dict) -> dict:
     }
 
 
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (a supervisor's workers)."""
-    found = [pid]
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its children (a ``--workers`` supervisor's workers)."""
+    tree = [pid]
     for task in Path(f"/proc/{pid}/task").iterdir():
-        children = (task / "children").read_text().split()
-        for child in children:
-            found += _tree(int(child))
-    return found
+        tree += [int(child) for child in (task / "children").read_text().split()]
+    return tree
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process and its workers have used so far."""
-    total = 0.0
-    for member in _tree(pid):
+    """User + system CPU time the process and its children have used so far."""
+    total = 0
+    for member in process_tree(pid):
         fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def machine_busy() -> tuple[float, float]:
@@ -119,25 +125,25 @@ def machine_busy() -> tuple[float, float]:
 
 
 def peak_rss_mb(pid: int) -> float:
-    """The peak resident memory of the process and its workers, added up."""
-    total = 0.0
-    for member in _tree(pid):
+    """The peak resident memory of the process and its children, added up."""
+    total = 0
+    for member in process_tree(pid):
         for line in Path(f"/proc/{member}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
-                total += int(line.split()[1]) / 1024
-    return total
+                total += int(line.split()[1])
+    return total / 1024
 
 
-async def throughput(levels: list[int], workers: int) -> None:
+async def throughput(levels: list[int]) -> None:
     for label, delay in (("200 tokens, 2 ms apart", 0.002), ("200 tokens, no delay", 0.0)):
-        print(f"\n== {label} ==")
+        print(f"\n== {label}, serve --workers {WORKERS} ==")
         print(
             f"{'conc':>5} | {'TTFT p50 ms direct/hermes (+added, ratio)':<44} | "
             f"{'TTFT p95 ms direct/hermes':<26} | {'tokens/s direct/hermes (ratio)':<32} | failed"
         )
         reply = TextReply(tokens=TOKENS, delay=delay)
         async with open_scripted_server(default=reply, record=False) as model:
-            async with hermes_serve(model.base_url, workers) as (url, pid):
+            async with hermes_serve(model.base_url) as (url, pid):
                 for level in levels:
                     direct = summarize(await loadgen(model.base_url, level))
                     cpu_before, machine_before = cpu_seconds(pid), machine_busy()
@@ -214,10 +220,9 @@ async def cancellation(rounds: int) -> None:
         )
 
 
-async def main(levels: list[int], rounds: int, workers: int) -> None:
-    await throughput(levels, workers)
-    if rounds:
-        await cancellation(rounds)
+async def main(levels: list[int], rounds: int) -> None:
+    await throughput(levels)
+    await cancellation(rounds)
 
 
 if __name__ == "__main__":
@@ -226,4 +231,5 @@ if __name__ == "__main__":
     parser.add_argument("--cancel-rounds", type=int, default=20)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers N")
     args = parser.parse_args()
-    trio.run(main, [int(x) for x in args.levels.split(",")], args.cancel_rounds, args.workers)
+    WORKERS = args.workers
+    trio.run(main, [int(x) for x in args.levels.split(",")], args.cancel_rounds)

@@ -50,6 +50,8 @@ __all__ = [
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+# More worker processes than this is a typo, not a machine.
+MAX_WORKERS = 64
 
 
 class ConfigError(ValueError):
@@ -213,14 +215,16 @@ class ApiServerConfig(_HoldsSecrets):
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
     upstream_models: bool = False
-    metrics_public: bool = False
-    """``GET /metrics`` without the API key (for a scraper on a private network)."""
     """List the model server's own models in ``/v1/models`` too, and pass a
     chat request naming one of them straight through (no agent)."""
+    metrics_public: bool = False
+    """``GET /metrics`` without the API key (for a scraper on a private network)."""
     max_concurrent: int = 8
-    """Turns at once, per worker process."""
+    """Turns running at once, per process (each ``serve --workers`` worker
+    has its own)."""
     workers: int = 1
-    """Worker processes sharing the listening socket and the store."""
+    """Processes ``hermes-trio serve`` runs, sharing one listening socket
+    and the store, under a supervisor that restarts one that dies."""
     max_body_bytes: int = 10 * 1024 * 1024
     keepalive_interval: float = 10.0
     write_timeout: float = 10.0
@@ -665,10 +669,13 @@ def _check(config: Config) -> None:
         raise ConfigError(
             f"api_server.port: expected 0-65535 (0 picks a free port), got {config.api_server.port}"
         )
-    if not 1 <= config.api_server.workers <= 64:
-        raise ConfigError("api_server.workers: expected an integer from 1 to 64")
     if config.api_server.max_concurrent < 1:
         raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
+    if not 1 <= config.api_server.workers <= MAX_WORKERS:
+        raise ConfigError(
+            f"api_server.workers: expected an integer from 1 to {MAX_WORKERS}, "
+            f"got {config.api_server.workers}"
+        )
     if config.api_server.session_max_bytes < 1024:
         raise ConfigError("api_server.session_max_bytes: expected an integer of at least 1024")
     if config.api_server.max_sessions < 1:

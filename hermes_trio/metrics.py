@@ -37,6 +37,7 @@ __all__ = [
     "UPSTREAM_REQUESTS",
     "UPSTREAM_RETRIES",
     "exposition",
+    "process_gone",
     "turn_outcome",
 ]
 
@@ -84,6 +85,12 @@ def turn_outcome(finish_reason: str, error_code: str | None, interrupted: str | 
     if finish_reason == "interrupted" or interrupted is not None:
         return "client_gone" if interrupted == "client went away" else "interrupted"
     return "finished"
+
+
+def process_gone(pid: int) -> None:
+    """A worker ended: its live gauges no longer count (its counters do)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        _multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
 
 
 def exposition() -> bytes:

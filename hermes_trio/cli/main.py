@@ -55,15 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = add("serve")
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8642)")
-    serve.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="worker processes sharing the port and the store (default 1)",
-    )
-    # Given by the supervisor to the workers it starts.
-    serve.add_argument("--worker-fd", type=int, help=argparse.SUPPRESS)
-    serve.add_argument("--worker-index", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--workers", type=int, metavar="N",
+                       help="processes sharing the port (default 1, api_server.workers)")
+    # How a `--workers` supervisor starts each worker (see cli/workers.py).
+    for hidden in ("--worker-index", "--worker-socket", "--worker-control"):
+        serve.add_argument(hidden, type=int, help=argparse.SUPPRESS)
     _agent_flags(serve)
 
     chat = add("chat")
@@ -114,7 +110,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    # What a supervisor gives the workers it starts.
+    # What `serve --workers` runs again in each worker.
     args.argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

@@ -9,10 +9,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
-import socket
-import sys
-from collections.abc import Awaitable, Callable
-from functools import partial
 
 import httpx
 import trio
@@ -23,9 +19,15 @@ from ..redaction import shown_url
 from ..server.run import open_api_server, startup_problem
 from ..server.store import StoreOpenError
 from .shell import Failure, Shell
-from .workers import supervise_workers
 
-__all__ = ["page_url", "run_serve"]
+__all__ = [
+    "STOP_GRACE",
+    "check_model_server",
+    "page_url",
+    "run_serve",
+    "say_listening",
+    "serve_failures",
+]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -36,90 +38,51 @@ shell = Shell("serve")
 
 
 def run_serve(config: Config, args: argparse.Namespace) -> int:
-    api = config.api_server
-    worker_fd = getattr(args, "worker_fd", None)
-    main: Callable[[Config], Awaitable[int]]
-    if worker_fd is not None:
-        main = partial(_worker, fd=worker_fd, index=getattr(args, "worker_index", 0) or 0)
-    elif api.workers > 1:
-        main = partial(_supervise, argv=getattr(args, "argv", sys.argv[1:]))
-    else:
-        main = _main
+    if config.api_server.workers > 1 or getattr(args, "worker_index", None) is not None:
+        # Imported here: it imports this module.
+        from .workers import run_workers
+
+        return run_workers(config, args)
     return shell.run(
-        main,
-        config,
-        problem=startup_problem(config),
-        failures=[
-            # Like a busy port: the environment, not the configuration's form.
-            Failure((StoreOpenError,)),
-            Failure(
-                (OSError,),
-                lambda exc: f"cannot listen on {api.host}:{api.port}: {exc.strerror or exc}",
-            ),
-        ],
+        _main, config, problem=startup_problem(config), failures=serve_failures(config)
     )
+
+
+def serve_failures(config: Config) -> list[Failure]:
+    api = config.api_server
+    return [
+        # Like a busy port: the environment, not the configuration's form.
+        Failure((StoreOpenError,)),
+        Failure(
+            (OSError,),
+            lambda exc: f"cannot listen on {api.host}:{api.port}: {exc.strerror or exc}",
+        ),
+    ]
 
 
 async def _main(config: Config) -> int:
     async def serve(stop: trio.Event) -> None:
         async with open_api_server(config, shutdown=stop) as server:
-            _announce(config, server.port)
+            say_listening(config, server.base_url, server.port)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_check_model_server, server.state.agent)
+                nursery.start_soon(check_model_server, server.state.agent)
                 await stop.wait()
                 nursery.cancel_scope.cancel()
 
     return await shell.until_stop_signal(serve, grace=STOP_GRACE)
 
 
-def _announce(config: Config, port: int) -> None:
+def say_listening(config: Config, base_url: str, port: int) -> None:
+    """The lines that say the server is up: where, which model server, and
+    (last, what to open) the chat page."""
     api = config.api_server
-    host = f"[{api.host}]" if ":" in api.host else api.host
     auth = "an API key is required" if api.key else "no API key required"
-    shell.say(f"listening on http://{host}:{port}/v1 (model '{api.model_name}', {auth})")
+    shell.say(f"listening on {base_url} (model '{api.model_name}', {auth})")
     shell.say(
         f"model server {shown_url(config.model.base_url or '')} "
         f"(model {_model_label(config)}, {config.model.api_mode})"
     )
     shell.say(f"chat page: {page_url(api.host, port)}")
-
-
-async def _supervise(config: Config, *, argv: list[str]) -> int:
-    return await supervise_workers(
-        shell, config, argv, grace=STOP_GRACE, announce=partial(_announce, config)
-    )
-
-
-async def _worker(config: Config, *, fd: int, index: int) -> int:
-    """One of ``serve --workers``' processes: quiet (the supervisor said
-    where it listens), on the socket it inherited."""
-    sock = socket.socket(fileno=fd)
-    sock.setblocking(False)
-
-    async def serve(stop: trio.Event) -> None:
-        async with open_api_server(config, shutdown=stop, sock=sock, worker=index) as server:
-            async with trio.open_nursery() as nursery:
-                if index == 0:
-                    nursery.start_soon(_check_model_server, server.state.agent)
-                await stop.wait()
-                nursery.cancel_scope.cancel()
-
-    return await shell.until_stop_signal(serve, grace=STOP_GRACE, quiet=True)
-
-
-async def _check_model_server(agent: Agent) -> None:
-    """Warn once at start when the model server does not answer."""
-    try:
-        with trio.fail_after(agent.config.model.timeouts.connect + 5):
-            await agent.client.probe()
-    except (httpx.HTTPError, trio.TooSlowError) as exc:
-        log.warning(
-            "the model server at %s is not reachable (%s: %s); chat requests will get "
-            "502 until it is",
-            shown_url(agent.config.model.base_url or ""),
-            type(exc).__name__,
-            exc,
-        )
 
 
 def page_url(host: str, port: int) -> str:
@@ -134,6 +97,21 @@ def page_url(host: str, port: int) -> str:
         host = "127.0.0.1" if address.version == 4 else "::1"
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     return f"http://{shown}:{port}/"
+
+
+async def check_model_server(agent: Agent) -> None:
+    """Warn once at start when the model server does not answer."""
+    try:
+        with trio.fail_after(agent.config.model.timeouts.connect + 5):
+            await agent.client.probe()
+    except (httpx.HTTPError, trio.TooSlowError) as exc:
+        log.warning(
+            "the model server at %s is not reachable (%s: %s); chat requests will get "
+            "502 until it is",
+            shown_url(agent.config.model.base_url or ""),
+            type(exc).__name__,
+            exc,
+        )
 
 
 def _model_label(config: Config) -> str:

@@ -1,217 +1,426 @@
-"""``hermes-trio serve --workers N``: a supervisor and N worker processes.
+"""``hermes-trio serve --workers N``: N processes serving one port.
 
-The supervisor checks what it can before any worker starts (the config,
-the port, the store — each a one-line error, as for one process), binds the
-listening socket once and starts N workers: the same ``hermes-trio serve``
-command with ``--worker-fd`` (the inherited socket, on which every worker
-accepts) and ``--worker-index``. Workers share the store, so whichever one a
-request reaches it works the same (see ``hermes_trio.server.store``), and
-each answers with ``X-Hermes-Worker: <index>``.
+The supervisor (the process the user started) binds the listening socket
+once, opens the store once (a store that cannot be opened is one line, and
+its schema is created or migrated by one process), then starts N workers:
+the same command again with hidden arguments (``--worker-index I
+--worker-socket FD --worker-control FD``), the socket passed with
+``pass_fds``. Each worker serves the app on that socket; the kernel hands
+each new connection to one of them. Every answer a worker gives carries
+``X-Hermes-Worker: I`` (only under a supervisor: one process has no index).
 
-A worker that dies is started again after a backoff (:class:`Restarts`);
-one that keeps dying at start-up stops the supervisor with status 1. On
-SIGTERM or SIGINT every worker gets SIGTERM and has the usual grace to end
-its streams; what is left afterwards is killed. A worker dies with its
-supervisor (``PR_SET_PDEATHSIG``), so a killed supervisor leaves no worker
-behind. Under ``PROMETHEUS_MULTIPROC_DIR`` (a fresh directory per run) one
-scrape of any worker adds up every worker's figures.
+The supervisor and each worker share a socket pair, the *control* socket:
+
+- the worker writes ``ready`` on it once it serves, so the supervisor tells
+  a worker that failed at start-up (it ended before ``ready``) from one that
+  died while serving;
+- the worker watches it for the end of the stream: the supervisor is gone
+  (even by SIGKILL), so the worker stops, the way SIGTERM stops it. A pipe
+  rather than ``PR_SET_PDEATHSIG``: trio starts processes from a worker
+  thread, and that signal follows the thread, not the process.
+
+Workers run in their own session, so a Ctrl-C in the terminal reaches the
+supervisor only, which forwards one SIGTERM to each worker; whatever still
+runs :data:`~hermes_trio.cli.serve.STOP_GRACE` seconds after the first
+signal is killed (a worker gives itself a little less, so it normally ends
+on its own). A worker that dies is started again
+(:mod:`.worker_restarts` decides when, or that the supervisor gives up
+with the worker's one line and exit code 1).
+
+A worker's stderr goes through the supervisor: its lines are passed on as
+they come once it serves; until then they are held, so a worker that fails
+at start-up shows its one line once, in the supervisor's message.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import argparse
 import logging
 import os
+import re
 import shutil
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import trio
 
+from .. import metrics
 from ..config import Config
+from ..server.run import open_api_server, startup_problem
+from ..server.store import open_store
 from ..serving import listening_socket
-from .shell import EXIT_FAILED, EXIT_OK, Shell
+from .serve import STOP_GRACE, check_model_server, say_listening, serve_failures, shell
+from .shell import Failure, Shell
+from .worker_restarts import RestartPlan
 
-__all__ = ["Restarts", "supervise_workers"]
+__all__ = [
+    "READY",
+    "WORKER_GRACE",
+    "WORKER_HEADER",
+    "Ended",
+    "Supervisor",
+    "WorkerFailed",
+    "describe_exit",
+    "run_workers",
+]
 
 log = logging.getLogger("hermes_trio.server")
 
-# A worker that ends sooner than this after its start failed at start-up.
-STARTUP_WINDOW = 3.0
-# Start-up failures in a row after which the supervisor gives up.
-MAX_STARTUP_FAILURES = 3
-# Seconds before a dead worker is started again, by failures in a row.
-BACKOFF = (0.2, 1.0, 2.0, 5.0)
-# How long workers have to stop after SIGTERM, beyond their own grace.
-STOP_MARGIN = 2.0
+WORKER_HEADER = "X-Hermes-Worker"
+READY = b"ready\n"
+# A worker's own bound on stopping, under the supervisor's, so that it ends
+# by itself rather than by SIGKILL.
+WORKER_GRACE = STOP_GRACE - 0.5
+# What a worker writes after its end reaches the supervisor just after it.
+_LAST_WORDS = 1.0
+_SHELL_PREFIX = re.compile(r"^hermes-trio [\w -]+: ")
 
 
-@dataclass
-class Restarts:
-    """When to start a worker again (pure: the caller gives the times)."""
-
-    failures: int = 0
-    started_at: float = 0.0
-    history: list[float] = field(default_factory=list)
-
-    def started(self, now: float) -> None:
-        self.started_at = now
-
-    def ended(self, now: float) -> float | None:
-        """The delay before starting the worker again, or None to give up
-        (it keeps failing at start-up)."""
-        if now - self.started_at < STARTUP_WINDOW:
-            self.failures += 1
-        else:
-            self.failures = 0
-        if self.failures >= MAX_STARTUP_FAILURES:
-            return None
-        delay = BACKOFF[min(self.failures, len(BACKOFF) - 1)]
-        self.history.append(delay)
-        return delay
+class WorkerFailed(Exception):
+    """A worker that cannot start; ``str()`` is the line for the user."""
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the supervisor dies."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+@dataclass(frozen=True)
+class Ended:
+    """How one worker process ended."""
+
+    code: int
+    """Its exit code; minus the signal's number when a signal ended it."""
+    served: bool
+    """It had said ``ready``."""
+    last_line: str = ""
+    """The last line it wrote to stderr."""
 
 
-def _describe(code: int) -> str:
-    return f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
 
 
-class _Supervisor:
-    def __init__(self, shell: Shell, config: Config, argv: Sequence[str], fd: int) -> None:
-        self.shell = shell
-        self.config = config
-        self.argv = list(argv)
-        self.fd = fd
-        self.count = config.api_server.workers
-        self.processes: dict[int, trio.Process] = {}
-        self.stopping = False
-        self.failed: str | None = None
-
-    def command(self, index: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "hermes_trio.cli",
-            *self.argv,
-            "--worker-fd",
-            str(self.fd),
-            "--worker-index",
-            str(index),
-        ]
-
-    async def keep(self, index: int, env: dict[str, str], nursery: trio.Nursery) -> None:
-        """Run worker ``index``, again and again, until the supervisor stops."""
-        restarts = Restarts()
-        while not self.stopping:
-            restarts.started(trio.current_time())
-            process = await trio.lowlevel.open_process(
-                self.command(index),
-                env=env,
-                pass_fds=(self.fd,),
-                preexec_fn=_die_with_parent,
-            )
-            self.processes[index] = process
-            log.info("worker %d started (pid %d)", index, process.pid)
-            code = await process.wait()
-            if self.stopping:
-                return
-            delay = restarts.ended(trio.current_time())
-            if delay is None:
-                self.failed = (
-                    f"worker {index} failed at start-up {MAX_STARTUP_FAILURES} times in a row "
-                    f"({_describe(code)}); its own error is above"
-                )
-                nursery.cancel_scope.cancel()
-                return
-            log.warning(
-                "worker %d (pid %d) ended (%s); starting it again in %.1f s",
-                index,
-                process.pid,
-                _describe(code),
-                delay,
-            )
-            await trio.sleep(delay)
-
-    def signal_all(self, signum: int) -> None:
-        for process in self.processes.values():
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signum)
-
-    async def stop(self, grace: float) -> None:
-        """SIGTERM to every worker; SIGKILL to what is left after ``grace``."""
-        self.stopping = True
-        self.signal_all(signal.SIGTERM)
-        with trio.move_on_after(grace):
-            for process in list(self.processes.values()):
-                await process.wait()
-        self.signal_all(signal.SIGKILL)
-        for process in list(self.processes.values()):
-            await process.wait()
+# launch(index, ready, stopping) runs worker ``index`` until it ends: calls
+# ready(pid) once it serves, sends it SIGTERM once ``stopping`` is set, and
+# kills it when cancelled.
+Launch = Callable[[int, Callable[[int], None], trio.Event], Awaitable[Ended]]
 
 
-async def supervise_workers(
-    shell: Shell,
-    config: Config,
-    argv: Sequence[str],
-    *,
-    grace: float,
-    announce: Callable[[int], None],
-) -> int:
-    """Run ``config.api_server.workers`` workers until SIGTERM or SIGINT;
-    returns the exit code. ``announce(base_url, port)`` prints the start-up
-    lines once."""
-    from ..server.store import open_store
+class Supervisor:
+    """Keeps ``count`` workers running until ``stop`` is set."""
 
-    api = config.api_server
-    sock = listening_socket(api.host, api.port, api.write_timeout)
-    metrics_dir = tempfile.mkdtemp(prefix="hermes-trio-metrics-")
-    try:
-        # The store once, before any worker: its one-line errors, its
-        # migrations, and the recovery of what a previous run left running.
-        async with open_store(config, recover=True):
-            pass
-        sock.set_inheritable(True)
-        port = sock.getsockname()[1]
-        env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=metrics_dir)
-        supervisor = _Supervisor(shell, config, argv, sock.fileno())
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    def __init__(
+        self,
+        count: int,
+        launch: Launch,
+        *,
+        grace: float = STOP_GRACE,
+        plan: RestartPlan | None = None,
+        on_launched: Callable[[dict[int, int]], None] = lambda pids: None,
+    ) -> None:
+        self.count = count
+        self.launch = launch
+        self.grace = grace
+        self.plan = plan or RestartPlan(count)
+        self.on_launched = on_launched
+        self.pids: dict[int, int] = {}
+        self.stopping = trio.Event()
+        self.failure: WorkerFailed | None = None
+        self._scope = trio.CancelScope()
+
+    async def run(self, stop: trio.Event) -> None:
+        """Until ``stop`` is set and every worker has ended; raises
+        :class:`WorkerFailed` after stopping the others when one cannot
+        start."""
+        with self._scope:
             async with trio.open_nursery() as nursery:
-                for index in range(supervisor.count):
-                    nursery.start_soon(supervisor.keep, index, env, nursery)
-                announce(port)
-                shell.say(f"{supervisor.count} workers")
-                async for received in signals:
-                    name = signal.Signals(received).name
-                    shell.say(f"{name} received, stopping the workers", err=True)
-                    break
+                nursery.start_soon(self._stop_on, stop)
+                async with trio.open_nursery() as workers:
+                    for index in range(self.count):
+                        workers.start_soon(self._keep, index)
                 nursery.cancel_scope.cancel()
-            # A signal, or a worker that cannot start: every worker stops.
-            async with trio.open_nursery() as stopping:
-                stopping.start_soon(partial(_second_signal, supervisor, signals))
-                await supervisor.stop(grace + STOP_MARGIN)
-                stopping.cancel_scope.cancel()
-        if supervisor.failed:
-            shell.say(supervisor.failed, err=True)
-            return EXIT_FAILED
-        return EXIT_OK
+        if self.failure is not None:
+            raise self.failure
+
+    async def _stop_on(self, stop: trio.Event) -> None:
+        await stop.wait()
+        self.stopping.set()
+
+    async def _keep(self, index: int) -> None:
+        while not self.stopping.is_set():
+            began = trio.current_time()
+            ended = await self.launch(index, partial(self._ready, index), self.stopping)
+            if self.stopping.is_set():
+                return
+            ran = trio.current_time() - began
+            delay = self.plan.ended(index, ran=ran, served=ended.served)
+            how = describe_exit(ended.code)
+            pid = self.pids.pop(index, None)
+            if pid is not None:
+                metrics.process_gone(pid)
+            if delay is None:
+                self._give_up(index, ended)
+                return
+            if ended.served:
+                log.warning(
+                    "worker %d (pid %s) ended after %.1f s (%s); starting it again in %g s",
+                    index,
+                    pid,
+                    ran,
+                    how,
+                    delay,
+                )
+            else:
+                log.warning(
+                    "worker %d could not start (%s: %s); trying again in %g s",
+                    index,
+                    how,
+                    _shell_line(ended.last_line),
+                    delay,
+                )
+            with trio.move_on_after(delay):
+                await self.stopping.wait()
+
+    def _ready(self, index: int, pid: int) -> None:
+        self.pids[index] = pid
+        if self.plan.served(index):
+            self.on_launched(dict(self.pids))
+        elif self.plan.launched:
+            log.info("worker %d serves (pid %d)", index, pid)
+
+    def _give_up(self, index: int, ended: Ended) -> None:
+        if self.failure is None:
+            why = _shell_line(ended.last_line) or describe_exit(ended.code)
+            self.failure = WorkerFailed(f"worker {index} could not start: {why}")
+        # The others stop as on SIGTERM, within the same bound.
+        self.stopping.set()
+        self._scope.deadline = min(self._scope.deadline, trio.current_time() + self.grace)
+
+
+def _shell_line(line: str) -> str:
+    """A worker's line without the ``hermes-trio serve worker I:`` its shell put first."""
+    return _SHELL_PREFIX.sub("", line.strip())
+
+
+class WorkerOutput:
+    """A worker's stderr on its way to the supervisor's: held until the
+    worker serves, then passed on line by line."""
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self._write = write
+        self._held: list[bytes] = []
+        self._partial = b""
+        self.serving = False
+        self.last_line = ""
+        self.done = trio.Event()
+
+    def feed(self, data: bytes | bytearray) -> None:
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        for line in lines:
+            self._line(line + b"\n")
+
+    def _line(self, line: bytes) -> None:
+        if line.strip():
+            self.last_line = line.decode(errors="replace").strip()
+        if self.serving:
+            self._write(line)
+        else:
+            self._held.append(line)
+
+    def served(self) -> None:
+        self.serving = True
+        held, self._held = self._held, []
+        for line in held:
+            self._write(line)
+
+    def ended(self) -> None:
+        """The stream ended. What a worker that never served wrote is passed
+        on but for its last line, which the supervisor's own message quotes."""
+        if self._partial:
+            self._line(self._partial)
+            self._partial = b""
+        held, self._held = self._held, []
+        if not self.serving:
+            while held and not held[-1].strip():
+                held.pop()
+            held = held[:-1]
+        for line in held:
+            self._write(line)
+        self.done.set()
+
+    async def read(self, stream: trio.abc.ReceiveStream) -> None:
+        try:
+            async for data in stream:
+                self.feed(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.ended()
+
+
+def _write_stderr(line: bytes) -> None:
+    sys.stderr.buffer.write(line)
+    sys.stderr.flush()
+
+
+async def launch_worker(
+    command: Sequence[str],
+    listening: socket.socket,
+    index: int,
+    ready: Callable[[int], None],
+    stopping: trio.Event,
+) -> Ended:
+    """Run worker ``index`` (``command`` and its hidden arguments) to its end."""
+    ours, theirs = socket.socketpair()
+    with trio.socket.from_stdlib_socket(ours) as control:
+        with theirs:
+            process = await trio.lowlevel.open_process(
+                [
+                    *command,
+                    "--worker-index",
+                    str(index),
+                    "--worker-socket",
+                    str(listening.fileno()),
+                    "--worker-control",
+                    str(theirs.fileno()),
+                ],
+                pass_fds=(listening.fileno(), theirs.fileno()),
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        output = WorkerOutput(_write_stderr)
+        stderr = process.stderr
+        assert stderr is not None
+
+        async def await_ready() -> None:
+            if (await control.recv(len(READY))).startswith(READY):
+                output.served()
+                ready(process.pid)
+
+        async def forward_stop() -> None:
+            await stopping.wait()
+            process.send_signal(signal.SIGTERM)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(output.read, stderr)
+                nursery.start_soon(await_ready)
+                nursery.start_soon(forward_stop)
+                await process.wait()
+                with trio.move_on_after(_LAST_WORDS):
+                    await output.done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                if process.returncode is None:
+                    process.kill()
+                await process.wait()
+                await stderr.aclose()
+    code = process.returncode
+    assert code is not None
+    return Ended(code, output.serving, output.last_line)
+
+
+def run_workers(config: Config, args: argparse.Namespace) -> int:
+    """``serve`` with ``api_server.workers`` above 1: the supervisor, or,
+    with the hidden arguments, one of its workers."""
+    if args.worker_index is not None:
+        return _run_worker(config, args)
+    return shell.run(
+        _supervise,
+        config,
+        [sys.executable, "-m", "hermes_trio.cli", *args.argv],
+        problem=startup_problem(config),
+        failures=[*serve_failures(config), Failure((WorkerFailed,))],
+    )
+
+
+async def _supervise(config: Config, command: list[str]) -> int:
+    api = config.api_server
+    count = api.workers
+    # Every worker writes its figures here; a scrape of any adds them up.
+    figures = tempfile.mkdtemp(prefix="hermes-trio-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = figures
+    try:
+        return await _supervise_with(config, command, count)
     finally:
-        sock.close()
-        shutil.rmtree(metrics_dir, ignore_errors=True)
+        shutil.rmtree(figures, ignore_errors=True)
 
 
-async def _second_signal(supervisor: _Supervisor, signals: AsyncIterator[int]) -> None:
-    async for _ in signals:
-        supervisor.signal_all(signal.SIGKILL)
+async def _supervise_with(config: Config, command: list[str], count: int) -> int:
+    api = config.api_server
+    with listening_socket(api.host, api.port, api.write_timeout) as sock:
+        async with open_store(config):
+            pass
+        host = f"[{api.host}]" if ":" in api.host else api.host
+        base_url = f"http://{host}:{sock.getsockname()[1]}/v1"
+
+        def launched(pids: dict[int, int]) -> None:
+            listed = ", ".join(f"{index}: pid {pids[index]}" for index in sorted(pids))
+            shell.say(f"{count} workers ({listed})")
+            say_listening(config, base_url, sock.getsockname()[1])
+
+        supervisor = Supervisor(count, partial(launch_worker, command, sock), on_launched=launched)
+        return await shell.until_stop_signal(supervisor.run, grace=STOP_GRACE)
+
+
+def _run_worker(config: Config, args: argparse.Namespace) -> int:
+    index: int = args.worker_index
+    fmt = f"%(asctime)s %(levelname)s %(name)s [worker {index}]: %(message)s"
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(logging.Formatter(fmt, datefmt="%H:%M:%S"))
+    worker_shell = Shell(f"serve worker {index}")
+    listening = socket.socket(fileno=args.worker_socket)
+    control = socket.socket(fileno=args.worker_control)
+    return worker_shell.run(
+        _serve_as_worker,
+        config,
+        index,
+        listening,
+        control,
+        worker_shell,
+        problem=startup_problem(config),
+        failures=serve_failures(config),
+    )
+
+
+async def _serve_as_worker(
+    config: Config,
+    index: int,
+    listening: socket.socket,
+    control_socket: socket.socket,
+    worker_shell: Shell,
+) -> int:
+    listening.setblocking(False)
+    with trio.socket.from_stdlib_socket(control_socket) as control:
+
+        async def serve(stop: trio.Event) -> None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_stop_without_supervisor, control)
+                async with open_api_server(
+                    config,
+                    shutdown=stop,
+                    listening=listening,
+                    headers={WORKER_HEADER: str(index)},
+                ) as server:
+                    await control.send(READY)
+                    if index == 0:
+                        nursery.start_soon(check_model_server, server.state.agent)
+                    await stop.wait()
+                nursery.cancel_scope.cancel()
+
+        return await worker_shell.until_stop_signal(serve, grace=WORKER_GRACE)
+
+
+async def _stop_without_supervisor(control: trio.socket.SocketType) -> None:
+    """Stop this worker, as SIGTERM does, once the supervisor is gone."""
+    while await control.recv(64):
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)

@@ -79,8 +79,6 @@ def create_app(state: ServerState) -> QuartTrio:
     async def count(response: Response) -> Response:
         rule = request.url_rule.rule if request.url_rule is not None else "other"
         metrics.REQUESTS.labels(rule, str(response.status_code)).inc()
-        if state.worker is not None:
-            response.headers["X-Hermes-Worker"] = str(state.worker)
         return response
 
     @app.before_request

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -88,17 +88,19 @@ async def open_api_server(
     port: int | None = None,
     shutdown: trio.Event | None = None,
     store: StoreInUse | None = None,
-    sock: socket.socket | None = None,
-    worker: int | None = None,
+    listening: socket.socket | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> AsyncIterator[ApiServer]:
     """Serve the API inside this block (``port=0`` picks a free port).
     ``store``: a store the caller opened and keeps (the gateway's), else the
-    configured one is opened here. ``sock``: a socket already listening
-    (a worker's, shared with the other workers), ``worker`` its number."""
+    configured one is opened here. ``listening``: a socket already listening
+    (a ``serve --workers`` worker's, shared with the others), served instead
+    of binding one, and closed at the end. ``headers`` go on every answer."""
     api = config.api_server
     # Bind first: a busy port must fail before anything touches the store.
-    if sock is None:
-        sock = listening_socket(api.host, api.port if port is None else port, api.write_timeout)
+    sock = listening or listening_socket(
+        api.host, api.port if port is None else port, api.write_timeout
+    )
     # The store outlives the turns nursery: turns record their end in it.
     # Opening it ends whatever processes that are gone left running (crash
     # recovery).
@@ -122,7 +124,6 @@ async def open_api_server(
             created=int(wall_clock()),
             store=in_use.store,
             signals=in_use.signals,
-            worker=worker,
         )
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
         in_use.signals.busy = lambda: bool(state.turns)
@@ -143,6 +144,7 @@ async def open_api_server(
                     app_idle=state.slots.wait_idle,
                     before_close=partial(state.stop_turns, "the server is shutting down"),
                     settings="api_server",
+                    headers=headers,
                 )
             )
             try:

@@ -39,8 +39,6 @@ class ServerState:
     """The durable store, shared with other processes."""
     signals: SignalHandlers
     """Who acts on what other processes sharing the store ask of this one."""
-    worker: int | None = None
-    """This worker's number under ``serve --workers`` (None: the only process)."""
     created: int = 0
     """When the server started (Unix seconds), as ``/v1/models`` reports it."""
     turns: set[Turn] = field(default_factory=set)

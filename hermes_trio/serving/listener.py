@@ -32,17 +32,20 @@ offer is declined the way HTTP allows, by answering in HTTP/1.1.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 
 import h11
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import Closed, Event, RawData, Updated
+from hypercorn.protocol.events import Event as StreamEvent
+from hypercorn.protocol.events import Response
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.statsd import StatsdLogger
@@ -85,7 +88,15 @@ class _Declined(Exception):
 
 class _H11(H11Protocol):
     """hypercorn's HTTP/1.1 protocol, with JSON bodies on the errors it
-    answers itself and without the switch to cleartext HTTP/2."""
+    answers itself and without the switch to cleartext HTTP/2, and the
+    server's own headers on every answer."""
+
+    extra_headers: tuple[tuple[bytes, bytes], ...] = ()
+
+    async def stream_send(self, event: StreamEvent) -> None:
+        if isinstance(event, Response) and self.extra_headers:
+            event = dataclasses.replace(event, headers=[*event.headers, *self.extra_headers])
+        await super().stream_send(event)
 
     async def handle(self, event: Event) -> None:
         try:
@@ -116,6 +127,7 @@ class _H11(H11Protocol):
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
             *self.config.response_headers("h11"),
+            *self.extra_headers,
         ]
         await self._send_h11_event(h11.Response(status_code=status, headers=headers))
         await self._send_h11_event(h11.Data(data=body))
@@ -166,6 +178,7 @@ class _Connection:
                         server,
                         self._protocol_send,
                     )
+                    self.protocol.extra_headers = self.registry.headers
                     await self.protocol.initiate()
                     await self._read()
                 nursery.cancel_scope.cancel()
@@ -270,10 +283,21 @@ class _Connection:
 class _Connections:
     """The open connections, and room for more."""
 
-    def __init__(self, limit: int, limits: ConnectionLimits, settings: str | None) -> None:
+    def __init__(
+        self,
+        limit: int,
+        limits: ConnectionLimits,
+        settings: str | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        headers = headers or {}
         self.limit = limit
         self.limits = limits
         self.settings = settings
+        self.headers = tuple(
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in headers.items()
+        )
         self.open: set[_Connection] = set()
         self.refusing = 0
         self.terminating = False
@@ -289,13 +313,14 @@ class _Connections:
             "the request's headers did not arrive within "
             f"{self.named('header_timeout', f'{limits.header_timeout:g} s')}",
             code="request_timeout",
+            headers=dict(headers),
         )
         self.too_many = raw_error_response(
             503,
             f"the server already has {self.named('max_connections', str(limit))} "
             "connections open; retry shortly",
             code="too_many_connections",
-            headers={"retry-after": "1"},
+            headers={"retry-after": "1", **headers},
         )
 
     def named(self, key: str, value: str) -> str:
@@ -448,6 +473,7 @@ async def serve_hypercorn(
     app_idle: Callable[[], Awaitable[None]] | None = None,
     before_close: Callable[[], None] | None = None,
     settings: str | None = None,
+    headers: Mapping[str, str] | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``listener`` until ``stop`` is set, then shut down
@@ -462,13 +488,14 @@ async def serve_hypercorn(
     to end its work and its streams with a word to the client.
     ``settings``, the prefix of the config keys behind ``limits`` and
     ``max_connections``, lets the listener's own answers name them.
+    ``headers`` go on every answer, the app's and the listener's own.
     """
     config.set_statsd_logger_class(StatsdLogger)
     limits = limits or ConnectionLimits()
     lifespan_state: LifespanState = {}
     lifespan = Lifespan(app, config, lifespan_state)
     context = WorkerContext(None)
-    connections = _Connections(max_connections, limits, settings)
+    connections = _Connections(max_connections, limits, settings, headers)
     serve = partial(
         _Connection,
         app,

@@ -1,7 +1,7 @@
-"""``hermes-trio serve --workers 2``, the real processes: load spread over
-both workers; a session interrupt, a cancel and a resume crossing between
-them; a killed worker replaced, losing only its own streams; a clean stop;
-a supervisor that gives up on workers that cannot start."""
+"""``hermes-trio serve --workers 2`` with the real processes, for what the
+workers share through the store: a session interrupt, a cancel and a
+resume crossing from one worker to the other; a killed worker losing only
+its own streams (stored as ``incomplete``) while the other's complete."""
 
 from __future__ import annotations
 
@@ -17,40 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import trio
-from support import ServeProcess, clean_env, make_config, start_serve
+from support import ServeProcess, clean_env, start_serve
 from test_responses_helpers import parse_sse, payloads
 
-from hermes_trio.cli.shell import Shell
-from hermes_trio.cli.workers import BACKOFF, MAX_STARTUP_FAILURES, Restarts, supervise_workers
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
 KEY = "workers-key"
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 SLOW = [f"w{i} " for i in range(150)]
-
-
-def test_restarts_back_off_and_give_up_on_start_up_failures() -> None:
-    restarts = Restarts()
-    restarts.started(0.0)
-    # Ran a long while: at once, with the shortest backoff.
-    assert restarts.ended(100.0) == BACKOFF[0]
-    delays = []
-    now = 100.0
-    for _ in range(MAX_STARTUP_FAILURES - 1):
-        now += 1.0
-        restarts.started(now)
-        delays.append(restarts.ended(now + 0.5))
-    assert delays == list(BACKOFF[1:MAX_STARTUP_FAILURES])
-    restarts.started(now + 10)
-    assert restarts.ended(now + 10.5) is None
-    # A long run in between starts the count again.
-    again = Restarts()
-    for start in (0.0, 1.0, 100.0):
-        again.started(start)
-        assert again.ended(start + (50.0 if start == 1.0 else 0.5)) is not None
 
 
 @asynccontextmanager
@@ -70,9 +46,6 @@ async def workers(
             "api_server: {max_concurrent: 256, max_connections: 512}\n"
         )
         served = await start_serve(nursery, environment, tmp_path)
-        with trio.fail_after(15):
-            await served.wait_for("worker 1 started")
-            await served.wait_for("worker 0 started")
         limits = httpx.Limits(max_connections=400, max_keepalive_connections=0)
         async with httpx.AsyncClient(
             base_url=served.base_url, headers=HEADERS, timeout=30, limits=limits
@@ -97,12 +70,11 @@ class Progress:
 
 
 def worker_pids(served: ServeProcess) -> dict[str, int]:
-    pids: dict[str, int] = {}
+    """Worker index -> pid, from the supervisor's start-up line."""
     for line in served.output:
-        found = re.search(r"worker (\d+) started \(pid (\d+)\)", line)
-        if found:
-            pids[found.group(1)] = int(found.group(2))
-    return pids
+        if found := re.search(r"serve: \d+ workers \((.*)\)", line):
+            return dict(re.findall(r"(\d+): pid (\d+)", found.group(1)))  # type: ignore[arg-type]
+    raise AssertionError("no workers line")
 
 
 @asynccontextmanager
@@ -119,45 +91,6 @@ async def client_on(base_url: str, worker: str) -> AsyncIterator[httpx.AsyncClie
                 yield client
                 return
     raise AssertionError(f"no connection reached worker {worker}")
-
-
-async def test_two_hundred_streams_complete_over_both_workers(tmp_path: Path) -> None:
-    count = 200
-    tokens = [f"t{i} " for i in range(20)]
-    script = [TextReply(tokens=tokens, delay=0.01)] * count
-    seen: list[tuple[str, str]] = []
-    async with workers(script, tmp_path) as (_, http, _model):
-
-        async def one() -> None:
-            body = {
-                "model": "m",
-                "stream": True,
-                "messages": [{"role": "user", "content": "go"}],
-            }
-            text = ""
-            decoder = SSEDecoder()
-            async with http.stream("POST", "/chat/completions", json=body) as reply:
-                assert reply.status_code == 200
-                async for piece in reply.aiter_bytes():
-                    for event in decoder.feed(piece):
-                        if isinstance(event, SSEEvent) and event.data != "[DONE]":
-                            chunk = json.loads(event.data)
-                            if chunk["choices"]:
-                                text += chunk["choices"][0]["delta"].get("content") or ""
-            seen.append((reply.headers["X-Hermes-Worker"], text))
-
-        with trio.fail_after(60):
-            async with trio.open_nursery() as nursery:
-                for _ in range(count):
-                    nursery.start_soon(one)
-            # One scrape, whichever worker answers it, counts every worker's.
-            scraped = (await http.get(http.base_url.copy_with(path="/metrics"))).text
-    assert len(seen) == count
-    assert {text for _, text in seen} == {"".join(tokens)}
-    by_worker = {w: sum(1 for s, _ in seen if s == w) for w in ("0", "1")}
-    assert by_worker["0"] > 0 and by_worker["1"] > 0, by_worker
-    route = 'hermes_requests_total{route="/v1/chat/completions",status="200"}'
-    assert f"{route} {float(count)}" in scraped
 
 
 async def test_interrupt_cancel_and_resume_cross_workers(tmp_path: Path) -> None:
@@ -292,10 +225,9 @@ async def test_a_killed_worker_loses_only_its_streams_and_is_replaced(tmp_path: 
                 assert set(where.values()) == {"0", "1"}, where
                 victim = where["s0"]
                 pids = worker_pids(served)
-                os.kill(pids[victim], signal.SIGKILL)
-            await served.wait_for(f"(pid {pids[victim]}) ended (signal SIGKILL)")
-            replaced = await served.wait_for("starting it again")
-            assert f"worker {victim}" in replaced
+                os.kill(int(pids[victim]), signal.SIGKILL)
+            await served.wait_for(f"worker {victim} (pid {pids[victim]}) ended after")
+            await served.wait_for(f"worker {victim} serves (pid")
             after = [
                 await http.post(
                     "/chat/completions",
@@ -314,35 +246,3 @@ async def test_a_killed_worker_loses_only_its_streams_and_is_replaced(tmp_path: 
             assert events[-1]["type"] == "response.completed", name
             assert states[name] == "completed"
     assert all(reply.status_code == 200 for reply in after)
-
-
-async def test_sigterm_stops_every_worker(tmp_path: Path) -> None:
-    async with workers([], tmp_path) as (served, _, _model):
-        pids = worker_pids(served)
-        served.process.send_signal(signal.SIGTERM)
-        with trio.fail_after(10):
-            code = await served.process.wait()
-    assert code == 0
-    for pid in pids.values():
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
-
-
-async def test_workers_that_cannot_start_stop_the_supervisor(tmp_path: Path, capsys: Any) -> None:
-    config = make_config("http://127.0.0.1:9/v1")
-    config = config.replace(
-        api_server=config.api_server.__class__(port=0, workers=2),
-        store=config.store.__class__(data_dir=str(tmp_path / "data")),
-    )
-    # Workers started with a flag the command does not know exit at once.
-    with trio.fail_after(30):
-        code = await supervise_workers(
-            Shell("serve"),
-            config,
-            ["serve", "--no-such-flag"],
-            grace=1.0,
-            announce=lambda port: None,
-        )
-    assert code == 1
-    err = capsys.readouterr().err
-    assert f"failed at start-up {MAX_STARTUP_FAILURES} times in a row (exit code 2)" in err

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -196,6 +196,8 @@ def http_for(api: ApiServer, key: str = "test-client-key") -> httpx.AsyncClient:
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without any setting hermes-trio reads, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
+    # No probing of this machine's ports for a model server unless a test asks.
+    env["HERMES_LOCAL_SERVERS"] = ""
     env.update(extra)
     return env
 
@@ -232,6 +234,7 @@ async def start_serve(
     cwd: Any,
     *,
     preexec_fn: Callable[[], None] | None = None,
+    args: Sequence[str] = (),
 ) -> ServeProcess:
     """Start ``hermes-trio serve --port 0``; returns once it printed where it
     listens and which model server it uses. The process is killed when
@@ -240,7 +243,7 @@ async def start_serve(
     process: trio.Process = await nursery.start(
         partial(
             trio.run_process,
-            [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
+            [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0", *args],
             env=env,
             cwd=cwd,
             stdout=subprocess.PIPE,

@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from ..agent import Agent, open_agent
+from ..agent import Agent
 from ..config import Config
 from ..consumers.terminal import TerminalSettings, TerminalView
 from ..events import StreamEvent, TurnFinished
@@ -45,6 +45,7 @@ from ..llm import NO_MODEL_SERVER
 from ..redaction import shown_url
 from ..tools import ApprovalDecision, ApprovalRequest, ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
+from .demo import agent_for
 from .shell import EXIT_INTERRUPTED, Shell
 
 __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
@@ -106,7 +107,7 @@ async def _main(config: Config, args: argparse.Namespace) -> int:
     )
     view = TerminalView(console, settings)
     _route_logs(console, verbose=getattr(args, "verbose", False), plain=settings.plain)
-    async with open_agent(config) as agent:
+    async with agent_for(config) as agent:
         chat = Chat(
             agent,
             view,

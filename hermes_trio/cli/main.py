@@ -7,13 +7,14 @@ Each subcommand lives in its own module and is imported only when used, so
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import ConfigError, load_config
+from ..config import Config, ConfigError, load_config
 
 __all__ = ["main"]
 
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     for hidden in ("--worker-index", "--worker-socket", "--worker-control"):
         serve.add_argument(hidden, type=int, help=argparse.SUPPRESS)
     _agent_flags(serve)
+    _demo_flag(serve)
 
     chat = add("chat")
     chat.add_argument("-q", "--query", metavar="QUESTION", help="answer one question and exit")
@@ -68,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-stream", action="store_true", help="wait for whole answers instead of streaming"
     )
     _agent_flags(chat)
+    _demo_flag(chat)
 
     gateway = add("gateway")
     _agent_flags(gateway)
@@ -82,6 +85,17 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--yolo", action="store_true", help="run dangerous commands without asking")
     parser.add_argument("--model", metavar="NAME", help="model name to ask the model server for")
     parser.add_argument("--base-url", metavar="URL", help="model server base URL (…/v1)")
+
+
+def _demo_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--demo",
+        nargs="?",
+        const="on",
+        choices=("on", "auto"),
+        help="canned answers from the built-in scripted model, no model server needed; "
+        "--demo=auto: a configured or local model server if there is one, the demo otherwise",
+    )
 
 
 def _version() -> str:
@@ -107,6 +121,40 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
+def choose_model_server(config: Config, args: argparse.Namespace) -> Config:
+    """The model server to use: the configured one; with none, the first
+    local server that answers; the demo when asked for (``--demo``) or
+    when nothing was found under ``--demo=auto``. Says which, except in a
+    ``serve --workers`` worker (its supervisor said it)."""
+    from .demo import DEMO_BANNER, demo_config
+    from .discovery import discover, local_servers
+
+    demo = getattr(args, "demo", None)
+    quiet = getattr(args, "worker_index", None) is not None
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(f"hermes-trio {args.command}: {text}", file=sys.stderr, flush=True)
+
+    if demo != "on" and not config.model.base_url:
+        found = discover(local_servers())
+        if found is not None:
+            model = dataclasses.replace(
+                config.model, base_url=found.base_url, name=config.model.name or found.model
+            )
+            say(
+                f"no model server configured: using {found.name} at {found.base_url}, "
+                "found on this machine"
+            )
+            return config.replace(model=model)
+    if demo == "on" or (demo == "auto" and not config.model.base_url):
+        if args.command != "serve":
+            # serve says it among its start-up lines.
+            say(DEMO_BANNER)
+        return demo_config(config)
+    return config
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -125,6 +173,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"hermes-trio: {exc}", file=sys.stderr)
         return 2
+    if args.command in ("serve", "chat", "gateway"):
+        try:
+            config = choose_model_server(config, args)
+        except ValueError as exc:
+            print(f"hermes-trio: {exc}", file=sys.stderr)
+            return 2
     target, _ = COMMANDS[args.command]
     module_name, func_name = target.split(":")
     func = getattr(importlib.import_module(module_name), func_name)

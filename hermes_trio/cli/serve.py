@@ -18,6 +18,7 @@ from ..config import Config
 from ..redaction import shown_url
 from ..server.run import open_api_server, startup_problem
 from ..server.store import StoreOpenError
+from .demo import DEMO_BANNER, agent_for, is_demo
 from .shell import Failure, Shell
 
 __all__ = [
@@ -62,7 +63,10 @@ def serve_failures(config: Config) -> list[Failure]:
 
 async def _main(config: Config) -> int:
     async def serve(stop: trio.Event) -> None:
-        async with open_api_server(config, shutdown=stop) as server:
+        async with (
+            agent_for(config) as agent,
+            open_api_server(config, agent=agent, shutdown=stop) as server,
+        ):
             say_listening(config, server.base_url, server.port)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(check_model_server, server.state.agent)
@@ -82,6 +86,8 @@ def say_listening(config: Config, base_url: str, port: int) -> None:
         f"model server {shown_url(config.model.base_url or '')} "
         f"(model {_model_label(config)}, {config.model.api_mode})"
     )
+    if is_demo(config):
+        shell.say(DEMO_BANNER)
     shell.say(f"chat page: {page_url(api.host, port)}")
 
 

@@ -55,6 +55,7 @@ from ..config import Config
 from ..server.run import open_api_server, startup_problem
 from ..server.store import open_store
 from ..serving import listening_socket
+from .demo import agent_for
 from .serve import STOP_GRACE, check_model_server, say_listening, serve_failures, shell
 from .shell import Failure, Shell
 from .worker_restarts import RestartPlan
@@ -404,12 +405,16 @@ async def _serve_as_worker(
         async def serve(stop: trio.Event) -> None:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_stop_without_supervisor, control)
-                async with open_api_server(
-                    config,
-                    shutdown=stop,
-                    listening=listening,
-                    headers={WORKER_HEADER: str(index)},
-                ) as server:
+                async with (
+                    agent_for(config) as agent,
+                    open_api_server(
+                        config,
+                        agent=agent,
+                        shutdown=stop,
+                        listening=listening,
+                        headers={WORKER_HEADER: str(index)},
+                    ) as server,
+                ):
                     await control.send(READY)
                     if index == 0:
                         nursery.start_soon(check_model_server, server.state.agent)

@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK
 """The ``hermes-trio`` command: ``serve``, ``chat`` and ``gateway``.
 
 Each subcommand lives in its own module and is imported only when used, so
@@ -10,6 +11,7 @@ import argparse
 import dataclasses
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("hermes_trio.cli.chat:run_chat", "talk to the agent in this terminal"),
     "gateway": ("hermes_trio.cli.gateway:run_gateway", "chat platforms (Telegram, …) + API server"),
     "doctor": ("hermes_trio.cli.doctor:run_doctor", "check the model server, store and platforms"),
+    "init": ("hermes_trio.cli.init:run_init", "write config.yaml from a few questions"),
+    "completion": ("hermes_trio.cli.main:run_completion", "print the shell completion script"),
 }
 
 
@@ -74,6 +78,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     gateway = add("gateway")
     _agent_flags(gateway)
+
+    completion = add("completion")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"))
+
+    init = add("init")
+    init.add_argument("--non-interactive", action="store_true",
+                      help="no questions: the flags below, checked, then the file")
+    init.add_argument("--force", action="store_true",
+                      help="overwrite an existing file without asking")
+    init.add_argument("--output", metavar="PATH", default="config.yaml",
+                      help="where to write (default ./config.yaml)")
+    init.add_argument("--base-url", metavar="URL", help="model server base URL (…/v1)")
+    init.add_argument("--model-api-key", metavar="KEY", help="the model server's API key")
+    init.add_argument("--model", metavar="NAME", help="model name")
+    init.add_argument("--api-key", metavar="KEY", help="the key clients of serve must send")
+    init.add_argument("--telegram-token", metavar="TOKEN", help="a Telegram bot token")
+    init.add_argument("--telegram-users", metavar="IDS", help="Telegram user ids allowed")
+    init.add_argument("--no-check", action="store_true",
+                      help="write without asking the model server or Telegram")
 
     doctor = add("doctor")
     doctor.add_argument("--model", metavar="NAME", help="model name to check for")
@@ -155,8 +178,21 @@ def choose_model_server(config: Config, args: argparse.Namespace) -> Config:
     return config
 
 
+def run_completion(config: Config, args: argparse.Namespace) -> int:
+    """The completion script for one shell (argcomplete's)."""
+    from argcomplete.shell_integration import shellcode
+
+    print(shellcode(["hermes-trio"], shell=args.shell))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:
+        # The shell asks what can follow: argcomplete answers and exits.
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
     # What `serve --workers` runs again in each worker.
     args.argv = list(sys.argv[1:] if argv is None else argv)
@@ -169,7 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # httpx logs every request at INFO, which would drown the product's own lines.
         logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
-        config = load_config(args.config, overrides=overrides_from(args))
+        # `init` writes the file and `completion` needs none: neither reads it.
+        config = (
+            Config()
+            if args.command in ("init", "completion")
+            else load_config(args.config, overrides=overrides_from(args))
+        )
     except ConfigError as exc:
         print(f"hermes-trio: {exc}", file=sys.stderr)
         return 2

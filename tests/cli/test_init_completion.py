@@ -24,7 +24,12 @@ async def run(
 ) -> subprocess.CompletedProcess[bytes]:
     with trio.fail_after(60):
         return await trio.run_process(
-            [*HERMES, *args], env=env, cwd=cwd, capture_stdout=True, capture_stderr=True, check=False
+            [*HERMES, *args],
+            env=env,
+            cwd=cwd,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
         )
 
 

@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="config file (default: $HERMES_CONFIG, else ./config.yaml if present)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    parser.add_argument("--log-format", choices=("text", "json"), default="text",
+                        help="the API server's request lines as text (default) or JSON")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     # The same options after the subcommand too (`hermes-trio serve --config x`);
     # SUPPRESS keeps a value given before the subcommand.
@@ -50,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="config file (default: $HERMES_CONFIG, else ./config.yaml)")
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="log debug detail")
+    common.add_argument("--log-format", choices=("text", "json"), default=argparse.SUPPRESS,
+                        help="the API server's request lines as text (default) or JSON")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str) -> argparse.ArgumentParser:
@@ -178,6 +182,26 @@ def choose_model_server(config: Config, args: argparse.Namespace) -> Config:
     return config
 
 
+def _request_ids(args: argparse.Namespace) -> None:
+    """Log lines name the request they belong to (serve and gateway, which
+    load the server anyway; the others leave the field empty)."""
+    if args.command in ("serve", "gateway"):
+        from ..server import request_log
+
+        request_log.JSON_LINES = args.log_format == "json"
+        id_filter: logging.Filter = request_log.RequestIdFilter()
+    else:
+        id_filter = _NoRequestId()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(id_filter)
+
+
+class _NoRequestId(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = ""
+        return True
+
+
 def run_completion(config: Config, args: argparse.Namespace) -> int:
     """The completion script for one shell (argcomplete's)."""
     from argcomplete.shell_integration import shellcode
@@ -198,9 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format="%(asctime)s %(levelname)s %(name)s%(request_id)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    _request_ids(args)
     if not args.verbose:
         # httpx logs every request at INFO, which would drown the product's own lines.
         logging.getLogger("httpx").setLevel(logging.WARNING)

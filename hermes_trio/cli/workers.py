@@ -374,7 +374,7 @@ async def _supervise_with(config: Config, command: list[str], count: int) -> int
 
 def _run_worker(config: Config, args: argparse.Namespace) -> int:
     index: int = args.worker_index
-    fmt = f"%(asctime)s %(levelname)s %(name)s [worker {index}]: %(message)s"
+    fmt = f"%(asctime)s %(levelname)s %(name)s [worker {index}]%(request_id)s: %(message)s"
     for handler in logging.getLogger().handlers:
         handler.setFormatter(logging.Formatter(fmt, datefmt="%H:%M:%S"))
     worker_shell = Shell(f"serve worker {index}")

@@ -29,6 +29,7 @@ from .front import Front
 from .gate import GateSettings
 from .page.route import register_page_routes
 from .plain_models import PlainModels, relay
+from .request_log import current_record
 from .responses.routes import register_responses_routes
 from .state import ServerState
 
@@ -50,6 +51,9 @@ def create_app(state: ServerState) -> QuartTrio:
 
     @app.errorhandler(APIError)
     async def on_api_error(exc: APIError) -> Response:
+        record = current_record.get()
+        if record is not None:
+            record.error_code = exc.code
         if exc.status == 429:
             metrics.RATE_LIMITED.labels(exc.code or "rate_limited").inc()
         return json_response(exc.body(), exc.status, exc.headers)
@@ -87,7 +91,11 @@ def create_app(state: ServerState) -> QuartTrio:
             request.path == "/metrics" and not api.metrics_public
         )
         if private and api.key:
-            if not hmac.compare_digest(bearer_token().encode(), api.key.encode()):
+            if hmac.compare_digest(bearer_token().encode(), api.key.encode()):
+                record = current_record.get()
+                if record is not None:
+                    record.key_name = "default"
+            else:
                 raise APIError(
                     401,
                     "invalid or missing API key: send 'Authorization: Bearer <key>'",

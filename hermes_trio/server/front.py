@@ -32,7 +32,17 @@ from hypercorn.typing import (
 )
 
 from ..serving.errors import error_body
+from . import request_log
 from .gate import Answer, GateRequest, GateSettings, Refuse, decide
+from .request_log import (
+    ACCESS_LOG,
+    SCOPE_KEY,
+    RequestRecord,
+    current_record,
+    current_request_id,
+    request_id,
+    session_hash,
+)
 
 __all__ = ["BodyDeadline", "Front"]
 
@@ -109,8 +119,58 @@ class Front:
             await self.app(scope, receive, send)
             return
         kind = scope["type"]
+        if kind != "http":
+            await self._serve(scope, receive, send)
+            return
+        headers = gate_request(scope).headers
+        record = RequestRecord(
+            request_id(headers.get("x-request-id")),
+            str(scope.get("method", "GET")),
+            str(scope.get("path", "")),
+            trio.current_time(),
+            session=session_hash(headers.get("x-session-id")),
+        )
+        extensions: dict[str, Any] = scope.setdefault("extensions", {})
+        extensions[SCOPE_KEY] = record
+        id_token = current_request_id.set(record.id)
+        record_token = current_record.set(record)
+        stamp = [(b"x-request-id", record.id.encode())]
+
+        async def stamped(message: ASGISendEvent) -> None:
+            if message["type"] == "http.response.start":
+                record.status = message["status"]
+                message = message.copy()
+                message["headers"] = [*message.get("headers", ()), *stamp]
+            elif message["type"] == "http.response.body" and record.first_byte is None:
+                if message.get("body"):
+                    record.first_byte = trio.current_time()
+            await send(message)
+
+        try:
+            await self._serve(scope, receive, stamped, record)
+        except trio.Cancelled:
+            record.client_gone = True
+            raise
+        finally:
+            ACCESS_LOG.info(
+                record.line(trio.current_time(), as_json=request_log.JSON_LINES)
+            )
+            current_record.reset(record_token)
+            current_request_id.reset(id_token)
+
+    async def _serve(
+        self,
+        scope: WWWScope,
+        receive: ASGIReceiveCallable,
+        send: ASGISendCallable,
+        record: RequestRecord | None = None,
+    ) -> None:
+        kind = scope["type"]
         decision = decide(gate_request(scope), self.settings)
         if isinstance(decision, Refuse):
+            if record is not None:
+                record.error_code = decision.code
+                record.reason = decision.message
             if kind == "websocket":
                 await send({"type": "websocket.close", "code": 1008, "reason": None})
                 return

@@ -96,7 +96,8 @@ async def test_serve_demo_streams_a_canned_answer(tmp_path: Path, flag: str) -> 
     assert len([p for p in pieces if p]) > 10
     said = "\n".join(served.output)
     assert "DEMO MODE: answers are canned" in said
-    assert served.output[-1].startswith("hermes-trio serve: chat page: http://127.0.0.1:")
+    said_lines = [line for line in served.output if line.startswith("hermes-trio serve:")]
+    assert said_lines[-1].startswith("hermes-trio serve: chat page: http://127.0.0.1:")
 
 
 def test_chat_demo_answers_in_the_terminal(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from ..bodies import (
     validate_body,
 )
 from ..errors import APIError, error_status
+from ..request_log import current_record
 from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
 from ..state import ServerState
 from ..store import wall_clock
@@ -187,6 +188,9 @@ class _ChatRun:
                 around=around,
                 **kwargs,
             )
+            record = current_record.get()
+            if record is not None:
+                record.turn = self.turn
         except BaseException:
             if self.turn is None:
                 state.slots.release()

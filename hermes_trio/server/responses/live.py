@@ -37,6 +37,7 @@ from ...events import StreamEvent
 from ...turn import INTERNAL_ERROR, Turn, TurnResult, start_turn
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
+from ..request_log import current_record
 from ..state import ServerState
 from ..store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
 from ..turns import turn_options
@@ -192,6 +193,9 @@ class LiveResponses:
                 **kwargs,
             )
             started = True
+            record = current_record.get()
+            if record is not None:
+                record.turn = live.turn
         finally:
             if not started:
                 state.slots.release()

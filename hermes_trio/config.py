@@ -28,6 +28,7 @@ from .wire.think import DEFAULT_THINK_TAGS
 
 __all__ = [
     "AgentConfig",
+    "ApiKeyConfig",
     "ApiServerConfig",
     "Config",
     "ConfigError",
@@ -45,7 +46,9 @@ __all__ = [
     "TimeoutsConfig",
     "UserId",
     "WhatsAppConfig",
+    "check_keys",
     "load_config",
+    "load_keys_file",
 ]
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
@@ -200,11 +203,28 @@ _CONSUMERS = frozenset(
 
 
 @dataclass(frozen=True)
+class ApiKeyConfig(_HoldsSecrets):
+    """One named API key and its limits (None: no limit of that kind)."""
+
+    name: str = ""
+    key: str | None = _secret()
+    max_concurrent: int | None = None
+    """Requests of this key at once (streams count until they end)."""
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    """Completion tokens the model server reported, over the last minute."""
+
+
+@dataclass(frozen=True)
 class ApiServerConfig(_HoldsSecrets):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = 8642
     key: str | None = _secret()
+    keys: list[ApiKeyConfig] = field(default_factory=list)
+    """Named keys with limits, besides (or instead of) ``key``."""
+    keys_file: str | None = None
+    """A YAML file listing more named keys (reloaded on SIGHUP)."""
     cors_origins: list[str] = field(default_factory=list)
     """Web origins (``scheme://host[:port]``, ``*`` for any) whose pages may
     call the server besides its own; beyond these, browser requests get 403."""
@@ -681,6 +701,7 @@ def _check(config: Config) -> None:
     if config.api_server.max_sessions < 1:
         raise ConfigError("api_server.max_sessions: expected an integer of at least 1")
     _check_api_edge(config.api_server)
+    check_keys(config.api_server.keys, "api_server.keys")
     if config.agent.approval_timeout <= 0:
         raise ConfigError("agent.approval_timeout: expected a number of seconds above 0")
     if config.agent.channel_size < 1:
@@ -696,6 +717,47 @@ _ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+/?", re.IGNORECASE)
 _HOST = re.compile(
     r"(\.?[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])(:[0-9]{1,5})?", re.IGNORECASE
 )
+
+
+def check_keys(keys: list[ApiKeyConfig], where: str) -> None:
+    """Each named key has a name and a secret, both unique; limits are
+    positive."""
+    names: set[str] = set()
+    secrets_seen: set[str] = set()
+    for i, entry in enumerate(keys):
+        at = f"{where}[{i}]"
+        if not entry.name:
+            raise ConfigError(f"{at}.name: expected a name (it is logged; the key never is)")
+        if not entry.key:
+            raise ConfigError(f"{at}.key: expected the key itself")
+        if entry.name in names:
+            raise ConfigError(f"{at}.name: {entry.name!r} names two keys")
+        if entry.key in secrets_seen:
+            raise ConfigError(f"{at}.key: the same key is listed twice")
+        names.add(entry.name)
+        secrets_seen.add(entry.key)
+        for limit in ("max_concurrent", "requests_per_minute", "tokens_per_minute"):
+            value = getattr(entry, limit)
+            if value is not None and value < 1:
+                raise ConfigError(f"{at}.{limit}: expected an integer of at least 1 (or none)")
+
+
+def load_keys_file(path: str) -> list[ApiKeyConfig]:
+    """The named keys of a keys file (a YAML list, or ``keys:`` and a list)."""
+    where = f"api_server.keys_file {path}"
+    try:
+        raw = yaml.safe_load(Path(path).expanduser().read_text())
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML ({exc})") from None
+    if isinstance(raw, dict):
+        raw = raw.get("keys")
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: expected a list of keys (name, key, limits)")
+    keys = [_build(ApiKeyConfig, entry, f"keys_file[{i}].") for i, entry in enumerate(raw)]
+    check_keys(keys, "keys_file")
+    return keys
 
 
 def _check_api_edge(api: ApiServerConfig) -> None:

@@ -9,22 +9,25 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import signal
 
 import httpx
 import trio
 
 from ..agent import Agent
-from ..config import Config
+from ..config import Config, ConfigError, load_config
 from ..redaction import shown_url
+from ..server.keys import KeyRing, keys_of
 from ..server.run import open_api_server, startup_problem
 from ..server.store import StoreOpenError
 from .demo import DEMO_BANNER, agent_for, is_demo
-from .shell import Failure, Shell
+from .shell import EXIT_USAGE, Failure, Shell
 
 __all__ = [
     "STOP_GRACE",
     "check_model_server",
     "page_url",
+    "reload_keys_on_sighup",
     "run_serve",
     "say_listening",
     "serve_failures",
@@ -54,6 +57,8 @@ def serve_failures(config: Config) -> list[Failure]:
     return [
         # Like a busy port: the environment, not the configuration's form.
         Failure((StoreOpenError,)),
+        # A keys file is read as the server starts.
+        Failure((ConfigError,), code=EXIT_USAGE),
         Failure(
             (OSError,),
             lambda exc: f"cannot listen on {api.host}:{api.port}: {exc.strerror or exc}",
@@ -70,6 +75,7 @@ async def _main(config: Config) -> int:
             say_listening(config, server.base_url, server.port)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(check_model_server, server.state.agent)
+                nursery.start_soon(reload_keys_on_sighup, config, server.state.keys)
                 await stop.wait()
                 nursery.cancel_scope.cancel()
 
@@ -103,6 +109,21 @@ def page_url(host: str, port: int) -> str:
         host = "127.0.0.1" if address.version == 4 else "::1"
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     return f"http://{shown}:{port}/"
+
+
+async def reload_keys_on_sighup(config: Config, ring: KeyRing) -> None:
+    """SIGHUP: the API keys again from the config file and the keys file,
+    no restart; a bad file is one logged line and the keys stay as they were."""
+    with trio.open_signal_receiver(signal.SIGHUP) as hangups:
+        async for _ in hangups:
+            try:
+                fresh = load_config(config.source) if config.source else config
+                keys = keys_of(fresh.api_server)
+            except ConfigError as exc:
+                log.error("API keys not reloaded, the old ones stay: %s", exc)
+                continue
+            ring.replace(keys)
+            log.info("API keys reloaded: %d key(s)", len(keys))
 
 
 async def check_model_server(agent: Agent) -> None:

@@ -35,6 +35,7 @@ at start-up shows its one line once, in the supervisor's message.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import re
@@ -56,7 +57,14 @@ from ..server.run import open_api_server, startup_problem
 from ..server.store import open_store
 from ..serving import listening_socket
 from .demo import agent_for
-from .serve import STOP_GRACE, check_model_server, say_listening, serve_failures, shell
+from .serve import (
+    STOP_GRACE,
+    check_model_server,
+    reload_keys_on_sighup,
+    say_listening,
+    serve_failures,
+    shell,
+)
 from .shell import Failure, Shell
 from .worker_restarts import RestartPlan
 
@@ -369,7 +377,23 @@ async def _supervise_with(config: Config, command: list[str], count: int) -> int
             say_listening(config, base_url, sock.getsockname()[1])
 
         supervisor = Supervisor(count, partial(launch_worker, command, sock), on_launched=launched)
-        return await shell.until_stop_signal(supervisor.run, grace=STOP_GRACE)
+
+        async def run(stop: trio.Event) -> None:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_pass_on_hangups, supervisor)
+                await supervisor.run(stop)
+                nursery.cancel_scope.cancel()
+
+        return await shell.until_stop_signal(run, grace=STOP_GRACE)
+
+
+async def _pass_on_hangups(supervisor: Supervisor) -> None:
+    """SIGHUP (reload the API keys) goes to every worker."""
+    with trio.open_signal_receiver(signal.SIGHUP) as hangups:
+        async for _ in hangups:
+            for pid in list(supervisor.pids.values()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGHUP)
 
 
 def _run_worker(config: Config, args: argparse.Namespace) -> int:
@@ -418,6 +442,7 @@ async def _serve_as_worker(
                     await control.send(READY)
                     if index == 0:
                         nursery.start_soon(check_model_server, server.state.agent)
+                    nursery.start_soon(reload_keys_on_sighup, config, server.state.keys)
                     await stop.wait()
                 nursery.cancel_scope.cancel()
 

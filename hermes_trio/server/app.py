@@ -10,7 +10,6 @@ Everything reads the server's settings from ``state.settings``.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from typing import Any
 
@@ -27,6 +26,7 @@ from .chat.route import register_chat_routes
 from .errors import APIError
 from .front import Front
 from .gate import GateSettings
+from .keys import retry_after_header
 from .page.route import register_page_routes
 from .plain_models import PlainModels, relay
 from .request_log import current_record
@@ -90,17 +90,32 @@ def create_app(state: ServerState) -> QuartTrio:
         private = request.path.startswith("/v1") or (
             request.path == "/metrics" and not api.metrics_public
         )
-        if private and api.key:
-            if hmac.compare_digest(bearer_token().encode(), api.key.encode()):
-                record = current_record.get()
-                if record is not None:
-                    record.key_name = "default"
-            else:
-                raise APIError(
-                    401,
-                    "invalid or missing API key: send 'Authorization: Bearer <key>'",
-                    code="invalid_api_key",
-                )
+        if not (private and state.keys.required):
+            return
+        key = state.keys.find(bearer_token())
+        if key is None:
+            raise APIError(
+                401,
+                "invalid or missing API key: send 'Authorization: Bearer <key>'",
+                code="invalid_api_key",
+            )
+        record = current_record.get()
+        if record is not None:
+            record.key_name = key.name
+        if request.path == "/metrics":
+            return
+        refusal = state.keys.admit(key, trio.current_time())
+        if refusal is not None:
+            raise APIError(
+                429,
+                refusal.message,
+                code=refusal.code,
+                headers={"Retry-After": retry_after_header(refusal.retry_after)},
+            )
+        if record is not None:
+            record.on_end.append(
+                lambda done, ended: state.keys.finish(key.name, ended, done.tokens)
+            )
 
     @app.get("/metrics")
     async def figures() -> Response:

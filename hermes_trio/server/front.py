@@ -152,9 +152,9 @@ class Front:
             record.client_gone = True
             raise
         finally:
-            ACCESS_LOG.info(
-                record.line(trio.current_time(), as_json=request_log.JSON_LINES)
-            )
+            ended = trio.current_time()
+            record.settle(ended)
+            ACCESS_LOG.info(record.line(ended, as_json=request_log.JSON_LINES))
             current_record.reset(record_token)
             current_request_id.reset(id_token)
 

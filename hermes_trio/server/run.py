@@ -25,6 +25,7 @@ from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from .app import asgi_app
 from .gate import is_loopback
+from .keys import KeyRing, keys_of
 from .sessions import SESSION_INTERRUPTED, SessionStore
 from .state import ServerState
 from .store import SignalHandlers, Store, keep_store, open_store, wall_clock
@@ -55,7 +56,7 @@ def startup_problem(config: Config) -> str | None:
     if not config.model.base_url:
         return NO_MODEL_SERVER
     api = config.api_server
-    if not is_loopback(api.host) and not api.key:
+    if not is_loopback(api.host) and not (api.key or api.keys or api.keys_file):
         return (
             f"api_server.host is {api.host}, which is not a loopback address: set an API key "
             "(api_server.key or API_SERVER_KEY) before listening beyond this machine"
@@ -124,6 +125,7 @@ async def open_api_server(
             created=int(wall_clock()),
             store=in_use.store,
             signals=in_use.signals,
+            keys=KeyRing(keys_of(api)),
         )
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
         in_use.signals.busy = lambda: bool(state.turns)

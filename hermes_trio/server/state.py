@@ -19,6 +19,7 @@ import trio
 from ..agent import Agent
 from ..config import ApiServerConfig
 from ..turn import Turn
+from .keys import KeyRing
 from .sessions import SessionStore
 from .store import SignalHandlers, Store
 from .turns import TurnSlots
@@ -38,6 +39,8 @@ class ServerState:
     store: Store
     """The durable store, shared with other processes."""
     signals: SignalHandlers
+    keys: KeyRing = field(default_factory=lambda: KeyRing([]))
+    """The API keys requests may use, with their limits (reloaded on SIGHUP)."""
     """Who acts on what other processes sharing the store ask of this one."""
     created: int = 0
     """When the server started (Unix seconds), as ``/v1/models`` reports it."""

@@ -168,20 +168,16 @@ def _migrate(conn: sqlite3.Connection) -> None:
         )
     if version == SCHEMA_VERSION:
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+
+    def migrate(conn: sqlite3.Connection) -> None:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
         for target, statements in _MIGRATIONS:
             if version < target:
                 for statement in statements:
                     conn.execute(statement)
         conn.execute(f"PRAGMA user_version={max(version, SCHEMA_VERSION)}")
-    except BaseException:
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+
+    _transaction(conn, migrate)
 
 
 def _transaction(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:

@@ -94,8 +94,15 @@ class _H11(H11Protocol):
     extra_headers: tuple[tuple[bytes, bytes], ...] = ()
 
     async def stream_send(self, event: StreamEvent) -> None:
-        if isinstance(event, Response) and self.extra_headers:
-            event = dataclasses.replace(event, headers=[*event.headers, *self.extra_headers])
+        if isinstance(event, Response):
+            extra = list(self.extra_headers)
+            if self.connection.their_state is not h11.DONE:
+                # Answered before the request's body was read (a 401, 413,
+                # 429 from a check): the connection ends after this answer,
+                # and a client that is not told reuses it and fails.
+                extra.append((b"connection", b"close"))
+            if extra:
+                event = dataclasses.replace(event, headers=[*event.headers, *extra])
         await super().stream_send(event)
 
     async def handle(self, event: Event) -> None:

@@ -288,3 +288,25 @@ def open_scripted_server_with_answer() -> Any:
     from hermes_trio.testing import open_scripted_server
 
     return open_scripted_server(default=TextReply("fine"))
+
+
+async def test_an_answer_before_the_body_arrived_says_the_connection_closes() -> None:
+    """A 401 sent before the request's body arrived ends the connection: it
+    must say so (``Connection: close``), or a client reuses the connection
+    and its next request fails with "Server disconnected without sending a
+    response" (seen on a loaded machine after a key's 429)."""
+    async with api_stack([TextReply("ok")], api={"key": "right"}) as (api, _):
+        stream = await trio.open_tcp_stream("127.0.0.1", api.port)
+        async with stream:
+            await stream.send_all(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Authorization: Bearer wrong\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 1000\r\n\r\n{"
+            )
+            head = b""
+            with trio.fail_after(5):
+                while b"\r\n\r\n" not in head:
+                    head += await stream.receive_some(4096)
+    lines = head.split(b"\r\n\r\n")[0].lower().split(b"\r\n")
+    assert lines[0].startswith(b"http/1.1 401")
+    assert b"connection: close" in lines

@@ -11,11 +11,17 @@ a ratio); the server's peak memory; and the time from a client closing
 mid-stream to the model server seeing its connection closed, for a fast
 stream and a slow one (a token every 250 ms).
 
+Both routes are measured, ``/v1/chat/completions`` and ``/v1/responses``
+(``--routes``). On a machine with two cores or more the server runs pinned
+to core 0, the model server (this process) and the load generator to core
+1: server CPU per token is the figure that holds from machine to machine.
+
 With ``--workers N`` the server runs as ``serve --workers N``; its CPU and
 memory are those of the supervisor and all its workers together
 (``api_server.max_concurrent`` stays 256, per worker).
 
     python bench/load.py [--levels 1,10,50,200] [--cancel-rounds 20] [--workers N]
+                         [--routes chat,responses]
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
             cwd=tmp,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            preexec_fn=_pin_server,
         )
         try:
             assert process.stdout is not None
@@ -79,12 +86,38 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
             process.kill()
 
 
-async def loadgen(url: str, concurrency: int) -> dict:
+async def loadgen(url: str, concurrency: int, route: str = "chat") -> dict:
     result = await trio.run_process(
-        [sys.executable, str(HERE / "loadgen.py"), "--url", url, "--concurrency", str(concurrency)],
+        [
+            sys.executable,
+            str(HERE / "loadgen.py"),
+            "--url",
+            url,
+            "--concurrency",
+            str(concurrency),
+            "--route",
+            route,
+        ],
         capture_stdout=True,
     )
     return json.loads(result.stdout)
+
+
+# The server on a core of its own; the model server (this process) and the
+# load generator (its child) on the other: the layout the figures are for.
+SERVER_CORES = {0}
+OTHER_CORES = {1}
+
+
+def pin_here() -> None:
+    if (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, OTHER_CORES)
+
+
+def _pin_server() -> None:
+    # In the server's process before exec; its workers inherit it.
+    if (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, SERVER_CORES)
 
 
 def summarize(run: dict) -> dict:
@@ -134,9 +167,14 @@ def peak_rss_mb(pid: int) -> float:
     return total / 1024
 
 
-async def throughput(levels: list[int]) -> None:
-    for label, delay in (("200 tokens, 2 ms apart", 0.002), ("200 tokens, no delay", 0.0)):
-        print(f"\n== {label}, serve --workers {WORKERS} ==")
+async def throughput(levels: list[int], routes: list[str]) -> None:
+    runs = [
+        (route, label, delay)
+        for route in routes
+        for label, delay in (("200 tokens, 2 ms apart", 0.002), ("200 tokens, no delay", 0.0))
+    ]
+    for route, label, delay in runs:
+        print(f"\n== {route}: {label}, serve --workers {WORKERS} ==")
         print(
             f"{'conc':>5} | {'TTFT p50 ms direct/hermes (+added, ratio)':<44} | "
             f"{'TTFT p95 ms direct/hermes':<26} | {'tokens/s direct/hermes (ratio)':<32} | failed"
@@ -145,10 +183,10 @@ async def throughput(levels: list[int]) -> None:
         async with open_scripted_server(default=reply, record=False) as model:
             async with hermes_serve(model.base_url) as (url, pid):
                 for level in levels:
-                    direct = summarize(await loadgen(model.base_url, level))
+                    direct = summarize(await loadgen(model.base_url, level, route))
                     cpu_before, machine_before = cpu_seconds(pid), machine_busy()
                     started = trio.current_time()
-                    through = summarize(await loadgen(url, level))
+                    through = summarize(await loadgen(url, level, route))
                     wall = trio.current_time() - started
                     cpu = cpu_seconds(pid) - cpu_before
                     machine_after = machine_busy()
@@ -220,8 +258,9 @@ async def cancellation(rounds: int) -> None:
         )
 
 
-async def main(levels: list[int], rounds: int) -> None:
-    await throughput(levels)
+async def main(levels: list[int], rounds: int, routes: list[str]) -> None:
+    pin_here()
+    await throughput(levels, routes)
     await cancellation(rounds)
 
 
@@ -230,6 +269,12 @@ if __name__ == "__main__":
     parser.add_argument("--levels", default="1,10,50,200")
     parser.add_argument("--cancel-rounds", type=int, default=20)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers N")
+    parser.add_argument("--routes", default="chat,responses", help="chat, responses or both")
     args = parser.parse_args()
     WORKERS = args.workers
-    trio.run(main, [int(x) for x in args.levels.split(",")], args.cancel_rounds)
+    trio.run(
+        main,
+        [int(x) for x in args.levels.split(",")],
+        args.cancel_rounds,
+        args.routes.split(","),
+    )

@@ -1,4 +1,5 @@
-"""Load generator for bench/load.py: N concurrent streaming chat clients.
+"""Load generator for bench/load.py: N concurrent streaming clients of the
+chat route or the Responses route (``--route``).
 
 Runs in its own process so its CPU does not count against the server under
 test. Speaks HTTP/1.1 over raw trio sockets and only scans the bytes for
@@ -18,26 +19,54 @@ from urllib.parse import urlsplit
 
 import trio
 
-FIRST = re.compile(rb'"content":"[^"]')
-BODY = json.dumps(
-    {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Tell me a story."}]}
-).encode()
+# route -> (path, body, the first token's frame, the stream's last frame)
+ROUTES: dict[str, tuple[str, bytes, re.Pattern[bytes], bytes]] = {
+    "chat": (
+        "/chat/completions",
+        json.dumps(
+            {
+                "model": "m",
+                "stream": True,
+                "messages": [{"role": "user", "content": "Tell me a story."}],
+            }
+        ).encode(),
+        re.compile(rb'"content":"[^"]'),
+        b"data: [DONE]",
+    ),
+    "responses": (
+        "/responses",
+        json.dumps({"model": "m", "stream": True, "input": "Tell me a story."}).encode(),
+        re.compile(rb'"delta":"[^"]'),
+        b"response.completed",
+    ),
+}
+
+
+_DELTA = re.compile(rb'"delta":"[^"]*"')
+
+
+def _count(data: bytes, token: re.Pattern[bytes], route: str) -> int:
+    if route == "chat":
+        return len(token.findall(data))
+    return sum(len(token.findall(delta)) for delta in _DELTA.findall(data))
 
 
 async def one_request(
-    host: str, port: int, path: str, token: re.Pattern[bytes]
+    host: str, port: int, path: str, token: re.Pattern[bytes], route: str
 ) -> dict[str, object]:
+    endpoint, body, first_frame, last_frame = ROUTES[route]
     stream = await trio.open_tcp_stream(host, port)
     request = (
-        f"POST {path}/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(BODY)}\r\n"
+        f"POST {path}{endpoint} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
-    ).encode() + BODY
+    ).encode() + body
     started = time.perf_counter()
     first: float | None = None
     tokens = 0
     tail = b""
     head = b""
+    ended = False
     async with stream:
         await stream.send_all(request)
         while True:
@@ -46,15 +75,18 @@ async def one_request(
                 break
             head = head or data[:64]
             window = tail + data
-            if first is None and FIRST.search(window):
+            if first is None and first_frame.search(window):
                 first = time.perf_counter()
             # Count the scripted tokens themselves, not frames: a server that
             # coalesces several tokens into one frame must not look slower.
-            tokens += len(token.findall(window)) - len(token.findall(tail))
-            tail = window[-64:]
-            if b"data: [DONE]" in window:
+            # On the Responses route only inside deltas: its closing events
+            # repeat the whole text.
+            tokens += _count(window, token, route) - _count(tail, token, route)
+            tail = window[-4096:]
+            if last_frame in window:
+                ended = True
                 break
-    ok = head.startswith(b"HTTP/1.1 200") and b"[DONE]" in tail
+    ok = head.startswith(b"HTTP/1.1 200") and ended
     return {
         "ttft": (first - started) if first else None,
         "tokens": tokens,
@@ -63,7 +95,7 @@ async def one_request(
     }
 
 
-async def main(url: str, concurrency: int, requests: int, pattern: str) -> None:
+async def main(url: str, concurrency: int, requests: int, pattern: str, route: str) -> None:
     token = re.compile(pattern.encode())
     parts = urlsplit(url)
     host, port, path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path.rstrip("/")
@@ -73,7 +105,7 @@ async def main(url: str, concurrency: int, requests: int, pattern: str) -> None:
     async def worker() -> None:
         for _ in queue:
             try:
-                results.append(await one_request(host, port, path, token))
+                results.append(await one_request(host, port, path, token, route))
             except OSError as exc:
                 results.append({"ttft": None, "tokens": 0, "ok": False, "status": str(exc)})
 
@@ -98,6 +130,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--token-pattern", default=r" w\d+", help="regex matching one token of the scripted reply"
     )
+    parser.add_argument("--route", choices=sorted(ROUTES), default="chat")
     args = parser.parse_args()
     trio.run(
         main,
@@ -105,4 +138,5 @@ if __name__ == "__main__":
         args.concurrency,
         args.requests or max(4 * args.concurrency, 60),
         args.token_pattern,
+        args.route,
     )

@@ -261,7 +261,8 @@ async def cancellation(rounds: int) -> None:
 async def main(levels: list[int], rounds: int, routes: list[str]) -> None:
     pin_here()
     await throughput(levels, routes)
-    await cancellation(rounds)
+    if rounds > 0:
+        await cancellation(rounds)
 
 
 if __name__ == "__main__":

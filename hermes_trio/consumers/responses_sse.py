@@ -41,22 +41,30 @@ DEFAULT_WINDOW = 256
 class EventLog:
     """Every event of one response so far, with wake-ups for followers.
 
-    ``events[n].sequence_number == n`` always holds.
+    ``events[n].sequence_number == n`` always holds. Two separate wake-ups:
+    followers (and the store writer) wait for the log to grow, the writer
+    waits for the primary reader to catch up; neither wakes for the
+    other's news, so a token costs no task a pass it does not need.
     """
 
     def __init__(self) -> None:
         self.events: list[ResponseEvent] = []
         self.closed = False
-        self._changed = trio.Event()
+        self._grown = trio.Event()
+        self._read = trio.Event()
         self.primary: int | None = None
         """How far the primary reader has read, while one is attached."""
 
     def __len__(self) -> int:
         return len(self.events)
 
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+    def _notify_grown(self) -> None:
+        self._grown.set()
+        self._grown = trio.Event()
+
+    def _notify_read(self) -> None:
+        self._read.set()
+        self._read = trio.Event()
 
     def extend(self, events: Sequence[ResponseEvent]) -> None:
         if self.closed:
@@ -68,37 +76,37 @@ class EventLog:
                 f"event {events[0].sequence_number} appended at position {len(self.events)}"
             )
         self.events.extend(events)
-        self._notify()
+        self._notify_grown()
 
     def close(self) -> None:
         """No more events: followers finish once they have read them all."""
         if not self.closed:
             self.closed = True
-            self._notify()
+            self._notify_grown()
 
     async def wait_beyond(self, position: int) -> None:
         """Return once there is an event at ``position`` or the log is closed."""
         while len(self.events) <= position and not self.closed:
-            await self._changed.wait()
+            await self._grown.wait()
 
     def attach_primary(self) -> None:
         self.primary = 0
-        self._notify()
+        self._notify_read()
 
     def detach_primary(self) -> None:
         self.primary = None
-        self._notify()
+        self._notify_read()
 
     def advance_primary(self, position: int) -> None:
         if self.primary is not None:
             self.primary = position
-            self._notify()
+            self._notify_read()
 
     async def wait_for_primary(self, window: int) -> None:
         """Backpressure: wait while the primary reader is more than
         ``window`` events behind."""
         while self.primary is not None and len(self.events) - self.primary > window:
-            await self._changed.wait()
+            await self._read.wait()
 
 
 async def write_response_events(

@@ -190,3 +190,28 @@ async def test_zero_keepalive_means_none() -> None:
     with trio.move_on_after(0.05) as scope:
         await follower.receive()
     assert scope.cancelled_caught
+
+
+async def test_the_log_wakes_its_followers_only_when_it_grows(autojump_clock) -> None:
+    log = EventLog()
+    log.attach_primary()
+    woken = 0
+
+    async def follower() -> None:
+        nonlocal woken
+        await log.wait_beyond(0)
+        woken = 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(follower)
+        await trio.sleep(0.1)
+        # The primary reader moving on is no news for someone waiting for
+        # events: it stays asleep (before, every advance woke it).
+        parked = trio.lowlevel.current_statistics().tasks_runnable
+        log.advance_primary(0)
+        assert trio.lowlevel.current_statistics().tasks_runnable == parked
+        await trio.sleep(0.1)
+        assert woken == 0
+        log.extend([ResponseEvent.make(0, "t", "{}")])
+        assert trio.lowlevel.current_statistics().tasks_runnable == parked + 1
+    assert woken == 1

@@ -137,7 +137,11 @@ class Store(Protocol):
         they are stored: recovery numbers its ending above it."""
 
     async def append_events(self, response_id: str, events: Sequence[ResponseEvent]) -> None:
-        """Add stream events; an event already stored is left as it is."""
+        """Add stream events; an event already stored is left as it is.
+
+        Returns once they are stored. Under load the events of all running
+        responses are written together, one write per
+        ``grouped.EVENT_WRITE_INTERVAL``."""
 
     async def finish(
         self,

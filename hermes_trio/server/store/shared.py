@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from ...wire.responses_out import ResponseEvent
 from . import statements as sql
 from .base import Claim, Signal, StoredResponse
+from .grouped import GroupedWrites, Rows
 from .runners import Runner
 
 __all__ = ["PRUNE_EVERY", "SQLStore"]
@@ -45,6 +46,7 @@ class SQLStore:
         self.max_age_days = max_age_days
         self.clock = clock
         self._since_prune = 0
+        self._events = GroupedWrites(self._write_events)
 
     async def _write(self, fn: Callable[[sql.Db], T]) -> T:
         """Run ``fn`` in one transaction, in a worker thread."""
@@ -69,8 +71,10 @@ class SQLStore:
 
     async def append_events(self, response_id: str, events: Sequence[ResponseEvent]) -> None:
         if events:
-            rows = sql.event_rows(response_id, events)
-            await self._write(partial(sql.append_events, response_id=response_id, rows=rows))
+            await self._events.add(response_id, sql.event_rows(response_id, events))
+
+    async def _write_events(self, rows: dict[str, Rows]) -> None:
+        await self._write(partial(sql.append_grouped_events, rows=rows))
 
     async def finish(
         self,

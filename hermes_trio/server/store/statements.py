@@ -139,6 +139,11 @@ def append_events(db: Db, response_id: str, rows: list[tuple[str, int, str, str]
         db.executemany(INSERT_EVENTS, rows)
 
 
+def append_grouped_events(db: Db, rows: dict[str, list[tuple[str, int, str, str]]]) -> None:
+    for response_id, some in rows.items():
+        append_events(db, response_id, some)
+
+
 def finish(
     db: Db,
     response_id: str,
@@ -364,11 +369,7 @@ def recover(db: Db, me: Runner, now: float) -> int:
         if runner in dead:
             _recover_one(db, response_id, response_json, messages_json, now)
             count += 1
-    gone = [
-        (runner_id,)
-        for runner_id, row in _runner_rows(db).items()
-        if is_dead(row, me, now)
-    ]
+    gone = [(runner_id,) for runner_id, row in _runner_rows(db).items() if is_dead(row, me, now)]
     db.executemany("DELETE FROM runners WHERE id = ?", gone)
     db.executemany("DELETE FROM signals WHERE runner = ?", gone)
     return count

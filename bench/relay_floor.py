@@ -1,0 +1,156 @@
+"""The floor under ``hermes-trio serve``'s CPU per token: minimal relays
+built from the same libraries, measured exactly as bench/load.py measures
+the server (pinned to core 0, the scripted model server and the load
+generator on core 1, 200 tokens 2 ms apart or with no delay).
+
+- ``raw``: trio sockets only. Reads the client's request, sends it to the
+  model server as it is, and copies the answer's bytes back: one read and
+  one write per token, no parsing at all.
+- ``httpx``: the upstream request through httpx (``AsyncClient.stream``,
+  ``aiter_raw``), the answer's body copied to the client as chunked bytes
+  framed by hand: what reading the model the way hermes-trio does costs,
+  with a free downstream.
+
+    python bench/relay_floor.py [--modes raw,httpx] [--levels 50] [--routes chat,responses]
+
+The relay runs as this same file with ``--serve MODE --upstream URL``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import trio
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import load  # noqa: E402  (bench/load.py, beside this file)
+
+from hermes_trio.testing import TextReply, open_scripted_server  # noqa: E402
+
+
+async def _read_request(stream: trio.SocketStream) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        piece = await stream.receive_some(65536)
+        if not piece:
+            raise EOFError
+        data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        body += await stream.receive_some(65536)
+    return head + b"\r\n\r\n" + body
+
+
+async def _raw(client: trio.SocketStream, host: str, port: int) -> None:
+    request = await _read_request(client)
+    upstream = await trio.open_tcp_stream(host, port)
+    async with upstream:
+        await upstream.send_all(request)
+        while data := await upstream.receive_some(65536):
+            await client.send_all(data)
+
+
+async def _httpx(client: trio.SocketStream, http: httpx.AsyncClient, base: str) -> None:
+    request = await _read_request(client)
+    head, _, body = request.partition(b"\r\n\r\n")
+    path = head.split(b" ")[1].decode()
+    async with http.stream(
+        "POST", base + path, content=body, headers={"Content-Type": "application/json"}
+    ) as response:
+        await client.send_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        )
+        async for data in response.aiter_raw():
+            await client.send_all(b"%x\r\n%b\r\n" % (len(data), data))
+        await client.send_all(b"0\r\n\r\n")
+
+
+async def serve(mode: str, upstream: str) -> None:
+    target = httpx.URL(upstream)
+    host, port = target.host, target.port or 80
+    base = f"http://{host}:{port}"
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    print(f"listening on http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/v1", flush=True)
+    async with httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_connections=None)) as http:
+
+        async def handle(client: trio.SocketStream) -> None:
+            async with client:
+                try:
+                    if mode == "raw":
+                        await _raw(client, host, port)
+                    else:
+                        await _httpx(client, http, base)
+                except (EOFError, trio.BrokenResourceError, httpx.HTTPError):
+                    pass
+
+        await trio.serve_listeners(handle, listeners)
+
+
+async def measure(modes: list[str], levels: list[int], routes: list[str]) -> None:
+    load.pin_here()
+    for route in routes:
+        for label, delay in (("200 tokens, 2 ms apart", 0.002), ("200 tokens, no delay", 0.0)):
+            reply = TextReply(tokens=load.TOKENS, delay=delay)
+            async with open_scripted_server(default=reply, record=False) as model:
+                for mode in modes:
+                    process = await trio.lowlevel.open_process(
+                        [sys.executable, __file__, "--serve", mode, "--upstream", model.base_url],
+                        stdout=subprocess.PIPE,
+                        preexec_fn=load._pin_server,
+                    )
+                    try:
+                        assert process.stdout is not None
+                        line = b""
+                        while not line.endswith(b"\n"):
+                            line += await process.stdout.receive_some(4096)
+                        url = line.split(b"listening on ")[1].split()[0].decode()
+                        for level in levels:
+                            direct = load.summarize(
+                                await load.loadgen(model.base_url, level, route)
+                            )
+                            before = load.cpu_seconds(process.pid)
+                            through = load.summarize(await load.loadgen(url, level, route))
+                            cpu = load.cpu_seconds(process.pid) - before
+                            print(
+                                f"{route:9} {label:23} {mode:5} c={level:<3} "
+                                f"{cpu / max(1, through['tokens']) * 1e6:5.1f} µs CPU per token, "
+                                f"tokens/s {through['tps'] / direct['tps']:4.2f}x direct, "
+                                f"failed {through['failed']}/{through['requests']}",
+                                flush=True,
+                            )
+                    finally:
+                        process.terminate()
+                        await process.wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", default="raw,httpx")
+    parser.add_argument("--levels", default="50")
+    parser.add_argument("--routes", default="chat,responses")
+    parser.add_argument("--serve", choices=("raw", "httpx"), help=argparse.SUPPRESS)
+    parser.add_argument("--upstream", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        trio.run(serve, args.serve, args.upstream)
+    else:
+        os.environ.setdefault("PYTHONUNBUFFERED", "1")
+        trio.run(
+            measure,
+            args.modes.split(","),
+            [int(x) for x in args.levels.split(",")],
+            args.routes.split(","),
+        )

@@ -69,7 +69,7 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
             cwd=tmp,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_pin_server,
+            preexec_fn=pin_server,
         )
         try:
             assert process.stdout is not None
@@ -114,7 +114,7 @@ def pin_here() -> None:
         os.sched_setaffinity(0, OTHER_CORES)
 
 
-def _pin_server() -> None:
+def pin_server() -> None:
     # In the server's process before exec; its workers inherit it.
     if (os.cpu_count() or 1) >= 2:
         os.sched_setaffinity(0, SERVER_CORES)

@@ -19,7 +19,6 @@ The relay runs as this same file with ``--serve MODE --upstream URL``.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,7 +108,7 @@ async def measure(modes: list[str], levels: list[int], routes: list[str]) -> Non
                     process = await trio.lowlevel.open_process(
                         [sys.executable, __file__, "--serve", mode, "--upstream", model.base_url],
                         stdout=subprocess.PIPE,
-                        preexec_fn=load._pin_server,
+                        preexec_fn=load.pin_server,
                     )
                     try:
                         assert process.stdout is not None
@@ -147,7 +146,6 @@ if __name__ == "__main__":
     if args.serve:
         trio.run(serve, args.serve, args.upstream)
     else:
-        os.environ.setdefault("PYTHONUNBUFFERED", "1")
         trio.run(
             measure,
             args.modes.split(","),

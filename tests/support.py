@@ -323,3 +323,20 @@ async def gateway_process(
         finally:
             if process.poll() is None:
                 process.kill()
+
+
+async def run_cli(
+    args: list[str], env: dict[str, str], cwd: Any, *, within: float = 30, **options: Any
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``hermes-trio ARGS`` to its end, its output captured; one still
+    running after ``within`` seconds (it started instead of refusing) fails the test."""
+    with trio.fail_after(within):
+        return await trio.run_process(
+            [sys.executable, "-m", "hermes_trio.cli", *args],
+            env=env,
+            cwd=cwd,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            **options,
+        )

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -34,6 +35,9 @@ from .turns import TurnSlots
 __all__ = ["ApiServer", "StoreInUse", "open_api_server", "open_shared_store", "startup_problem"]
 
 log = logging.getLogger("hermes_trio.server")
+
+T = TypeVar("T")
+
 
 @dataclass
 class ApiServer:
@@ -107,8 +111,8 @@ async def open_api_server(
     # recovery).
     async with (
         _closed_at_exit(sock),
-        _agent_or(config, agent) as the_agent,
-        _store_or(config, store) as in_use,
+        _given_or(agent, partial(open_agent, config)) as the_agent,
+        _given_or(store, partial(open_shared_store, config)) as in_use,
         trio.open_nursery() as turns,
     ):
         state = ServerState(
@@ -188,18 +192,13 @@ async def open_shared_store(config: Config) -> AsyncIterator[StoreInUse]:
 
 
 @asynccontextmanager
-async def _store_or(config: Config, store: StoreInUse | None) -> AsyncIterator[StoreInUse]:
-    if store is not None:
-        yield store
+async def _given_or(
+    given: T | None, open_: Callable[[], AbstractAsyncContextManager[T]]
+) -> AsyncIterator[T]:
+    """``given`` when the caller passed one (and keeps it), else one opened
+    here for as long as the block runs."""
+    if given is not None:
+        yield given
         return
-    async with open_shared_store(config) as opened:
-        yield opened
-
-
-@asynccontextmanager
-async def _agent_or(config: Config, agent: Agent | None) -> AsyncIterator[Agent]:
-    if agent is not None:
-        yield agent
-        return
-    async with open_agent(config) as opened:
+    async with open_() as opened:
         yield opened

@@ -4,11 +4,9 @@ command, the scripted model server, the fake Telegram)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-import trio
-from support import clean_env
+from support import clean_env, run_cli
 
 from hermes_trio.testing import TextReply, ToolCallReply, open_scripted_server
 from hermes_trio.testing.fake_telegram import open_fake_telegram
@@ -17,15 +15,7 @@ TOKEN = "987654:DOCTOR-secret_token_value"
 
 
 async def doctor(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    with trio.fail_after(60):
-        return await trio.run_process(
-            [sys.executable, "-m", "hermes_trio.cli", "doctor"],
-            env=env,
-            cwd=cwd,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
+    return await run_cli(["doctor"], env, cwd, within=60)
 
 
 async def test_a_healthy_set_up_passes_every_check(tmp_path: Path) -> None:

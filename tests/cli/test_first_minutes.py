@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from support import clean_env, start_serve
+from support import clean_env, run_cli, start_serve
 
 from hermes_trio.cli.discovery import LOCAL_SERVERS, discover, local_servers
 from hermes_trio.testing import TextReply, open_scripted_server
@@ -61,15 +61,7 @@ async def test_serve_finds_a_local_server_and_says_which(tmp_path: Path) -> None
 
 async def test_with_nothing_found_serve_refuses_in_one_line(tmp_path: Path) -> None:
     env = clean_env(HERMES_DATA_DIR=str(tmp_path / "data"), HERMES_LOCAL_SERVERS=str(_free_port()))
-    with trio.fail_after(30):
-        result = await trio.run_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
-            env=env,
-            cwd=tmp_path,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
+    result = await run_cli(["serve", "--port", "0"], env, tmp_path)
     assert result.returncode == 2
     (line,) = result.stderr.decode().strip().splitlines()
     assert line.startswith("hermes-trio serve: no model server configured: set model.base_url")

@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import signal
 import socket
-import subprocess
-import sys
 
 import trio
-from support import clean_env, start_serve
+from support import clean_env, run_cli, start_serve
 
 from hermes_trio.testing import TextReply, open_scripted_server
 
 
 def env_without_model(tmp_path) -> dict[str, str]:
     return clean_env(HERMES_DATA_DIR=str(tmp_path / "data"))
-
-
-async def run_cli(args: list[str], env: dict[str, str], cwd) -> subprocess.CompletedProcess:
-    with trio.fail_after(20):
-        return await trio.run_process(
-            [sys.executable, "-m", "hermes_trio.cli", *args],
-            env=env, cwd=cwd, capture_stdout=True, capture_stderr=True, check=False,
-        )
 
 
 async def test_refuses_to_start_without_a_model_server(tmp_path) -> None:

@@ -9,13 +9,12 @@ import json
 import os
 import re
 import signal
-import sys
 from collections import Counter
 from pathlib import Path
 
 import httpx
 import trio
-from support import ServeProcess, clean_env, make_config, start_serve
+from support import ServeProcess, clean_env, make_config, run_cli, start_serve
 from test_connections import Reader, eof, request_bytes
 
 from hermes_trio.cli.serve import STOP_GRACE
@@ -205,15 +204,7 @@ async def test_a_worker_that_cannot_start_ends_the_supervisor_in_one_line(
         HERMES_DATA_DIR=str(tmp_path / "data"),
         PYTHONPATH=str(hook),
     )
-    with trio.fail_after(30):
-        result = await trio.run_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0", "--workers", "3"],
-            env=env,
-            cwd=tmp_path,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
+    result = await run_cli(["serve", "--port", "0", "--workers", "3"], env, tmp_path)
     assert result.returncode == 1
     lines = result.stderr.decode().strip().splitlines()
     assert len(lines) == 1, lines
@@ -230,15 +221,7 @@ async def test_a_bad_store_is_one_line_from_the_supervisor(tmp_path: Path) -> No
         HERMES_DATA_DIR=str(tmp_path / "data"),
         API_SERVER_WORKERS="2",
     )
-    with trio.fail_after(30):
-        result = await trio.run_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve", "--port", "0"],
-            env=env,
-            cwd=tmp_path,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
+    result = await run_cli(["serve", "--port", "0"], env, tmp_path)
     assert result.returncode == 1
     lines = result.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "store.data_dir" in lines[0], lines
@@ -247,13 +230,7 @@ async def test_a_bad_store_is_one_line_from_the_supervisor(tmp_path: Path) -> No
 async def test_bad_worker_counts_name_the_setting(tmp_path: Path) -> None:
     env = clean_env(HERMES_MODEL_BASE_URL="http://127.0.0.1:9/v1")
     for args in (["--workers", "0"], ["--workers", "65"]):
-        result = await trio.run_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve", *args],
-            env=env,
-            cwd=tmp_path,
-            capture_stderr=True,
-            check=False,
-        )
+        result = await run_cli(["serve", *args], env, tmp_path)
         assert result.returncode == 2
         assert "api_server.workers: expected an integer from 1 to 64" in result.stderr.decode()
 

@@ -11,13 +11,19 @@ import resource
 import signal
 import sqlite3
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
 import trio
-from support import api_stack, clean_env, gateway_process, http_for, make_config, start_serve
+from support import (
+    api_stack,
+    clean_env,
+    gateway_process,
+    http_for,
+    make_config,
+    run_cli,
+    start_serve,
+)
 from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
@@ -31,23 +37,6 @@ from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 KEY = "test-client-key"
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 TERMINAL = {"response.completed", "response.failed", "response.incomplete"}
-
-
-async def run_cli(
-    args: list[str], env: dict[str, str], cwd: Path, **options: Any
-) -> subprocess.CompletedProcess[bytes]:
-    """Run ``hermes-trio ARGS`` to its end; one that is still running after
-    a few seconds (it started instead of refusing) fails the test."""
-    with trio.fail_after(15):
-        return await trio.run_process(
-            [sys.executable, "-m", "hermes_trio.cli", *args],
-            env=env,
-            cwd=cwd,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            **options,
-        )
 
 
 def one_line(result: subprocess.CompletedProcess[bytes]) -> str:

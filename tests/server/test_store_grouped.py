@@ -9,7 +9,8 @@ import trio
 import trio.testing
 
 from hermes_trio.server.store import StoreError
-from hermes_trio.server.store.grouped import GroupedWrites, Rows
+from hermes_trio.server.store.grouped import GroupedWrites
+from hermes_trio.server.store.statements import Rows
 
 
 @pytest.fixture

@@ -22,13 +22,12 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from .base import StoreError
+from .statements import Rows
 
-__all__ = ["EVENT_WRITE_INTERVAL", "GroupedWrites", "Rows"]
+__all__ = ["EVENT_WRITE_INTERVAL", "GroupedWrites"]
 
 EVENT_WRITE_INTERVAL = 0.01
 """Seconds between two event writes under load."""
-
-Rows = list[tuple[str, int, str, str]]
 
 
 class _Group:
@@ -56,36 +55,34 @@ class GroupedWrites:
 
     async def add(self, response_id: str, rows: Rows) -> None:
         group = self._open
-        if group is not None:
-            group.rows.setdefault(response_id, []).extend(rows)
-            # Cancellable: the group is written all the same.
-            await group.done.wait()
-        else:
+        if group is None:
             group = self._open = _Group()
             group.rows[response_id] = list(rows)
             await self._lead(group)
             if group.error is not None:
                 raise group.error
             return
+        group.rows.setdefault(response_id, []).extend(rows)
+        # Cancellable: the group is written all the same.
+        await group.done.wait()
         if group.error is not None:
             raise _again(group.error)
 
     async def _lead(self, group: _Group) -> None:
         """Wait out the interval, then write the group. Shielded: the other
         batches in it depend on this task, and the wait is short."""
-        with trio.CancelScope(shield=True):
-            try:
+        try:
+            with trio.CancelScope(shield=True):
                 await trio.sleep_until(self._last + self.interval)
-                # Batches from here on form the next group.
+                # Closed before the write: batches from here on form the
+                # next group, never one already handed to the database.
                 self._open = None
                 self._last = trio.current_time()
                 await self._write(group.rows)
-            except BaseException as exc:
-                group.error = exc
-            finally:
-                if self._open is group:
-                    self._open = None
-                group.done.set()
+        except BaseException as exc:
+            group.error = exc
+        finally:
+            group.done.set()
 
 
 def _again(exc: BaseException) -> BaseException:

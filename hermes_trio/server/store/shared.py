@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from ...wire.responses_out import ResponseEvent
 from . import statements as sql
 from .base import Claim, Signal, StoredResponse
-from .grouped import GroupedWrites, Rows
+from .grouped import GroupedWrites
 from .runners import Runner
 
 __all__ = ["PRUNE_EVERY", "SQLStore"]
@@ -73,7 +73,7 @@ class SQLStore:
         if events:
             await self._events.add(response_id, sql.event_rows(response_id, events))
 
-    async def _write_events(self, rows: dict[str, Rows]) -> None:
+    async def _write_events(self, rows: dict[str, sql.Rows]) -> None:
         await self._write(partial(sql.append_grouped_events, rows=rows))
 
     async def finish(

@@ -20,7 +20,10 @@ from ...wire.responses_replay import output_text, replay_output
 from .base import Claim, Signal, StoredResponse, dumps
 from .runners import Runner, RunnerRow, is_dead
 
-__all__ = ["Cursor", "Db"]
+__all__ = ["Cursor", "Db", "Rows"]
+
+Rows = list[tuple[str, int, str, str]]
+"""Stored stream events: (response id, sequence number, type, data)."""
 
 # Where an indexed item is kept: 0 the input items, 1 the response's output.
 ITEM_SOURCES = ("input_items", "response")
@@ -74,9 +77,7 @@ FINISH_RESPONSE = (
 _ITEM_MARKS = ("response.output_item.added", "response.output_item.done")
 
 
-def event_rows(
-    response_id: str, events: Sequence[ResponseEvent]
-) -> list[tuple[str, int, str, str]]:
+def event_rows(response_id: str, events: Sequence[ResponseEvent]) -> Rows:
     return [(response_id, e.sequence_number, e.type, e.data) for e in events]
 
 
@@ -133,13 +134,13 @@ def reserve(db: Db, response_id: str, seq: int) -> None:
         db.execute(RESERVE, (response_id, seq))
 
 
-def append_events(db: Db, response_id: str, rows: list[tuple[str, int, str, str]]) -> None:
+def append_events(db: Db, response_id: str, rows: Rows) -> None:
     # A response deleted while its turn ran keeps no events.
     if exists(db, response_id):
         db.executemany(INSERT_EVENTS, rows)
 
 
-def append_grouped_events(db: Db, rows: dict[str, list[tuple[str, int, str, str]]]) -> None:
+def append_grouped_events(db: Db, rows: dict[str, Rows]) -> None:
     for response_id, some in rows.items():
         append_events(db, response_id, some)
 
@@ -151,7 +152,7 @@ def finish(
     status: str,
     response: dict[str, Any],
     messages: list[dict[str, Any]],
-    rows: list[tuple[str, int, str, str]],
+    rows: Rows,
     now: float,
 ) -> None:
     update = (status, now, dumps(response), dumps(messages), response_id)

@@ -87,6 +87,8 @@ def create_app(state: ServerState) -> QuartTrio:
 
     @app.before_request
     async def check_key() -> None:
+        # Never a key from an earlier request on the same connection.
+        current_key.set(None)
         private = request.path.startswith("/v1") or (
             request.path == "/metrics" and not api.metrics_public
         )

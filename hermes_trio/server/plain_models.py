@@ -265,8 +265,7 @@ async def _relay_task(
                             if out:
                                 await send.send(out)
                         tail = stream.end(
-                            f"the model server at {where} ended the stream before its end "
-                            "([DONE])"
+                            f"the model server at {where} ended the stream before its end ([DONE])"
                         )
             except (trio.TooSlowError, httpx.HTTPError, SSEError) as exc:
                 if not reported:

@@ -162,8 +162,7 @@ def completion_tokens(answer: Any) -> int:
         message = choice.get("message") if isinstance(choice, dict) else None
         if isinstance(message, dict):
             said += sum(
-                len(message[name]) if isinstance(message.get(name), str) else 0
-                for name in _SAYS
+                len(message[name]) if isinstance(message.get(name), str) else 0 for name in _SAYS
             )
             calls = message.get("tool_calls")
             if isinstance(calls, list):

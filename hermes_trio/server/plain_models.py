@@ -281,10 +281,8 @@ async def _relay_task(
                 assert stream is not None
                 message, code = _cut(where, exc, timeouts.idle)
                 tail = stream.end(message, code=code)
-            if stream is not None:
-                spent = stream.spent
-                if tail:
-                    await send.send(tail)
+            if tail:
+                await send.send(tail)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
     finally:

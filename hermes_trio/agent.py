@@ -45,11 +45,30 @@ from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
 from .wire.think import ThinkFilter
 
-__all__ = ["Agent", "open_agent"]
+__all__ = ["Agent", "TokenMeter", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
 INTERRUPTED_MARK = "[interrupted]"
+
+
+class TokenMeter:
+    """The model's deltas of one turn, counted as they arrive (about a
+    token each): what a turn cut off before the model server reported its
+    usage still cost. A caller that charges for turns passes one to
+    :meth:`Agent.run_turn` (``meter=``)."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self) -> None:
+        self.tokens = 0
+
+    def spent(self, usage: Usage | None) -> int:
+        """The turn's completion tokens: the model server's count where it
+        gave one, else (or where it says less, for a turn cut off in a
+        later step) the deltas counted here."""
+        reported = usage.completion_tokens if usage is not None else 0
+        return max(reported, self.tokens)
 
 
 class _Marks:
@@ -161,12 +180,14 @@ class Agent:
         model: str | None = None,
         system: str | None = None,
         tool_context: ToolContext | None = None,
+        meter: TokenMeter | None = None,
     ) -> TurnResult:
         """Run one turn over ``messages`` (extended in place), sending events.
 
         ``client_tools`` are OpenAI tool definitions the caller executes itself:
         when the model calls one, the turn ends with ``finish_reason
         "tool_calls"`` and the calls in ``TurnFinished.tool_calls``.
+        ``meter`` counts the model's deltas as they arrive.
         """
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
@@ -184,6 +205,7 @@ class Agent:
                     model=model,
                     system=system,
                     ctx=tool_context or self.new_tool_context(),
+                    meter=meter or TokenMeter(),
                 )
             except trio.BrokenResourceError:
                 # The consumer went away; the turn is over for everyone.
@@ -203,6 +225,7 @@ class Agent:
         system: str | None,
         ctx: ToolContext,
         marks: _Marks,
+        meter: TokenMeter,
     ) -> TurnResult:
         cfg = self.config.agent
         prompt = cfg.system_prompt
@@ -234,6 +257,12 @@ class Agent:
         async def on_delta(delta: ChunkDelta) -> None:
             if marks.waiting and (delta.content or delta.reasoning):
                 marks.first_token()
+            # A merged delta counts its content's tokens only; one without
+            # content (reasoning, a tool call's fragment) counts one.
+            if delta.content:
+                meter.tokens += delta.tokens
+            elif delta.reasoning or delta.tool_calls:
+                meter.tokens += 1
             # Reasoning first: a delta that carries both (a whole
             # non-streamed answer) was reasoned before it was said.
             if delta.reasoning:

@@ -209,10 +209,13 @@ class ApiKeyConfig(_HoldsSecrets):
     name: str = ""
     key: str | None = _secret()
     max_concurrent: int | None = None
-    """Requests of this key at once (streams count until they end)."""
+    """Turns and relays of this key at once, each until it ends (a
+    background response too, however long after its reply)."""
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
-    """Completion tokens the model server reported, over the last minute."""
+    """Completion tokens over the last minute, charged as each turn or relay
+    ends: as the model server reported them, else counted (about one per
+    chunk) for an answer cut off or sent without its usage."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import trio
@@ -124,6 +125,7 @@ __all__ = [
     "make_config",
     "open_agent",
     "run_turn",
+    "serve_before",
     "start_serve",
 ]
 
@@ -340,3 +342,21 @@ async def run_cli(
             check=False,
             **options,
         )
+
+
+@asynccontextmanager
+async def serve_before(
+    model_url: str, cwd: Any, config_yaml: str = ""
+) -> AsyncIterator[tuple[ServeProcess, httpx.AsyncClient]]:
+    """A real ``hermes-trio serve`` in front of the model server at
+    ``model_url``, with ``config_yaml`` as its config file, and an httpx
+    client for its ``/v1``; the process is killed on leaving."""
+    import httpx
+
+    await trio.Path(cwd, "config.yaml").write_text(config_yaml)
+    env = clean_env(HERMES_DATA_DIR=str(Path(cwd, "data")), HERMES_MODEL_BASE_URL=model_url)
+    async with trio.open_nursery() as nursery:
+        served = await start_serve(nursery, env, cwd)
+        async with httpx.AsyncClient(base_url=served.base_url, timeout=20) as http:
+            yield served, http
+        nursery.cancel_scope.cancel()

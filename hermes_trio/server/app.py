@@ -26,7 +26,7 @@ from .chat.route import register_chat_routes
 from .errors import APIError
 from .front import Front
 from .gate import GateSettings
-from .keys import retry_after_header
+from .keys import current_key, retry_after_header
 from .page.route import register_page_routes
 from .plain_models import PlainModels, relay
 from .request_log import current_record
@@ -87,6 +87,8 @@ def create_app(state: ServerState) -> QuartTrio:
 
     @app.before_request
     async def check_key() -> None:
+        # Never a key from an earlier request on the same connection.
+        current_key.set(None)
         private = request.path.startswith("/v1") or (
             request.path == "/metrics" and not api.metrics_public
         )
@@ -112,10 +114,9 @@ def create_app(state: ServerState) -> QuartTrio:
                 code=refusal.code,
                 headers={"Retry-After": retry_after_header(refusal.retry_after)},
             )
-        if record is not None:
-            record.on_end.append(
-                lambda done, ended: state.keys.finish(key.name, ended, done.tokens)
-            )
+        # The work the request starts (a turn, a relay) reserves the key's
+        # place and is charged its tokens when it ends (turns.TurnHold).
+        current_key.set((state.keys, key))
 
     @app.get("/metrics")
     async def figures() -> Response:

@@ -3,13 +3,19 @@ keys with limits (``api_server.keys``, ``api_server.keys_file``).
 
 :class:`Budget` is the per-key arithmetic, pure (the caller gives the
 time): requests and completion tokens over a sliding minute. A request is
-refused when the key already spent its minute's budget; its tokens are
-charged when it ends (only then are they known), so one request may take
-a key over its token budget, and the next waits until enough of the
-minute has passed. :class:`KeyRing` finds a request's key (every known key
-compared in constant time, all of them, whatever matched) and holds each
-key's budget and requests in flight. Limits are per process: under
-``serve --workers N`` each worker counts its own.
+refused when the key already spent its minute's budget. :class:`KeyRing`
+finds a request's key (every known key compared in constant time, all of
+them, whatever matched) and holds each key's budget and its work in flight.
+
+``max_concurrent`` counts work, not requests: a request that starts a turn
+or a relay takes a :class:`Reservation` (:meth:`KeyRing.reserve`), and the
+work keeps it until the work ends, however long that outlives the HTTP
+reply (a background response, a stream whose client left); the work's end
+gives it back with the tokens it spent, which are charged then (only then
+are they known), so one turn may take a key over its token budget, and the
+next request waits until enough of the minute has passed. Reading, polling
+or cancelling a response starts no work and takes no place. Limits are per
+process: under ``serve --workers N`` each worker counts its own.
 """
 
 from __future__ import annotations
@@ -17,11 +23,21 @@ from __future__ import annotations
 import hmac
 import math
 from collections import deque
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ..config import ApiKeyConfig, ApiServerConfig, load_keys_file
 
-__all__ = ["WINDOW", "Budget", "KeyRing", "NamedKey", "Refusal", "keys_of"]
+__all__ = [
+    "WINDOW",
+    "Budget",
+    "KeyRing",
+    "NamedKey",
+    "Refusal",
+    "Reservation",
+    "current_key",
+    "keys_of",
+]
 
 WINDOW = 60.0
 _SLACK = 1e-6
@@ -147,27 +163,56 @@ class KeyRing:
 
     def admit(self, key: NamedKey, now: float) -> Refusal | None:
         """Count a request of ``key`` in, or say why it must wait."""
-        busy = self.in_flight.get(key.name, 0)
-        if key.max_concurrent is not None and busy >= key.max_concurrent:
-            return Refusal(
-                "key_concurrency_exceeded",
-                f"this key already has {busy} requests running (its limit)",
-                1.0,
-            )
         budget = self.budgets[key.name]
         refusal = budget.refusal(now)
         if refusal is not None:
             return refusal
         budget.admit(now)
-        self.in_flight[key.name] = busy + 1
         return None
 
-    def finish(self, name: str, now: float, tokens: int | None) -> None:
-        """A request of key ``name`` ended after ``tokens`` tokens."""
+    def reserve(self, key: NamedKey) -> Reservation | Refusal:
+        """A place among ``key``'s work in flight, or why there is none."""
+        busy = self.in_flight.get(key.name, 0)
+        if key.max_concurrent is not None and busy >= key.max_concurrent:
+            return Refusal(
+                "key_concurrency_exceeded",
+                f"this key already has {busy} requests at work (its limit of "
+                f"{key.max_concurrent}); retry when one has ended",
+                1.0,
+            )
+        self.in_flight[key.name] = busy + 1
+        return Reservation(self, key.name)
+
+    def _end(self, name: str, now: float, tokens: int) -> None:
         self.in_flight[name] = max(0, self.in_flight.get(name, 0) - 1)
         budget = self.budgets.get(name)
-        if budget is not None and tokens:
+        if budget is not None:
             budget.charge(now, tokens)
+
+
+@dataclass(eq=False)
+class Reservation:
+    """One piece of work's place in its key's concurrency; the work gives
+    it back once, as it ends, with the completion tokens it spent."""
+
+    ring: KeyRing
+    name: str
+    released: bool = False
+
+    def release(self, now: float, tokens: int) -> None:
+        """Give the place back and charge ``tokens`` at ``now``; only the
+        first call counts."""
+        if self.released:
+            return
+        self.released = True
+        self.ring._end(self.name, now, tokens)
+
+
+current_key: ContextVar[tuple[KeyRing, NamedKey] | None] = ContextVar(
+    "hermes_request_key", default=None
+)
+"""The key the current request was admitted with (set by the app's key
+check): the work the request starts reserves its place under it."""
 
 
 def retry_after_header(seconds: float) -> str:

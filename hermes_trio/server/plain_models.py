@@ -9,12 +9,20 @@ sent, streamed or not. Frontends use them for their background chores
 A relay runs in the server's turns nursery, in a slot like a turn: the
 upstream read feeds a small channel the response body reads, so a slow
 client slows the upstream read, and a client that goes away cancels the
-relay, which closes the upstream request at once.
+relay, which closes the upstream request at once. Like a turn it holds the
+request key's place until it ends, and its end charges the key the tokens
+the answer cost (:class:`~.turns.TurnHold`).
+
+The model server's key is this server's, never the client's: its errors
+and error frames are redacted on their way (:mod:`hermes_trio.wire.relay`),
+and its refusal of the key (401, 403) is a 502 naming the model server. A
+stream the model server cut off (no ``[DONE]``) ends with an error frame.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +32,19 @@ import trio
 from quart import Response
 
 from ..llm.http_body import open_body
+from ..redaction import shown_url
+from ..wire.relay import (
+    CUT_CODE,
+    RelayedStream,
+    completion_tokens,
+    error_message,
+    redacted_json,
+)
+from ..wire.sse import SSEError
 from .bodies import StreamedBody, json_response, sse_response
 from .errors import APIError
 from .state import ServerState
+from .turns import TurnHold
 
 __all__ = ["PlainModels", "relay"]
 
@@ -117,39 +135,77 @@ class _Head:
     status: int
     content_type: str
     first: bytes
+    whole: bool
+    """``first`` is the whole answer (not a stream's first events)."""
+
+
+# The model server's answers that say it refused the key it was sent: the
+# key is this server's, not the client's, so the client gets a 502.
+_KEY_REFUSED = frozenset({401, 403})
 
 
 async def relay(state: ServerState, body: dict[str, Any]) -> Response:
     """Pass one chat request to the model server and its answer back."""
-    head, pieces, scope = await state.nursery.start(_relay_task, state, body)
-    if head.status != 200 or not body.get("stream"):
-        # Already whole: the task read it all and ended.
-        return _whole(head)
+    # The relay's hold (a slot, the key's place) is given back by the relay
+    # task as it ends, with the tokens the answer cost.
+    hold = TurnHold.take(state.slots)
+    try:
+        head, pieces, scope = await state.nursery.start(_relay_task, state, body, hold)
+    except BaseException:
+        # The task gives it back as it ends; this is for a task that never ran.
+        hold.release()
+        raise
+    if head.whole:
+        # The task read it all and ended.
+        return _whole(head, _where(state))
     return sse_response(_RelayBody(head.first, pieces, scope))
 
 
-def _whole(head: _Head) -> Response:
-    if head.status == 200 or head.content_type.startswith("application/json"):
-        try:
-            return json_response(orjson.loads(head.first), status=head.status)
-        except orjson.JSONDecodeError:
-            pass
+def _where(state: ServerState) -> str:
+    return shown_url(state.agent.config.model.base_url or "")
+
+
+def _whole(head: _Head, where: str) -> Response:
+    if head.status == 200:
+        answer = _json(head.first)
+        if answer is not None:
+            return json_response(answer)
+    else:
+        # An error may quote the key this server sent: redacted, always.
+        error = redacted_json(head.first)
+        if head.status in _KEY_REFUSED:
+            said = error_message(error) if error is not None else None
+            raise APIError(
+                502,
+                f"the model server at {where} refused the API key hermes-trio sent it "
+                f"(HTTP {head.status}{': ' + said if said else ''}); check model.api_key",
+                code="upstream_auth_failed",
+            )
+        if error is not None and head.content_type.startswith("application/json"):
+            return json_response(error, status=head.status)
     raise APIError(
         502,
-        f"the model server answered {head.status} with a body that is not JSON",
+        f"the model server at {where} answered {head.status} with a body that is not JSON",
         code="bad_upstream_response",
     )
+
+
+def _json(raw: bytes) -> Any | None:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
 
 
 async def _relay_task(
     state: ServerState,
     body: dict[str, Any],
+    hold: TurnHold,
     *,
     task_status: trio.TaskStatus[tuple[_Head, trio.MemoryReceiveChannel[bytes], trio.CancelScope]],
 ) -> None:
-    # A slot like a turn's (429 when none is free), given back as this ends.
-    state.slots.acquire()
     config = state.agent.config.model
+    where = _where(state)
     url = (config.base_url or "").rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json"}
     if config.api_key:
@@ -157,32 +213,61 @@ async def _relay_task(
     send, receive = trio.open_memory_channel[bytes](4)
     timeouts = config.timeouts
     reported = False
+    spent = 0
+    stream: RelayedStream | None = None
+    tail = b""
     try:
         with trio.CancelScope() as scope, send:
             try:
-                with trio.fail_after(timeouts.first_token):
+                # Until the first bytes go out; then only the idle limit.
+                with trio.fail_after(timeouts.first_token) as first_deadline:
                     request = state.agent.client.http.stream(
                         "POST", url, content=orjson.dumps(body), headers=headers
                     )
                     async with request as response, open_body(response) as pieces:
                         content_type = response.headers.get("Content-Type", "")
-                        if response.status_code != 200 or not body.get("stream"):
+                        status = response.status_code
+                        if (
+                            status != 200
+                            or not body.get("stream")
+                            # A server that answers a stream request whole.
+                            or content_type.startswith("application/json")
+                        ):
                             whole = await _read_all(pieces)
+                            if status == 200:
+                                spent = completion_tokens(_json(whole))
                             reported = True
-                            task_status.started(
-                                (_Head(response.status_code, content_type, whole), receive, scope)
-                            )
+                            head = _Head(status, content_type, whole, whole=True)
+                            task_status.started((head, receive, scope))
                             return
-                        first = await anext(pieces, b"")
+                        stream = RelayedStream(max_event=MAX_PLAIN_BYTES)
+                        first = b""
+                        while not first:
+                            piece = await anext(pieces, None)
+                            if piece is None:
+                                raise APIError(
+                                    502,
+                                    f"the model server at {where} ended the stream before "
+                                    "its first event",
+                                    code=CUT_CODE,
+                                )
+                            first = stream.feed(piece)
                         reported = True
-                        task_status.started((_Head(200, content_type, first), receive, scope))
+                        first_deadline.deadline = math.inf
+                        head = _Head(200, content_type, first, whole=False)
+                        task_status.started((head, receive, scope))
                         while True:
                             with trio.fail_after(timeouts.idle):
                                 piece = await anext(pieces, None)
                             if piece is None:
-                                return
-                            await send.send(piece)
-            except (trio.TooSlowError, httpx.HTTPError) as exc:
+                                break
+                            out = stream.feed(piece)
+                            if out:
+                                await send.send(out)
+                        tail = stream.end(
+                            f"the model server at {where} ended the stream before its end ([DONE])"
+                        )
+            except (trio.TooSlowError, httpx.HTTPError, SSEError) as exc:
                 if not reported:
                     status, code = (
                         (504, "upstream_timeout")
@@ -193,10 +278,33 @@ async def _relay_task(
                         status, f"the model server failed: {type(exc).__name__}", code=code
                     ) from None
                 log.info("plain model route: the upstream stream ended early (%s)", exc)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+                assert stream is not None
+                message, code = _cut(where, exc, timeouts.idle)
+                tail = stream.end(message, code=code)
+            if tail:
+                await send.send(tail)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
     finally:
-        state.slots.release()
+        if stream is not None:
+            spent = stream.spent
+        hold.release(spent)
+
+
+def _cut(where: str, exc: Exception, idle: float) -> tuple[str, str]:
+    """What the error frame says of a stream that broke off."""
+    if isinstance(exc, trio.TooSlowError | httpx.TimeoutException):
+        return (
+            f"the model server at {where} went silent for {idle:g} s in the middle of "
+            "its answer (model.timeouts.idle)",
+            "upstream_timeout",
+        )
+    if isinstance(exc, SSEError):
+        return f"the model server at {where} sent an event too large to relay", CUT_CODE
+    return (
+        f"the model server at {where} dropped the stream ({type(exc).__name__}: {exc})",
+        CUT_CODE,
+    )
 
 
 async def _read_all(pieces: Any) -> bytes:

@@ -21,8 +21,7 @@ import json
 import logging
 import re
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -83,18 +82,15 @@ class RequestRecord:
     turn: Any = None
     """The turn the request started, whose result says the tokens and how
     it ended (a stream's failure is not in its status)."""
-    on_end: list[Callable[[RequestRecord, float], None]] = field(default_factory=list)
-    """Called once as the request ends (a key's budget is charged)."""
 
     def settle(self, ended: float) -> None:
-        """What the turn said, then whoever waits for the end."""
+        """What the turn said, as the request ends. (A key's budget is the
+        turn's business: it is charged when the turn ends, which may be
+        later; see ``turns.TurnHold``.)"""
         result = getattr(self.turn, "result", None)
         if result is not None:
             self.tokens = self.tokens or result.usage.completion_tokens or None
             self.error_code = self.error_code or result.error_code
-        callbacks, self.on_end = self.on_end, []
-        for callback in callbacks:
-            callback(self, ended)
 
     def fields(self, ended: float) -> dict[str, Any]:
         return {

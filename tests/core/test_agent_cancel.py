@@ -8,14 +8,15 @@ means the cancel took effect at once, not after some timeout.
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import trio
 import trio.testing
-from support import make_config, run_turn
+from support import agent_on_double, make_config, run_turn
 
-from hermes_trio.agent import open_agent
-from hermes_trio.events import StreamEvent, ToolCallChunk, ToolCallFinished
-from hermes_trio.testing import TextReply, ToolCallReply, open_scripted_server
+from hermes_trio.agent import TokenMeter, open_agent
+from hermes_trio.events import StreamEvent, ToolCallChunk, ToolCallFinished, Usage
+from hermes_trio.testing import Stall, TextReply, ToolCallReply, open_scripted_server
 from hermes_trio.tools import ApprovalDecision, ApprovalRequest
 
 
@@ -104,3 +105,26 @@ async def test_yolo_runs_dangerous_commands_without_asking() -> None:
 
     finished, _ = await _dangerous_turn({"yolo": True}, approve=never)
     assert finished.ok and "ran-it" in finished.result
+
+
+async def test_a_meter_counts_what_a_turn_cut_off_had_streamed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Nine deltas, then the model thinks an hour: the turn is cut off before
+    # the model server's usage arrives, yet the meter says what it cost.
+    said = " ".join(f"t{i}" for i in range(9))
+    async with agent_on_double([Stall(said, seconds=3600)]) as (agent, _):
+        meter = TokenMeter()
+        messages = [{"role": "user", "content": "go"}]
+        send, receive = trio.open_memory_channel[StreamEvent](16)
+        # Cut off after a second: before model.timeouts.idle (5 s) would end it.
+        with trio.move_on_after(1) as cut:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(partial(agent.run_turn, messages, send, meter=meter))
+                async with receive:
+                    async for _ in receive:
+                        pass
+    assert cut.cancelled_caught and trio.current_time() == 1
+    assert meter.tokens == 9
+    assert meter.spent(None) == 9
+    assert meter.spent(Usage(completion_tokens=20)) == 20

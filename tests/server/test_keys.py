@@ -8,12 +8,23 @@ import signal
 from pathlib import Path
 
 import httpx
+import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
 from support import clean_env, start_serve
 
-from hermes_trio.server.keys import WINDOW, Budget, KeyRing, NamedKey
+from hermes_trio.server.errors import APIError
+from hermes_trio.server.keys import (
+    WINDOW,
+    Budget,
+    KeyRing,
+    NamedKey,
+    Refusal,
+    Reservation,
+    current_key,
+)
+from hermes_trio.server.turns import TurnHold, TurnSlots
 
 
 def test_requests_per_minute_slide() -> None:
@@ -56,17 +67,63 @@ def test_waiting_as_told_always_admits(rpm: int, times: list[float]) -> None:
         budget.admit(now)
 
 
-def test_the_ring_finds_keys_and_counts_concurrency() -> None:
-    ring = KeyRing([NamedKey("a", b"key-a", max_concurrent=1), NamedKey("b", b"key-b")])
+def test_the_ring_finds_keys_and_counts_work_in_flight() -> None:
+    ring = KeyRing(
+        [
+            NamedKey("a", b"key-a", max_concurrent=1, tokens_per_minute=10),
+            NamedKey("b", b"key-b"),
+        ]
+    )
     assert ring.find("key-a") is not None and ring.find("key-a").name == "a"  # type: ignore[union-attr]
     assert ring.find("nope") is None and ring.find("") is None
     a = ring.find("key-a")
     assert a is not None
-    assert ring.admit(a, 0.0) is None
-    busy = ring.admit(a, 0.0)
-    assert busy is not None and busy.code == "key_concurrency_exceeded"
-    ring.finish("a", 1.0, 10)
-    assert ring.admit(a, 1.0) is None
+    held = ring.reserve(a)
+    assert isinstance(held, Reservation)
+    busy = ring.reserve(a)
+    assert isinstance(busy, Refusal) and busy.code == "key_concurrency_exceeded"
+    # Requests that start no work are admitted meanwhile.
+    assert ring.admit(a, 0.5) is None
+    held.release(1.0, 10)
+    # Given back once: a second release neither frees nor charges again.
+    held.release(2.0, 10)
+    assert ring.in_flight["a"] == 0
+    again = ring.reserve(a)
+    assert isinstance(again, Reservation)
+    refusal = ring.admit(a, 1.5)
+    assert refusal is not None and refusal.code == "tokens_per_minute_exceeded"
+    assert refusal.retry_after == WINDOW - 0.5
+
+
+async def test_a_hold_takes_the_keys_place_first_and_gives_back_once() -> None:
+    ring = KeyRing([NamedKey("a", b"key-a", max_concurrent=1, tokens_per_minute=5)])
+    (key,) = ring.keys
+    slots = TurnSlots(4)
+    given = current_key.set((ring, key))
+    try:
+        hold = TurnHold.take(slots)
+        with pytest.raises(APIError) as refused:
+            TurnHold.take(slots)
+        assert refused.value.status == 429 and refused.value.code == "key_concurrency_exceeded"
+        assert refused.value.headers == {"Retry-After": "1"}
+        # The refused request took no slot of the server's.
+        assert slots.in_use == 1
+        hold.meter.tokens = 7
+        hold.release()
+        hold.release()
+        assert slots.in_use == 0 and ring.in_flight["a"] == 0
+        spent = ring.admit(key, trio.current_time())
+        assert spent is not None and spent.code == "tokens_per_minute_exceeded"
+        # A server with no slot free gives the key's place back at once.
+        with pytest.raises(APIError) as full:
+            TurnHold.take(TurnSlots(0))
+        assert full.value.code == "rate_limit_exceeded" and ring.in_flight["a"] == 0
+    finally:
+        current_key.reset(given)
+    # A request without a named key holds a slot only.
+    alone = TurnHold.take(slots)
+    assert alone.reservation is None and slots.in_use == 1
+    alone.release()
 
 
 def _keys_file(path: Path, *entries: dict[str, object]) -> None:

@@ -21,7 +21,7 @@ from quart_trio import QuartTrio
 
 from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_chat_sse
 from ...events import StreamEvent
-from ...turn import Turn, TurnAround, TurnEvents, start_turn
+from ...turn import Turn, TurnAround, TurnEvents
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from ..bodies import (
     json_response,
@@ -37,7 +37,7 @@ from ..request_log import current_record
 from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
 from ..state import ServerState
 from ..store import wall_clock
-from ..turns import turn_options
+from ..turns import TurnHold, turn_options
 from .request import ChatRequest, parse_chat_request
 from .stream import ChatStreamBody, untold_failure
 
@@ -80,8 +80,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     )
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
-        state.slots.acquire()
-        run.begin(list(chat.messages), kwargs)
+        run.begin(list(chat.messages), kwargs, TurnHold.take(state.slots))
         return await run.respond()
     validate_session_id(session_id)
     key = SessionStore.key(request_owner(), session_id)
@@ -95,14 +94,14 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         history = await sessions.claim(key, holder)
         # A request refused with 429 leaves the history as it was.
         try:
-            state.slots.acquire()
+            hold = TurnHold.take(state.slots)
         except BaseException:
             await sessions.release(key, holder, history)
             raise
         try:
             sessions.add(session, history, chat.messages)
         except BaseException:
-            state.slots.release()
+            hold.release()
             await sessions.release(key, holder, history)
             raise
         kwargs["tool_context"] = session.tool_context
@@ -114,7 +113,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
             finally:
                 await sessions.release(key, holder, messages)
 
-        session.running = run.begin(messages, kwargs, around=around)
+        session.running = run.begin(messages, kwargs, hold, around=around)
     return await run.respond()
 
 
@@ -147,10 +146,11 @@ class _ChatRun:
         self,
         messages: list[dict[str, Any]],
         kwargs: dict[str, Any],
+        hold: TurnHold,
         *,
         around: TurnAround | None = None,
     ) -> Turn:
-        """Start the turn in the slot the caller acquired (released when the
+        """Start the turn in the hold the caller took (given back when the
         turn ends, or here when it cannot start)."""
         state = self.state
         try:
@@ -178,12 +178,11 @@ class _ChatRun:
                         async for _ in TurnEvents(receive):
                             pass
 
-            self.turn = start_turn(
+            self.turn = hold.start(
                 state.nursery,
                 state.agent,
                 messages,
                 consumer,
-                on_exit=state.slots.release,
                 registry=state.turns,
                 around=around,
                 **kwargs,
@@ -193,7 +192,7 @@ class _ChatRun:
                 record.turn = self.turn
         except BaseException:
             if self.turn is None:
-                state.slots.release()
+                hold.release()
             raise
         return self.turn
 

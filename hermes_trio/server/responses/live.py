@@ -34,13 +34,13 @@ import trio
 
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
-from ...turn import INTERNAL_ERROR, Turn, TurnResult, start_turn
+from ...turn import INTERNAL_ERROR, Turn, TurnResult
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
 from ..request_log import current_record
 from ..state import ServerState
 from ..store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
-from ..turns import turn_options
+from ..turns import TurnHold, turn_options
 from .request import ResponsesRequest
 
 __all__ = ["FollowBody", "LiveResponse", "LiveResponses"]
@@ -159,9 +159,10 @@ class LiveResponses:
         )
         live = LiveResponse(builder.id, owner, builder, conversation, background=req.background)
         live.log.extend(builder.start())
-        # The slot is the turn's from here on: given back when it ends (or
-        # here when it never starts).
-        state.slots.acquire()
+        # The hold (a slot, the key's place) is the turn's from here on:
+        # given back when it ends, however long after this reply (or here
+        # when it never starts).
+        hold = TurnHold.take(state.slots)
         started = False
         try:
             if req.store:
@@ -182,12 +183,11 @@ class LiveResponses:
                 with trio.CancelScope(shield=True):
                     await state.store.create(record, reserved=live.reserved)
                 self.running[live.id] = live
-            live.turn = start_turn(
+            live.turn = hold.start(
                 state.nursery,
                 state.agent,
                 live.conversation,
                 partial(self._consume, live, req.store),
-                on_exit=state.slots.release,
                 registry=state.turns,
                 around=partial(self._run, live, req.store),
                 **kwargs,
@@ -198,7 +198,7 @@ class LiveResponses:
                 record.turn = live.turn
         finally:
             if not started:
-                state.slots.release()
+                hold.release()
         return live
 
     def follow(self, live: LiveResponse, *, after: int = -1, owns_turn: bool = False) -> FollowBody:

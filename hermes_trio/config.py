@@ -27,6 +27,7 @@ from .redaction import register_secret, register_url
 from .wire.think import DEFAULT_THINK_TAGS
 
 __all__ = [
+    "DEFAULT_EDIT_INTERVAL",
     "AgentConfig",
     "ApiKeyConfig",
     "ApiServerConfig",
@@ -55,6 +56,8 @@ TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 # More worker processes than this is a typo, not a machine.
 MAX_WORKERS = 64
+# Seconds between two edits of one chat message when nothing says otherwise.
+DEFAULT_EDIT_INTERVAL = 1.5
 
 
 class ConfigError(ValueError):
@@ -182,7 +185,10 @@ class StreamingConfig:
     slack: bool | None = None
     whatsapp: bool | None = None
     homeassistant: bool | None = None
-    edit_interval: float = 1.5
+    edit_interval: float | None = None
+    """Seconds between two edits of one message on every chat platform
+    without its own ``platforms.<name>.edit_interval``. None: each
+    platform's built-in default (Discord 1.2), else ``DEFAULT_EDIT_INTERVAL``."""
     min_tokens: int = 20
     cursor: str = " ▌"
 
@@ -334,8 +340,9 @@ class DiscordConfig(_HoldsSecrets):
     token: str | None = _secret()
     api_base_url: str = _url("https://discord.com/api/v10")
     allowed_users: list[UserId] = field(default_factory=list)
-    edit_interval: float | None = 1.2
-    """Seconds between two edits of one message (Discord's own default)."""
+    edit_interval: float | None = None
+    """Seconds between two edits of one message here. None: the explicit
+    ``streaming.edit_interval``, else Discord's own default (1.2)."""
     mention_only: bool = True
     """In server channels answer only messages that mention the bot (direct
     messages are always answered)."""

@@ -19,6 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import httpx
 
 from ..config import (
+    DEFAULT_EDIT_INTERVAL,
     Config,
     DiscordConfig,
     HomeAssistantConfig,
@@ -43,6 +44,7 @@ __all__ = [
     "WHATSAPP",
     "Platform",
     "PlatformSettings",
+    "edit_interval_for",
     "edit_interval_override",
     "enabled_platforms",
     "find_platform",
@@ -81,6 +83,9 @@ class Platform(Generic[S]):
     """``(verb, setting)`` that turns it on, for the "nothing to run" line."""
     edit_interval_of: Callable[[S], float | None] = _no_edit_interval
     """The platform's own ``streaming.edit_interval``, if it has one."""
+    default_edit_interval: float | None = None
+    """The platform's built-in interval, used only when the user set none
+    (neither the platform's own nor ``streaming.edit_interval``)."""
 
     def settings(self, config: Config) -> S:
         return self.section(config.platforms)
@@ -128,6 +133,7 @@ DISCORD = Platform[DiscordConfig](
     allow_hint="platforms.discord.allowed_users in config.yaml (or DISCORD_ALLOWED_USERS)",
     to_enable=("set", "DISCORD_BOT_TOKEN (or platforms.discord.token)"),
     edit_interval_of=lambda settings: settings.edit_interval,
+    default_edit_interval=1.2,
 )
 
 SLACK = Platform[SlackConfig](
@@ -206,3 +212,18 @@ def edit_interval_override(config: Config, name: str) -> float | None:
     """The platform ``name``'s own streaming edit interval, if it sets one."""
     platform = find_platform(name)
     return platform.edit_interval(config) if platform is not None else None
+
+
+def edit_interval_for(config: Config, name: str) -> float:
+    """Seconds between edits on the platform ``name``: its own setting, else
+    the explicit ``streaming.edit_interval``, else its built-in default, else
+    ``DEFAULT_EDIT_INTERVAL``. A built-in default never beats what the user set."""
+    platform = find_platform(name)
+    for interval in (
+        edit_interval_override(config, name),
+        config.streaming.edit_interval,
+        platform.default_edit_interval if platform is not None else None,
+    ):
+        if interval is not None:
+            return interval
+    return DEFAULT_EDIT_INTERVAL

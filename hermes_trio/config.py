@@ -43,6 +43,7 @@ __all__ = [
     "SlackConfig",
     "StoreConfig",
     "StreamingConfig",
+    "StreamingTransport",
     "TelegramConfig",
     "TimeoutsConfig",
     "UserId",
@@ -58,6 +59,12 @@ FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 MAX_WORKERS = 64
 # Seconds between two edits of one chat message when nothing says otherwise.
 DEFAULT_EDIT_INTERVAL = 1.5
+
+StreamingTransport = Literal["auto", "draft", "edit"]
+"""How a chat platform shows an answer as it grows: ``draft``, the
+platform's native draft (Telegram's ``sendMessageDraft``) where it has one;
+``edit``, one message edited; ``auto``, drafts where the platform and the
+chat allow them (Telegram private chats), edits elsewhere."""
 
 
 class ConfigError(ValueError):
@@ -191,6 +198,9 @@ class StreamingConfig:
     platform's built-in default (Discord 1.2), else ``DEFAULT_EDIT_INTERVAL``."""
     min_tokens: int = 20
     cursor: str = " ▌"
+    transport: StreamingTransport = "auto"
+    """Drafts or edits on the chat platforms without their own
+    ``platforms.<name>.transport`` (see ``StreamingTransport``)."""
 
     def enabled_for(self, consumer: str, request_stream: bool | None = None) -> bool:
         """Whether ``consumer`` streams: the request's own choice, then the
@@ -305,6 +315,8 @@ class TelegramConfig(_HoldsSecrets):
     allowed_users: list[int] = field(default_factory=list)
     edit_interval: float | None = None
     poll_timeout: int = 30
+    transport: StreamingTransport | None = None
+    """Overrides ``streaming.transport`` here. None: follow it."""
 
 
 @dataclass(frozen=True)
@@ -415,6 +427,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_MODEL": "model.name",
     "HERMES_API_MODE": "model.api_mode",
     "HERMES_STREAMING_ENABLED": "streaming.enabled",
+    "HERMES_STREAMING_TRANSPORT": "streaming.transport",
     "HERMES_YOLO_MODE": "agent.yolo",
     "HERMES_APPROVAL_TIMEOUT": "agent.approval_timeout",
     "HERMES_FILE_ACCESS": "agent.file_access",

@@ -12,6 +12,7 @@ dataclass in ``PlatformsConfig``, and one entry in ``PLATFORMS``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -65,6 +66,10 @@ def _no_edit_interval(settings: object) -> None:
     return None
 
 
+def _inherits_nothing(settings: S, config: Config) -> S:
+    return settings
+
+
 @dataclass(frozen=True)
 class Platform(Generic[S]):
     """One chat platform: its settings, its switch, its adapter, its hints."""
@@ -86,6 +91,9 @@ class Platform(Generic[S]):
     default_edit_interval: float | None = None
     """The platform's built-in interval, used only when the user set none
     (neither the platform's own nor ``streaming.edit_interval``)."""
+    inherit: Callable[[S, Config], S] = _inherits_nothing
+    """The section with what it leaves to the rest of the config filled in
+    (``transport: null`` → ``streaming.transport``), for the adapter."""
 
     def settings(self, config: Config) -> S:
         return self.section(config.platforms)
@@ -103,7 +111,7 @@ class Platform(Generic[S]):
         self, config: Config, client: httpx.AsyncClient, *, filter_users: bool = True
     ) -> PlatformAdapter:
         """The adapter, sharing ``client`` (owned by the caller)."""
-        return self.make_adapter(self.settings(config), client, filter_users)
+        return self.make_adapter(self.inherit(self.settings(config), config), client, filter_users)
 
 
 def _on_with_credentials(enabled: bool | None, *credentials: str | None) -> bool:
@@ -123,6 +131,9 @@ TELEGRAM = Platform[TelegramConfig](
     allow_hint="platforms.telegram.allowed_users in config.yaml (or TELEGRAM_ALLOWED_USERS)",
     to_enable=("set", "TELEGRAM_BOT_TOKEN (or platforms.telegram.token)"),
     edit_interval_of=lambda settings: settings.edit_interval,
+    inherit=lambda settings, config: dataclasses.replace(
+        settings, transport=settings.transport or config.streaming.transport
+    ),
 )
 
 DISCORD = Platform[DiscordConfig](

@@ -331,3 +331,45 @@ async def test_transport_settings_reach_the_adapter(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"streaming\.transport: expected 'auto' or 'draft'"):
         adapter("streaming:\n  transport: drafts\n")
     await client.aclose()
+
+
+async def test_the_fake_bot_api_takes_drafts_as_telegram_does() -> None:
+    fake = FakeTelegram(TOKEN)
+    fake.push_message(PRIVATE, USER, "hi")
+    fake.push_message(GROUP, USER, "hi", chat_type="supergroup")
+    async with httpx.AsyncClient(
+        transport=FakeTransport(fake.handle), base_url=f"http://telegram.test/bot{TOKEN}/"
+    ) as http:
+
+        async def draft(**params: Any) -> tuple[int, Any]:
+            response = await http.post("sendMessageDraft", json=params)
+            body = response.json()
+            return response.status_code, body.get("result", body.get("description"))
+
+        assert await draft(chat_id=PRIVATE, draft_id=5, text="Hel") == (200, True)
+        # Empty text is the "Thinking…" placeholder; text may be left out.
+        assert await draft(chat_id=PRIVATE, draft_id=5, text="") == (200, True)
+        assert await draft(chat_id=PRIVATE, draft_id=5) == (200, True)
+        assert await draft(chat_id=PRIVATE, draft_id=5, text="*bold*", parse_mode="MarkdownV2") == (
+            200,
+            True,
+        )
+        assert [d.text for d in fake.drafts[str(PRIVATE)]] == ["Hel", "", "", "bold"]
+        # Only private chats; a non-zero integer draft_id; at most 4096 characters.
+        assert await draft(chat_id=GROUP, draft_id=5, text="x") == (
+            400,
+            "Bad Request: TEXTDRAFT_PEER_INVALID",
+        )
+        assert (await draft(chat_id=PRIVATE, draft_id=0, text="x"))[0] == 400
+        assert (await draft(chat_id=PRIVATE, draft_id="5", text="x"))[0] == 400
+        assert (await draft(chat_id=PRIVATE, text="x"))[0] == 400
+        assert (await draft(chat_id=f"{PRIVATE}", draft_id=5, text="x"))[0] == 400
+        assert (await draft(chat_id=PRIVATE, draft_id=5, text="x" * 4097))[0] == 400
+        assert (await draft(chat_id=PRIVATE, draft_id=5, text="*open", parse_mode="MarkdownV2"))[
+            1
+        ].startswith("Bad Request: can't parse entities")
+        # Drafts are previews: no message appears.
+        assert fake.visible(PRIVATE) == []
+        # A Bot API server older than the method.
+        fake.drafts_supported = False
+        assert await draft(chat_id=PRIVATE, draft_id=5, text="x") == (404, "Not Found")

@@ -679,7 +679,13 @@ def test_random_turns_with_drafts(
     for i, (gap, kind, text) in enumerate(steps):
         t += gap * 0.05 + (long_tool if kind == "tool" and i == 0 else 0)
         script.append((t, _event(kind, text, i)))
-        last_segment = [*last_segment, text] if kind == "chunk" else []
+        # The final text is what the last segment streamed (a hint does not
+        # end a segment): a final text unlike the stream would rightly edit
+        # a page already sent.
+        if kind == "chunk":
+            last_segment = [*last_segment, text]
+        elif kind != "hint":
+            last_segment = []
     final = "".join(last_segment).strip()
     script.append((t, finished(final)))
     sim.run(script)  # Sim asserts: limit, no identical edits, no calls in a pause

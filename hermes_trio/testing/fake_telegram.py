@@ -25,9 +25,9 @@ What it enforces, with Telegram's own error texts:
   found".
 - Files: a pushed photo or document is kept; ``getFile`` gives its
   ``file_path`` and ``GET /file/bot<token>/<file_path>`` its bytes.
-- ``sendMessageDraft`` as Bot API 9.x documents it: an integer ``chat_id``
-  of a *private* chat (any other chat is 400 ``TEXTDRAFT_PEER_INVALID``, as
-  the real server answers), a non-zero integer ``draft_id``, ``text`` of
+- ``sendMessageDraft`` as Bot API 9.x documents it: the ``chat_id`` of a
+  *private* chat (any other chat is 400 ``TEXTDRAFT_PEER_INVALID``, as the
+  real server answers), a non-zero integer ``draft_id``, ``text`` of
   0–4096 characters after entities parsing (empty: the "Thinking…"
   placeholder), optional ``message_thread_id``/``parse_mode``; returns
   ``True``. A chat's type is the ``chat_type`` it was pushed with (else a
@@ -462,18 +462,15 @@ class FakeTelegram:
             return "channel"  # "@username" names a public chat or channel
 
     async def _send_message_draft(self, params: dict[str, Any]) -> Any:
-        chat_id = params.get("chat_id")
-        if chat_id is None:
+        if params.get("chat_id") in (None, ""):
             raise _bad("chat_id is empty")
-        if not isinstance(chat_id, int) or isinstance(chat_id, bool):
-            # Only a private chat's numeric id; no "@username".
-            raise _bad("chat not found")
-        chat = str(chat_id)
-        draft_id = params.get("draft_id")
-        if draft_id is None:
+        if params.get("draft_id") in (None, ""):
             raise _bad('parameter "draft_id" is required')
-        if not isinstance(draft_id, int) or isinstance(draft_id, bool):
-            raise _bad('field "draft_id" must be of type Integer')
+        # Integers, which the Bot API also takes written as strings, like
+        # every integer parameter; "@username" names a public chat, never a
+        # private one.
+        chat = str(params["chat_id"])
+        draft_id = _int_param(params, "draft_id", 0)
         if draft_id == 0:
             raise _bad("draft_id must be non-zero")
         if self.chat_type(chat) != "private":

@@ -355,15 +355,18 @@ async def test_the_fake_bot_api_takes_drafts_as_telegram_does() -> None:
             True,
         )
         assert [d.text for d in fake.drafts[str(PRIVATE)]] == ["Hel", "", "", "bold"]
+        assert {d.draft_id for d in fake.drafts[str(PRIVATE)]} == {5}
         # Only private chats; a non-zero integer draft_id; at most 4096 characters.
         assert await draft(chat_id=GROUP, draft_id=5, text="x") == (
             400,
             "Bad Request: TEXTDRAFT_PEER_INVALID",
         )
         assert (await draft(chat_id=PRIVATE, draft_id=0, text="x"))[0] == 400
-        assert (await draft(chat_id=PRIVATE, draft_id="5", text="x"))[0] == 400
+        assert (await draft(chat_id=PRIVATE, draft_id="five", text="x"))[0] == 400
         assert (await draft(chat_id=PRIVATE, text="x"))[0] == 400
-        assert (await draft(chat_id=f"{PRIVATE}", draft_id=5, text="x"))[0] == 400
+        assert (await draft(chat_id="@somechannel", draft_id=5, text="x"))[0] == 400
+        # Integers may come as strings, as with every Bot API method.
+        assert await draft(chat_id=str(PRIVATE), draft_id="5", text="y") == (200, True)
         assert (await draft(chat_id=PRIVATE, draft_id=5, text="x" * 4097))[0] == 400
         assert (await draft(chat_id=PRIVATE, draft_id=5, text="*open", parse_mode="MarkdownV2"))[
             1

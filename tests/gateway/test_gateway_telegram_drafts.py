@@ -47,6 +47,7 @@ TOKEN = "424242:DRAFTS-secret_token_value"
 USER = 7
 PRIVATE = 31  # a user's private chat has the user's (positive) id
 GROUP = -1001234567890
+FORUM = -1009876543210
 CURSOR = " ▌"
 
 
@@ -81,6 +82,9 @@ def assert_drafted(telegram: FakeTelegram, chat: int, question: str) -> None:
     assert all(final.startswith(t) for t in texts), texts
     sends = chat_calls(telegram, "sendMessage", chat)
     assert len(sends) == 1 and sends[0].status == 200
+    # Both in MarkdownV2, as the adapter writes every text.
+    assert sends[0].params["parse_mode"] == "MarkdownV2"
+    assert all(d.parse_mode == "MarkdownV2" for d in drafts)
     assert [m.text for m in telegram.visible(chat)] == [final]
     assert telegram.visible(chat)[0].history == [final]
     assert chat_calls(telegram, "editMessageText", chat) == []
@@ -138,6 +142,11 @@ async def test_gateway_process_drafts_in_private_chats_and_edits_elsewhere(
             assert_edited(telegram, GROUP, "in a group")
             assert telegram.drafts[str(GROUP)] == []
             assert chat_calls(telegram, "sendMessageDraft", GROUP) == []
+            # A forum topic of a group: edits too, in the topic.
+            await ask(telegram, FORUM, "in a topic", topic=3)
+            assert_edited(telegram, FORUM, "in a topic")
+            assert telegram.texts(FORUM, topic=3) == [answer_for("in a topic")]
+            assert chat_calls(telegram, "sendMessageDraft", FORUM) == []
 
             # A Bot API server without the method (404): edits, the final
             # text intact, and one log line for every chat.

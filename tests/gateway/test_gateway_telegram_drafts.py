@@ -31,7 +31,11 @@ from hermes_trio.config import (
 )
 from hermes_trio.gateway import Gateway, build_adapters, open_gateway
 from hermes_trio.platforms.registry import TELEGRAM
-from hermes_trio.platforms.telegram import TelegramAdapter
+from hermes_trio.platforms.telegram import (
+    TelegramAdapter,
+    TelegramDraftMessenger,
+    TelegramMessenger,
+)
 from hermes_trio.testing import (
     FakeTelegram,
     FakeTransport,
@@ -319,27 +323,36 @@ async def test_a_refused_draft_is_logged_once_per_chat(
 
 
 async def test_transport_settings_reach_the_adapter(tmp_path: Path) -> None:
-    client = httpx.AsyncClient()
+    async with httpx.AsyncClient() as client:
 
-    def adapter(yaml_text: str, env: dict[str, str] | None = None) -> TelegramAdapter:
-        path = tmp_path / "config.yaml"
-        path.write_text("platforms:\n  telegram:\n    token: '1:abc'\n" + yaml_text)
-        config = load_config(path, env=env or {})
-        built = TELEGRAM.build(config, client)
-        assert isinstance(built, TelegramAdapter)
-        return built
+        def adapter(yaml_text: str, env: dict[str, str] | None = None) -> TelegramAdapter:
+            path = tmp_path / "config.yaml"
+            path.write_text("platforms:\n  telegram:\n    token: '1:abc'\n" + yaml_text)
+            config = load_config(path, env=env or {})
+            built = TELEGRAM.build(config, client)
+            assert isinstance(built, TelegramAdapter)
+            return built
 
-    assert adapter("").transport == "auto"
-    assert adapter("streaming:\n  transport: edit\n").transport == "edit"
-    assert adapter("", {"HERMES_STREAMING_TRANSPORT": "edit"}).transport == "edit"
-    # The platform's own key wins over the global one.
-    assert adapter("    transport: draft\nstreaming:\n  transport: edit\n").transport == "draft"
-    auto = adapter("")
-    assert auto.drafts_in("31") and not auto.drafts_in(str(GROUP))
-    assert not auto.drafts_in("@channel")
-    with pytest.raises(ValueError, match=r"streaming\.transport: expected 'auto' or 'draft'"):
-        adapter("streaming:\n  transport: drafts\n")
-    await client.aclose()
+        assert adapter("").transport == "auto"
+        assert adapter("streaming:\n  transport: edit\n").transport == "edit"
+        assert adapter("", {"HERMES_STREAMING_TRANSPORT": "edit"}).transport == "edit"
+        # The platform's own key wins over the global one.
+        both = "    transport: draft\nstreaming:\n  transport: edit\n"
+        assert adapter(both).transport == "draft"
+        with pytest.raises(ValueError, match=r"streaming\.transport: expected 'auto' or 'draft'"):
+            adapter("streaming:\n  transport: drafts\n")
+
+        auto = adapter("")
+        assert auto.drafts_in("31") and not auto.drafts_in(str(GROUP))
+        assert not auto.drafts_in("@channel")
+        first, second = auto.messenger("31"), auto.messenger("31", "5")
+        assert isinstance(first, TelegramDraftMessenger) and first.draft_id > 0
+        assert isinstance(second, TelegramDraftMessenger) and second.draft_id != first.draft_id
+        assert type(auto.messenger(str(GROUP))) is TelegramMessenger
+        assert type(adapter("    transport: edit\n").messenger("31")) is TelegramMessenger
+        assert isinstance(
+            adapter("    transport: draft\n").messenger(str(GROUP)), TelegramDraftMessenger
+        )
 
 
 async def test_the_fake_bot_api_takes_drafts_as_telegram_does() -> None:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -43,9 +43,11 @@ from hermes_trio.testing import (
     RecordedRequest,
     Step,
     TextReply,
+    ToolCallReply,
     open_fake_telegram,
     open_scripted_server,
 )
+from hermes_trio.tools import ToolContext, ToolRegistry, ToolResult
 
 TOKEN = "424242:DRAFTS-secret_token_value"
 USER = 7
@@ -245,14 +247,14 @@ def gateway_config(model_url: str, **telegram: Any) -> Config:
 
 @asynccontextmanager
 async def in_process(
-    script: Sequence[Step], **telegram: Any
+    script: Sequence[Step], *, tools: ToolRegistry | None = None, **telegram: Any
 ) -> AsyncIterator[tuple[Gateway, FakeTelegram]]:
     model = ModelDouble(script)
     fake = FakeTelegram(TOKEN)
     config = gateway_config(model.base_url, **telegram)
     async with (
         httpx.AsyncClient(transport=FakeTransport(fake.handle)) as client,
-        open_agent(config, transport=model) as agent,
+        open_agent(config, transport=model, tools=tools) as agent,
         open_gateway(config, adapters=build_adapters(config, client), agent=agent) as gateway,
     ):
         yield gateway, fake
@@ -279,6 +281,41 @@ async def test_drafts_on_the_grid_then_one_message(autojump_clock: MockClock) ->
     assert len({d.draft_id for d in drafts}) == 1
     (message,) = telegram.visible(PRIVATE)
     assert message.text == SLOW and message.history == [SLOW]
+    assert telegram.calls_to("editMessageText") == []
+
+
+class _Wait:
+    """A tool that takes 70 seconds (of the trio clock)."""
+
+    name = "wait"
+    description = "Waits a while."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    def preview(self, args: dict[str, Any]) -> str:
+        return "70 s"
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await trio.sleep(70)
+        return ToolResult(True, "waited")
+
+
+async def test_the_draft_is_refreshed_through_a_long_tool_run(autojump_clock: MockClock) -> None:
+    script: list[Step] = [
+        ToolCallReply([("wait", {})], text="Let me wait.", delay=0.5),
+        TextReply(SLOW, delay=0.5),
+    ]
+    async with in_process(script, tools=ToolRegistry([_Wait()])) as (gateway, telegram):
+        telegram.push_message(PRIVATE, USER, "wait for it")
+        await answered(gateway, PRIVATE, 1)
+    drafts = telegram.drafts[str(PRIVATE)]
+    # The text before the call, a message at 2.0; then the tool's progress
+    # is the draft, re-sent every 20 s while the tool runs (until 72.0) ...
+    progress = [d.time for d in drafts if d.text == "🔧 wait: 70 s"]
+    assert progress == pytest.approx([2.5, 22.5, 42.5, 62.5])
+    # ... so the preview never goes 30 s without a call.
+    assert all(b.time - a.time <= 20.0 + 1e-6 for a, b in pairwise(drafts))
+    assert len({d.draft_id for d in drafts}) == 1
+    assert telegram.texts(PRIVATE) == ["Let me wait.", SLOW]
     assert telegram.calls_to("editMessageText") == []
 
 

@@ -27,6 +27,7 @@ from .redaction import register_secret, register_url
 from .wire.think import DEFAULT_THINK_TAGS
 
 __all__ = [
+    "DEFAULT_EDIT_INTERVAL",
     "AgentConfig",
     "ApiKeyConfig",
     "ApiServerConfig",
@@ -42,6 +43,7 @@ __all__ = [
     "SlackConfig",
     "StoreConfig",
     "StreamingConfig",
+    "StreamingTransport",
     "TelegramConfig",
     "TimeoutsConfig",
     "UserId",
@@ -55,6 +57,14 @@ TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 # More worker processes than this is a typo, not a machine.
 MAX_WORKERS = 64
+# Seconds between two edits of one chat message when nothing says otherwise.
+DEFAULT_EDIT_INTERVAL = 1.5
+
+StreamingTransport = Literal["auto", "draft", "edit"]
+"""How a chat platform shows an answer as it grows: ``draft``, the
+platform's native draft (Telegram's ``sendMessageDraft``) where it has one;
+``edit``, one message edited; ``auto``, drafts where the platform and the
+chat allow them (Telegram private chats), edits elsewhere."""
 
 
 class ConfigError(ValueError):
@@ -182,9 +192,15 @@ class StreamingConfig:
     slack: bool | None = None
     whatsapp: bool | None = None
     homeassistant: bool | None = None
-    edit_interval: float = 1.5
+    edit_interval: float | None = None
+    """Seconds between two edits of one message on every chat platform
+    without its own ``platforms.<name>.edit_interval``. None: each
+    platform's built-in default (Discord 1.2), else ``DEFAULT_EDIT_INTERVAL``."""
     min_tokens: int = 20
     cursor: str = " ▌"
+    transport: StreamingTransport = "auto"
+    """Drafts or edits on the chat platforms without their own
+    ``platforms.<name>.transport`` (see ``StreamingTransport``)."""
 
     def enabled_for(self, consumer: str, request_stream: bool | None = None) -> bool:
         """Whether ``consumer`` streams: the request's own choice, then the
@@ -302,6 +318,8 @@ class TelegramConfig(_HoldsSecrets):
     allowed_users: list[int] = field(default_factory=list)
     edit_interval: float | None = None
     poll_timeout: int = 30
+    transport: StreamingTransport | None = None
+    """Overrides ``streaming.transport`` here. None: follow it."""
 
 
 @dataclass(frozen=True)
@@ -337,8 +355,9 @@ class DiscordConfig(_HoldsSecrets):
     token: str | None = _secret()
     api_base_url: str = _url("https://discord.com/api/v10")
     allowed_users: list[UserId] = field(default_factory=list)
-    edit_interval: float | None = 1.2
-    """Seconds between two edits of one message (Discord's own default)."""
+    edit_interval: float | None = None
+    """Seconds between two edits of one message here. None: the explicit
+    ``streaming.edit_interval``, else Discord's own default (1.2)."""
     mention_only: bool = True
     """In server channels answer only messages that mention the bot (direct
     messages are always answered)."""
@@ -411,6 +430,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_MODEL": "model.name",
     "HERMES_API_MODE": "model.api_mode",
     "HERMES_STREAMING_ENABLED": "streaming.enabled",
+    "HERMES_STREAMING_TRANSPORT": "streaming.transport",
     "HERMES_YOLO_MODE": "agent.yolo",
     "HERMES_APPROVAL_TIMEOUT": "agent.approval_timeout",
     "HERMES_FILE_ACCESS": "agent.file_access",

@@ -15,6 +15,11 @@ When the turn is cancelled, a shielded cleanup with a deadline leaves the
 shown text without cursor plus an "interrupted" note, then ``Cancelled``
 propagates.
 
+On a platform with drafts (``Capabilities.drafts``) the growing text is
+shown in the chat's draft instead of an edited message, and the final text
+is sent as messages; a refused draft turns this turn to edits
+(``EditorPlan.drafts_refused``).
+
 The gateway adds its own notices to what the turn says (``GatewayNotice``):
 ``notices`` are shown a given number of seconds after the editor starts (at
 once for "your message waited while I was offline", later for "still
@@ -25,11 +30,18 @@ returns one (the gateway is shutting down, not the user stopping the turn).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import trio
 
 from hermes_trio.consumers.editor_plan import Action, EditorPlan, EditorReport, EditorSettings
-from hermes_trio.consumers.messenger import Messenger, PlatformError, RateLimited
+from hermes_trio.consumers.messenger import (
+    DraftMessenger,
+    DraftRefused,
+    Messenger,
+    PlatformError,
+    RateLimited,
+)
 from hermes_trio.events import GatewayNotice, StreamEvent, TurnFinished
 from hermes_trio.exception_groups import leaves
 
@@ -102,10 +114,15 @@ class _Driver:
                 elif action.kind == "delete":
                     assert action.message_id is not None
                     await messenger.delete(action.message_id)
+                elif action.kind == "draft":
+                    await cast(DraftMessenger, messenger).draft(action.text)
                 else:
                     await messenger.typing()
             except RateLimited as exc:
                 plan.rate_limited(action, exc.retry_after, trio.current_time())
+                return
+            except DraftRefused:
+                plan.drafts_refused(action, trio.current_time())
                 return
             except PlatformError as exc:
                 plan.failed(action, str(exc), trio.current_time())
@@ -131,6 +148,8 @@ async def run_editor(
     start, notice)``; ``interrupt_notice()``, asked when the turn is cut off,
     may give the note to show instead of the "interrupted" one.
     """
+    if messenger.capabilities.drafts and not callable(getattr(messenger, "draft", None)):
+        raise TypeError(f"{messenger!r} says it has drafts but has no draft() method")
     plan = EditorPlan(settings, messenger.capabilities)
     driver = _Driver(plan, messenger, settings)
     cut_by: BaseException | None = None

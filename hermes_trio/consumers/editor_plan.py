@@ -25,6 +25,14 @@ Decisions, in brief:
   given up with a short note; interim text is simply retried later.
 - Tool progress is best effort: its own message, edited as tools change, and
   dropped from the ledger once the turn is over.
+- Drafts (``Capabilities.drafts``): text still growing — the live page of
+  the answer, or tool progress — is not a message but the chat's *draft*,
+  updated on the same interval grid as edits and re-sent every
+  ``draft_refresh`` seconds while it does not change (a draft is an
+  ephemeral preview that vanishes when left alone). Final text is sent as
+  messages, once, and nothing is edited. A refused draft
+  (``drafts_refused``) turns the plan to edits for the rest of the turn:
+  what the draft showed becomes a message that is then edited.
 """
 
 from __future__ import annotations
@@ -78,6 +86,9 @@ class EditorSettings:
     """Seconds one platform call may take (it is shielded from cancellation)."""
     error_note: str = "⚠️ {error}"
     undelivered_note: str = "⚠️ could not deliver the full answer ({error})"
+    draft_refresh: float = 20.0
+    """Seconds a draft may go without a call before it is sent again
+    (Telegram drops a draft after about 30 s); 0 never refreshes."""
 
 
 @dataclass
@@ -90,13 +101,14 @@ class EditorReport:
     interrupted: bool
 
 
-ActionKind = Literal["send", "edit", "delete", "typing"]
+ActionKind = Literal["send", "edit", "delete", "typing", "draft"]
 Role = Literal["text", "progress", "note"]
 
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    """One platform call to make. ``slot`` is -1 for the typing indicator."""
+    """One platform call to make. ``slot`` is -1 for the typing indicator
+    and the draft."""
 
     kind: ActionKind
     slot: int
@@ -118,6 +130,7 @@ class _Slot:
     retry_at: float = -_INF
     abandoned: bool = False
     deleted: bool = False
+    in_draft: bool = False  # while not final, shown in the draft, not as a message
 
     @property
     def sent(self) -> bool:
@@ -127,8 +140,18 @@ class _Slot:
         if self.abandoned or self.deleted:
             return False
         if not self.sent:
-            return self.want is not None
+            return self.want is not None and (self.final or not self.in_draft)
         return self.want != self.shown
+
+
+@dataclass
+class _Draft:
+    """The chat's draft: what the platform last accepted, and when."""
+
+    shown: str | None = None
+    last_call: float | None = None
+    dirty_since: float | None = None
+    retry_at: float = -_INF
 
 
 @dataclass
@@ -157,7 +180,9 @@ class EditorPlan:
         self._s = settings
         self._caps = capabilities
         self._streaming = settings.streaming and capabilities.can_edit
-        self._cursor = settings.cursor if capabilities.shows_cursor else ""
+        self._drafts = self._streaming and capabilities.drafts
+        self._edit_cursor = settings.cursor if capabilities.shows_cursor else ""
+        self._draft = _Draft()
         self._slots: list[_Slot] = []
         self._seg: _Segment | None = None
         self._last_closed_text: str | None = None
@@ -174,6 +199,16 @@ class EditorPlan:
         self._undelivered = False
 
     # ------------------------------------------------------------------ state
+
+    @property
+    def _cursor(self) -> str:
+        # A draft is redrawn by the platform as it changes: no cursor there.
+        return "" if self._drafts else self._edit_cursor
+
+    @property
+    def drafts(self) -> bool:
+        """Growing text goes to the draft (until a draft is refused)."""
+        return self._drafts
 
     @property
     def finished(self) -> bool:
@@ -224,6 +259,7 @@ class EditorPlan:
                 # ReasoningChunk is not shown on chat platforms; MessageStop(final=True)
                 # is followed by TurnFinished, which carries the text to show.
                 pass
+        self._sync_draft(now)
 
     def interrupt(self, now: float, note: str | None = None) -> None:
         """Stop the turn: keep what is shown, drop the cursor, add the note
@@ -257,6 +293,8 @@ class EditorPlan:
             self._in_flight = action
             if action.kind == "typing":
                 self._last_typing = now
+            elif action.kind == "draft":
+                self._draft.last_call = now
             else:
                 self._slots[action.slot].last_call = now
         return action
@@ -276,6 +314,9 @@ class EditorPlan:
                 times.append(s.retry_at)
         if self._typing_wanted():
             times.append(self._last_typing + self._s.typing_interval)
+        draft_due = self._draft_due()
+        if draft_due is not None:
+            times.append(draft_due)
         if not times:
             return _INF
         return min(max(min(times), self._blocked_until), self._give_up_at)
@@ -284,6 +325,14 @@ class EditorPlan:
         """The platform acknowledged ``action`` (``message_id`` for a send)."""
         self._settle_in_flight(action)
         if action.kind == "typing":
+            return
+        if action.kind == "draft":
+            self._draft.shown = action.text
+            self._draft.retry_at = -_INF
+            self._draft.dirty_since = None
+            # The want may have moved while the call was out.
+            last = self._draft.last_call
+            self._sync_draft(now if last is None else last)
             return
         s = self._slots[action.slot]
         if action.kind == "send":
@@ -308,7 +357,7 @@ class EditorPlan:
         """The platform answered 429: every call to this chat waits."""
         self._settle_in_flight(action)
         self._blocked_until = max(self._blocked_until, now + max(retry_after, 0.0))
-        if action.kind != "typing":
+        if action.kind not in ("typing", "draft"):
             self._failed_attempt(action.slot, "rate limited", now, backoff=0.0)
 
     def failed(self, action: Action, error: str, now: float) -> None:
@@ -316,9 +365,34 @@ class EditorPlan:
         self._settle_in_flight(action)
         if action.kind == "typing":
             return
+        if action.kind == "draft":
+            self._draft.retry_at = now + self._s.edit_interval  # interim: tried again later
+            return
         s = self._slots[action.slot]
         backoff = min(2.0**s.attempts, _MAX_BACKOFF) if s.final else self._s.edit_interval
         self._failed_attempt(action.slot, error, now, backoff=backoff)
+
+    def drafts_refused(self, action: Action, now: float) -> None:
+        """The platform will not show drafts here: edit messages instead,
+        from now on. What the draft showed becomes a message (tool progress
+        only if it is still current); final text is unaffected."""
+        self._settle_in_flight(action)
+        if not self._drafts:
+            return
+        live = self._draft_index()
+        self._drafts = False
+        for i, s in enumerate(self._slots):
+            if not s.in_draft:
+                continue
+            s.in_draft = False
+            if s.sent or s.final or s.want is None:
+                continue
+            if s.role == "progress" and i != live:
+                s.want = None  # tools of an earlier step
+                continue
+            if s.role == "text":
+                s.want += self._edit_cursor
+            s.dirty_since = now
 
     # ---------------------------------------------------------------- events
 
@@ -436,11 +510,13 @@ class EditorPlan:
     # ---------------------------------------------------------------- ledger
 
     def _new_segment(self) -> _Segment:
-        reserve = self._cursor if self._streaming else ""
+        # The edit cursor's room is kept with drafts too, so the pages stay
+        # the same if a refused draft turns the plan to edits mid-segment.
+        reserve = self._edit_cursor if self._streaming else ""
         return _Segment(Paginator(self._caps.max_length, self._caps.length_unit, reserve))
 
     def _new_slot(self, role: Role, want: str, final: bool, now: float) -> int:
-        self._slots.append(_Slot(role, want, final, dirty_since=now))
+        self._slots.append(_Slot(role, want, final, dirty_since=now, in_draft=self._drafts))
         return len(self._slots) - 1
 
     def _assign(self, seg: _Segment, i: int, text: str, *, final: bool, now: float) -> None:
@@ -540,14 +616,60 @@ class EditorPlan:
         return max(due, s.retry_at)
 
     def _due_interim(self, s: _Slot) -> float:
+        return self._grid_due(s.last_call, s.dirty_since, s.retry_at)
+
+    def _grid_due(
+        self, last_call: float | None, dirty_since: float | None, retry_at: float
+    ) -> float:
         interval = self._s.edit_interval
-        base = -_INF if s.last_call is None else s.last_call + interval
+        if last_call is None:
+            return max(self._blocked_until, retry_at)  # nothing shown yet: at once
+        base = last_call + interval
         if self._blocked_until > base:
             base = self._blocked_until  # a pause re-anchors the grid at its end
-        changed = s.dirty_since if s.dirty_since is not None else base
+        changed = dirty_since if dirty_since is not None else base
         if changed > base and interval > 0:
             base += math.ceil((changed - base) / interval - _EPS) * interval
-        return max(base, s.retry_at)
+        return max(base, retry_at)
+
+    # ------------------------------------------------------------------ draft
+
+    def _draft_index(self) -> int | None:
+        """The slot the draft shows: the newest one still growing (the live
+        page, or the progress of tools still current), if any."""
+        if not self._drafts or self._finished:
+            return None
+        for i in range(len(self._slots) - 1, -1, -1):
+            s = self._slots[i]
+            if s.in_draft and not s.final and not s.sent and not s.abandoned and s.want:
+                return i
+            if s.role == "text":
+                return None  # text after tool progress supersedes it
+        return None
+
+    def _draft_want(self) -> str | None:
+        index = self._draft_index()
+        return None if index is None else self._slots[index].want
+
+    def _sync_draft(self, now: float) -> None:
+        want = self._draft_want()
+        if want is None or want == self._draft.shown:
+            self._draft.dirty_since = None
+        elif self._draft.dirty_since is None:
+            self._draft.dirty_since = now
+
+    def _draft_due(self) -> float | None:
+        """When the draft needs its next call: a change (on the grid), or
+        the same text again before the platform lets it vanish."""
+        want = self._draft_want()
+        if want is None:
+            return None
+        d = self._draft
+        if want != d.shown:
+            return self._grid_due(d.last_call, d.dirty_since, d.retry_at)
+        if self._s.draft_refresh <= 0 or d.last_call is None:
+            return None
+        return max(d.last_call + self._s.draft_refresh, d.retry_at, self._blocked_until)
 
     def _typing_wanted(self) -> bool:
         return (
@@ -570,6 +692,9 @@ class EditorPlan:
         for i, s in enumerate(self._slots):
             if s.sent and s.owed() and not s.final and now >= self._due_interim(s):
                 return self._change(i, s)
+        draft_due = self._draft_due()
+        if draft_due is not None and now >= draft_due:
+            return Action("draft", -1, self._draft_want() or "")
         if self._typing_wanted() and now >= self._last_typing + self._s.typing_interval:
             return Action("typing", -1)
         return None

@@ -4,6 +4,11 @@ It lives with its consumer, not with the chat platforms: the editor only
 needs something that can send, edit, delete and show typing, and each
 platform adapter implements this port (its ``messenger(chat_id)``). Tests
 use ``hermes_trio.testing.FakeMessenger``.
+
+A platform with native drafts (Telegram's ``sendMessageDraft``) says so in
+its capabilities (``drafts``) and implements ``DraftMessenger``: the text
+still growing goes into an ephemeral draft, and only final text is sent as
+messages.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from typing import Literal, Protocol
 
 __all__ = [
     "Capabilities",
+    "DraftMessenger",
+    "DraftRefused",
     "LengthUnit",
     "Messenger",
     "PlatformError",
@@ -33,6 +40,10 @@ class Capabilities:
     shows_cursor: bool = True
     """False: the platform draws its own "still writing" sign (a native
     stream), so the editor adds no cursor to text that is still growing."""
+    drafts: bool = False
+    """True: the messenger is a ``DraftMessenger``; text that is still
+    growing is shown in a draft (ephemeral, no message id), final text is
+    sent as messages, and nothing is edited."""
 
 
 def measure(text: str, unit: LengthUnit) -> int:
@@ -56,6 +67,11 @@ class RateLimited(PlatformError):
         self.retry_after = retry_after
 
 
+class DraftRefused(PlatformError):
+    """The platform will not show drafts in this chat (the method is
+    unknown to it, or the chat cannot have them): edit messages instead."""
+
+
 class Messenger(Protocol):
     """Sending to one chat. ``edit`` treats "not modified" as success."""
 
@@ -74,3 +90,14 @@ class Messenger(Protocol):
     async def delete(self, message_id: str) -> None: ...
 
     async def typing(self) -> None: ...
+
+
+class DraftMessenger(Messenger, Protocol):
+    """A messenger whose platform shows a draft: a preview of the message
+    being written, replaced by each call and gone after a while unless
+    refreshed (Telegram: about 30 s), never a message of its own."""
+
+    async def draft(self, text: str) -> None:
+        """Show ``text`` in this answer's draft. Raises ``DraftRefused``
+        when the platform will not show drafts here."""
+        ...

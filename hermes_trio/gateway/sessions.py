@@ -40,7 +40,7 @@ from ..consumers.editor_plan import EditorReport, EditorSettings
 from ..consumers.messenger import Messenger, PlatformError, RateLimited
 from ..events import GatewayNotice, StreamEvent
 from ..platforms.base import InboundMessage
-from ..platforms.registry import edit_interval_override
+from ..platforms.registry import edit_interval_for
 from ..tools import ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
 from .history import ChatHistory, MemoryHistory, chat_key
@@ -253,12 +253,8 @@ class ChatSessions:
         agree on it; ``EditorPlan`` falls back to whole messages by itself
         when the messenger cannot edit."""
         streaming = self.config.streaming
-        interval = streaming.edit_interval
-        override = edit_interval_override(self.config, platform)
-        if override is not None:
-            interval = override
         return EditorSettings(
-            edit_interval=interval,
+            edit_interval=edit_interval_for(self.config, platform),
             min_tokens=streaming.min_tokens,
             cursor=streaming.cursor,
             streaming=stream,

@@ -12,6 +12,7 @@ dataclass in ``PlatformsConfig``, and one entry in ``PLATFORMS``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -19,6 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import httpx
 
 from ..config import (
+    DEFAULT_EDIT_INTERVAL,
     Config,
     DiscordConfig,
     HomeAssistantConfig,
@@ -43,6 +45,7 @@ __all__ = [
     "WHATSAPP",
     "Platform",
     "PlatformSettings",
+    "edit_interval_for",
     "edit_interval_override",
     "enabled_platforms",
     "find_platform",
@@ -63,6 +66,10 @@ def _no_edit_interval(settings: object) -> None:
     return None
 
 
+def _inherits_nothing(settings: S, config: Config) -> S:
+    return settings
+
+
 @dataclass(frozen=True)
 class Platform(Generic[S]):
     """One chat platform: its settings, its switch, its adapter, its hints."""
@@ -81,6 +88,12 @@ class Platform(Generic[S]):
     """``(verb, setting)`` that turns it on, for the "nothing to run" line."""
     edit_interval_of: Callable[[S], float | None] = _no_edit_interval
     """The platform's own ``streaming.edit_interval``, if it has one."""
+    default_edit_interval: float | None = None
+    """The platform's built-in interval, used only when the user set none
+    (neither the platform's own nor ``streaming.edit_interval``)."""
+    inherit: Callable[[S, Config], S] = _inherits_nothing
+    """The section with what it leaves to the rest of the config filled in
+    (``transport: null`` → ``streaming.transport``), for the adapter."""
 
     def settings(self, config: Config) -> S:
         return self.section(config.platforms)
@@ -98,7 +111,7 @@ class Platform(Generic[S]):
         self, config: Config, client: httpx.AsyncClient, *, filter_users: bool = True
     ) -> PlatformAdapter:
         """The adapter, sharing ``client`` (owned by the caller)."""
-        return self.make_adapter(self.settings(config), client, filter_users)
+        return self.make_adapter(self.inherit(self.settings(config), config), client, filter_users)
 
 
 def _on_with_credentials(enabled: bool | None, *credentials: str | None) -> bool:
@@ -118,6 +131,9 @@ TELEGRAM = Platform[TelegramConfig](
     allow_hint="platforms.telegram.allowed_users in config.yaml (or TELEGRAM_ALLOWED_USERS)",
     to_enable=("set", "TELEGRAM_BOT_TOKEN (or platforms.telegram.token)"),
     edit_interval_of=lambda settings: settings.edit_interval,
+    inherit=lambda settings, config: dataclasses.replace(
+        settings, transport=settings.transport or config.streaming.transport
+    ),
 )
 
 DISCORD = Platform[DiscordConfig](
@@ -128,6 +144,7 @@ DISCORD = Platform[DiscordConfig](
     allow_hint="platforms.discord.allowed_users in config.yaml (or DISCORD_ALLOWED_USERS)",
     to_enable=("set", "DISCORD_BOT_TOKEN (or platforms.discord.token)"),
     edit_interval_of=lambda settings: settings.edit_interval,
+    default_edit_interval=1.2,
 )
 
 SLACK = Platform[SlackConfig](
@@ -206,3 +223,18 @@ def edit_interval_override(config: Config, name: str) -> float | None:
     """The platform ``name``'s own streaming edit interval, if it sets one."""
     platform = find_platform(name)
     return platform.edit_interval(config) if platform is not None else None
+
+
+def edit_interval_for(config: Config, name: str) -> float:
+    """Seconds between edits on the platform ``name``: its own setting, else
+    the explicit ``streaming.edit_interval``, else its built-in default, else
+    ``DEFAULT_EDIT_INTERVAL``. A built-in default never beats what the user set."""
+    platform = find_platform(name)
+    for interval in (
+        edit_interval_override(config, name),
+        config.streaming.edit_interval,
+        platform.default_edit_interval if platform is not None else None,
+    ):
+        if interval is not None:
+            return interval
+    return DEFAULT_EDIT_INTERVAL

@@ -20,6 +20,16 @@ Outgoing text is converted from common Markdown to MarkdownV2. If Telegram
 still refuses the markup ("can't parse entities"), the same call is repeated
 as plain text with the original text.
 
+Streaming (``transport``, from ``platforms.telegram.transport`` or
+``streaming.transport``): where drafts are used — ``auto``: private chats
+(a positive chat id is a user), ``draft``: every chat — the messenger is a
+``TelegramDraftMessenger``: the growing answer is ``sendMessageDraft`` with
+one random ``draft_id`` per answer, the final text ``sendMessage``. A
+draft the Bot API refuses turns drafts off: for that chat on a 400 (not a
+private chat, a bot without the feature), for every chat on a 404 (a Bot
+API server that does not know the method); each is logged once, and the
+editor goes on with edits (``DraftRefused``).
+
 The bot token is part of every URL, so it must never reach a log line or an
 exception message: the adapter never logs URLs, redacts the token from every
 error it raises (httpx puts URLs in its exceptions), and installs a filter on
@@ -29,6 +39,7 @@ the ``httpx`` logger, which logs each request URL at INFO.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -37,7 +48,7 @@ import httpx
 import trio
 
 from ..config import TelegramConfig
-from ..consumers.messenger import Capabilities, PlatformError, RateLimited
+from ..consumers.messenger import Capabilities, DraftRefused, PlatformError, RateLimited
 from ..redaction import redact, register_secret
 from ..retry import Backoff, parse_retry_after
 from .base import Attachment, CredentialsRejected, InboundMessage
@@ -46,8 +57,10 @@ from .telegram_format import to_markdown_v2
 
 __all__ = [
     "TELEGRAM_CAPABILITIES",
+    "TELEGRAM_DRAFT_CAPABILITIES",
     "TelegramAdapter",
     "TelegramApiError",
+    "TelegramDraftMessenger",
     "TelegramMessenger",
     "TokenRejected",
 ]
@@ -55,10 +68,14 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 TELEGRAM_CAPABILITIES = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")
+# A draft takes the same 4096 characters; the cursor stays reserved in case
+# the chat turns to edits.
+TELEGRAM_DRAFT_CAPABILITIES = Capabilities(
+    can_edit=True, max_length=4096, length_unit="utf16", drafts=True
+)
 # The confirming call on stop answers at once (timeout 0); this only bounds
 # an unreachable Bot API, so stopping stays quick.
 CONFIRM_TIMEOUT = 3.0
-
 
 
 class TokenRejected(CredentialsRejected):
@@ -142,6 +159,11 @@ class TelegramAdapter:
         # it are confirmed on its side.
         self._confirmed: int | None = None
         self.bot_user: dict[str, Any] | None = None
+        self.transport = config.transport or "auto"
+        # Chats whose drafts Telegram refused (400), and whether the Bot API
+        # server does not know drafts at all (404): edits there from then on.
+        self._no_drafts: set[str] = set()
+        self.drafts_unknown = False
 
     def __repr__(self) -> str:
         return f"<TelegramAdapter {self._base}>"
@@ -366,7 +388,40 @@ class TelegramAdapter:
     # -- outbound ----------------------------------------------------------
 
     def messenger(self, chat_id: str, thread_id: str | None = None) -> TelegramMessenger:
-        return TelegramMessenger(self, str(chat_id), thread_id)
+        chat_id = str(chat_id)
+        if self.drafts_in(chat_id):
+            return TelegramDraftMessenger(self, chat_id, thread_id)
+        return TelegramMessenger(self, chat_id, thread_id)
+
+    def drafts_in(self, chat_id: str) -> bool:
+        """Whether answers in ``chat_id`` are streamed as drafts now."""
+        if self.transport == "edit" or self.drafts_unknown or chat_id in self._no_drafts:
+            return False
+        if self.transport == "draft":
+            return True
+        # auto: private chats only. A private chat's id is its user's id,
+        # positive; groups, supergroups and channels have negative ids.
+        ref = _chat_ref(chat_id)
+        return isinstance(ref, int) and ref > 0
+
+    def drafts_refused(self, chat_id: str, exc: TelegramApiError) -> None:
+        """Telegram refused a draft: edits from now on, there or everywhere."""
+        if exc.error_code == 404:
+            if not self.drafts_unknown:
+                self.drafts_unknown = True
+                log.warning(
+                    "telegram: the Bot API server does not offer sendMessageDraft (%s); "
+                    "editing messages instead in every chat",
+                    exc.description,
+                )
+            return
+        if chat_id not in self._no_drafts:
+            self._no_drafts.add(chat_id)
+            log.warning(
+                "telegram: chat %s refused a draft (%s); editing messages there instead",
+                chat_id,
+                exc.description,
+            )
 
 
 _TOKEN_REJECTED = (
@@ -511,3 +566,34 @@ class TelegramMessenger:
 
     async def typing(self) -> None:
         await self._adapter.call("sendChatAction", {**self._where, "action": "typing"})
+
+
+class TelegramDraftMessenger(TelegramMessenger):
+    """A chat whose answers grow in a draft (``sendMessageDraft``), one
+    ``draft_id`` per messenger, which the gateway makes per answer; messages
+    are sent and edited as in ``TelegramMessenger``."""
+
+    capabilities = TELEGRAM_DRAFT_CAPABILITIES
+
+    def __init__(
+        self, adapter: TelegramAdapter, chat_id: str, thread_id: str | None = None
+    ) -> None:
+        super().__init__(adapter, chat_id, thread_id)
+        # Non-zero; random, so a restarted gateway's answer does not animate
+        # from a draft of the previous process.
+        self.draft_id = secrets.randbelow(2**31 - 1) + 1
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f" draft={self.draft_id}>"
+
+    async def draft(self, text: str) -> None:
+        params = {**self._where, "draft_id": self.draft_id}
+        try:
+            await self._call_text("sendMessageDraft", params, text)
+        except TelegramApiError as exc:
+            # 400: this chat cannot have drafts (not private, the feature is
+            # off for the bot); 404: the server does not know the method.
+            if exc.error_code in (400, 404):
+                self._adapter.drafts_refused(self.chat_id, exc)
+                raise DraftRefused(str(exc)) from None
+            raise

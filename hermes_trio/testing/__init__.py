@@ -30,7 +30,7 @@ from .fake_homeassistant import FakeHomeAssistant, HAEvent, HAServiceCall, open_
 from .fake_http import FakeTransport
 from .fake_messenger import FakeCall, FakeMessenger
 from .fake_slack import FakeSlack, SlackCall, SlackMessage, open_fake_slack
-from .fake_telegram import FakeMessage, FakeTelegram, TelegramCall, open_fake_telegram
+from .fake_telegram import FakeDraft, FakeMessage, FakeTelegram, TelegramCall, open_fake_telegram
 from .fake_whatsapp import FakeWhatsApp, WhatsAppCall, WhatsAppSent, open_fake_whatsapp
 from .script import (
     Drop,
@@ -59,6 +59,7 @@ __all__ = [
     "ErrorReply",
     "FakeCall",
     "FakeDiscord",
+    "FakeDraft",
     "FakeHomeAssistant",
     "FakeMessage",
     "FakeMessenger",

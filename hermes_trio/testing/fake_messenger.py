@@ -20,11 +20,17 @@ from typing import Literal, NoReturn
 
 import trio
 
-from hermes_trio.consumers.messenger import Capabilities, PlatformError, RateLimited, measure
+from hermes_trio.consumers.messenger import (
+    Capabilities,
+    DraftRefused,
+    PlatformError,
+    RateLimited,
+    measure,
+)
 
 __all__ = ["FakeCall", "FakeMessenger"]
 
-CallKind = Literal["send", "edit", "delete", "typing"]
+CallKind = Literal["send", "edit", "delete", "typing", "draft"]
 Outcome = Literal["ok", "not_modified", "rate_limited", "error"]
 
 TELEGRAM = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")
@@ -56,6 +62,12 @@ class FakeMessenger:
     - ``fail_at``: message-call indices answered with ``PlatformError``.
     - ``fail_when(kind, text)``: refuse any call for which it returns True.
     - ``latency``: seconds each call takes (on the trio clock).
+    - ``refuse_drafts``: with ``Capabilities(drafts=True)``, every ``draft``
+      is refused with ``DraftRefused`` (a chat that cannot have drafts).
+
+    With ``Capabilities(drafts=True)`` it is a ``DraftMessenger``: ``draft``
+    calls count as message calls (for ``rate_limit_at`` and ``fail_at``)
+    and ``drafts`` keeps every draft text accepted.
     """
 
     def __init__(
@@ -68,6 +80,7 @@ class FakeMessenger:
         fail_at: Collection[int] = (),
         fail_when: Callable[[CallKind, str | None], bool] | None = None,
         latency: float = 0.0,
+        refuse_drafts: bool = False,
     ) -> None:
         self._capabilities = capabilities
         self.rate_limit_after = rate_limit_after
@@ -76,6 +89,9 @@ class FakeMessenger:
         self.fail_at = set(fail_at)
         self.fail_when = fail_when
         self.latency = latency
+        self.refuse_drafts = refuse_drafts
+        self.drafts: list[str] = []
+        """Every draft text accepted, in order."""
         self.calls: list[FakeCall] = []
         self.messages: dict[str, str] = {}
         """Current text of every message that exists, in send order."""
@@ -118,6 +134,16 @@ class FakeMessenger:
         self._check("delete", message_id, None)
         del self.messages[message_id]
         self._record("delete", message_id, None)
+
+    async def draft(self, text: str) -> None:
+        await self._arrive()
+        if self.refuse_drafts or not self._capabilities.drafts:
+            why = "drafts are not available in this chat"
+            self.calls.append(FakeCall("draft", trio.current_time(), None, text, "error", why))
+            raise DraftRefused(why)
+        self._check("draft", None, text)
+        self.drafts.append(text)
+        self._record("draft", None, text)
 
     async def typing(self) -> None:
         await self._arrive()
@@ -171,10 +197,10 @@ class FakeMessenger:
             self._refuse(kind, message_id, text, "this platform cannot edit messages")
         if kind == "delete" and not self._capabilities.can_delete:
             self._refuse(kind, message_id, text, "this platform cannot delete messages")
-        if kind != "send" and message_id not in self.messages:
+        if kind not in ("send", "draft") and message_id not in self.messages:
             self._refuse(kind, message_id, text, f"message {message_id} not found")
         if text is not None:
-            if not text.strip():
+            if not text.strip() and kind != "draft":  # an empty draft is a placeholder
                 self._refuse(kind, message_id, text, "message text is empty")
             length = measure(text, self._capabilities.length_unit)
             if length > self._capabilities.max_length:

@@ -25,10 +25,19 @@ What it enforces, with Telegram's own error texts:
   found".
 - Files: a pushed photo or document is kept; ``getFile`` gives its
   ``file_path`` and ``GET /file/bot<token>/<file_path>`` its bytes.
+- ``sendMessageDraft`` as Bot API 9.x documents it: the ``chat_id`` of a
+  *private* chat (any other chat is 400 ``TEXTDRAFT_PEER_INVALID``, as the
+  real server answers), a non-zero integer ``draft_id``, ``text`` of
+  0–4096 characters after entities parsing (empty: the "Thinking…"
+  placeholder), optional ``message_thread_id``/``parse_mode``; returns
+  ``True``. A chat's type is the ``chat_type`` it was pushed with (else a
+  positive id is private, as on Telegram). ``drafts_supported=False``
+  answers it 404 Not Found, as a Bot API server older than the method does.
 
 State for assertions: ``messages[chat_id]`` (bot messages with their full
-edit history), ``calls`` (every call with ``trio.current_time()``),
-``chat_actions``. Chat ids are keys as strings.
+edit history), ``drafts[chat_id]`` (every draft shown), ``calls`` (every
+call with ``trio.current_time()``), ``chat_actions``. Chat ids are keys as
+strings.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from .fake_http import FakeRequest, FakeResponse, serve_http
 from .telegram_markdown import MarkdownV2Error, parse_markdown_v2
 
 __all__ = [
+    "FakeDraft",
     "FakeMessage",
     "FakeTelegram",
     "TelegramCall",
@@ -115,6 +125,20 @@ class FakeMessage:
 
 
 @dataclass
+class FakeDraft:
+    """One ``sendMessageDraft`` the fake accepted."""
+
+    draft_id: int
+    chat_id: str
+    #: Visible text (after MarkdownV2 parsing); empty: the "Thinking…" placeholder.
+    text: str
+    raw: str
+    parse_mode: str | None
+    time: float
+    thread_id: int | None = None
+
+
+@dataclass
 class _Failure:
     error_code: int
     description: str
@@ -142,8 +166,10 @@ class FakeTelegram:
         edit_limit: int | None = None,
         edit_window: float = 60.0,
         bot_username: str = "hermes_test_bot",
+        drafts_supported: bool = True,
     ) -> None:
         self.token = token
+        self.drafts_supported = drafts_supported
         self.edit_limit = edit_limit
         self.edit_window = edit_window
         self.base_url = ""
@@ -154,6 +180,8 @@ class FakeTelegram:
             "username": bot_username,
         }
         self.messages: dict[str, list[FakeMessage]] = defaultdict(list)
+        self.drafts: dict[str, list[FakeDraft]] = defaultdict(list)
+        self._chat_types: dict[str, str] = {}
         self.calls: list[TelegramCall] = []
         self.chat_actions: list[tuple[str, str, float]] = []
         self.updates: list[dict[str, Any]] = []  # pushed, not yet confirmed
@@ -193,6 +221,7 @@ class FakeTelegram:
         MIME type, bytes)``) come with ``text`` as their caption.
         ``sent_at``: its ``date`` (Unix seconds; default now)."""
         key = str(chat_id)
+        self._chat_types[key] = "supergroup" if topic is not None else chat_type
         message_id = self._next_message_id[key]
         self._next_message_id[key] += 1
         sender: dict[str, Any] = {"id": int(user_id), "is_bot": False, "first_name": first_name}
@@ -298,6 +327,8 @@ class FakeTelegram:
             if failure is not None:
                 raise _ApiError(failure.error_code, failure.description, failure.parameters)
             handler = _METHODS.get(method.lower())
+            if method.lower() == "sendmessagedraft" and not self.drafts_supported:
+                handler = None
             if handler is None:
                 raise _ApiError(404, "Not Found")
             result = await handler(self, params)
@@ -372,10 +403,10 @@ class FakeTelegram:
         return self.updates[:limit]
 
     def _checked_text(
-        self, params: dict[str, Any]
+        self, params: dict[str, Any], *, may_be_empty: bool = False
     ) -> tuple[str, tuple[dict[str, Any], ...], str, str | None]:
-        raw = params.get("text")
-        if not isinstance(raw, str) or not raw:
+        raw = params.get("text", "" if may_be_empty else None)
+        if not isinstance(raw, str) or not (raw or may_be_empty):
             raise _bad("message text is empty")
         parse_mode = params.get("parse_mode") or None
         entities: tuple[dict[str, Any], ...]
@@ -390,7 +421,7 @@ class FakeTelegram:
         else:
             # The fake implements MarkdownV2 only; say so rather than guess.
             raise _bad("unsupported parse_mode")
-        if not text.strip():
+        if not text.strip() and not may_be_empty:
             raise _bad("message text is empty")
         if measure(text, "utf16") > MAX_LENGTH:
             raise _bad("message is too long")
@@ -418,6 +449,37 @@ class FakeTelegram:
         )
         self.messages[chat].append(message)
         return self._message_object(message)
+
+    def chat_type(self, chat_id: int | str) -> str:
+        """The chat's type: as pushed, else what its id says (a user's
+        private chat has the user's positive id; groups' ids are negative)."""
+        key = str(chat_id)
+        if key in self._chat_types:
+            return self._chat_types[key]
+        try:
+            return "private" if int(key) > 0 else "group"
+        except ValueError:
+            return "channel"  # "@username" names a public chat or channel
+
+    async def _send_message_draft(self, params: dict[str, Any]) -> Any:
+        if params.get("chat_id") in (None, ""):
+            raise _bad("chat_id is empty")
+        if params.get("draft_id") in (None, ""):
+            raise _bad('parameter "draft_id" is required')
+        # Integers, which the Bot API also takes written as strings, like
+        # every integer parameter; "@username" names a public chat, never a
+        # private one.
+        chat = str(params["chat_id"])
+        draft_id = _int_param(params, "draft_id", 0)
+        if draft_id == 0:
+            raise _bad("draft_id must be non-zero")
+        if self.chat_type(chat) != "private":
+            raise _bad("TEXTDRAFT_PEER_INVALID")
+        thread = self._thread(chat, params)
+        text, _, raw, parse_mode = self._checked_text(params, may_be_empty=True)
+        draft = FakeDraft(draft_id, chat, text, raw, parse_mode, trio.current_time(), thread)
+        self.drafts[chat].append(draft)
+        return True
 
     async def _edit_message_text(self, params: dict[str, Any]) -> Any:
         text, entities, raw, parse_mode = self._checked_text(params)
@@ -472,7 +534,7 @@ class FakeTelegram:
         obj: dict[str, Any] = {
             "message_id": message.message_id,
             "from": self.bot_user,
-            "chat": {"id": _chat_value(message.chat_id), "type": "private"},
+            "chat": {"id": _chat_value(message.chat_id), "type": self.chat_type(message.chat_id)},
             "date": int(time.time()),
             "text": message.text,
         }
@@ -488,6 +550,7 @@ _METHODS = {
     "getupdates": FakeTelegram._get_updates,
     "getfile": FakeTelegram._get_file,
     "sendmessage": FakeTelegram._send_message,
+    "sendmessagedraft": FakeTelegram._send_message_draft,
     "editmessagetext": FakeTelegram._edit_message_text,
     "deletemessage": FakeTelegram._delete_message,
     "sendchataction": FakeTelegram._send_chat_action,
@@ -521,9 +584,12 @@ async def open_fake_telegram(
     edit_window: float = 60.0,
     host: str = "127.0.0.1",
     port: int = 0,
+    drafts_supported: bool = True,
 ) -> AsyncIterator[FakeTelegram]:
     """Run a fake Bot API; ``fake.base_url`` is the ``api_base_url`` to use."""
-    fake = FakeTelegram(token, edit_limit=edit_limit, edit_window=edit_window)
+    fake = FakeTelegram(
+        token, edit_limit=edit_limit, edit_window=edit_window, drafts_supported=drafts_supported
+    )
     async with serve_http(fake.handle, host=host, port=port) as base_url:
         fake.base_url = base_url
         yield fake

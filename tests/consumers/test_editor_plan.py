@@ -67,6 +67,8 @@ class Sim:
     paused_until: float = -math.inf
     now: float = 0.0
     sent: int = 0
+    refuse_drafts_from: float = math.inf
+    """Drafts from this time on are refused (``drafts_refused``)."""
 
     def step(self) -> Action | None:
         """Make at most one call now."""
@@ -97,6 +99,14 @@ class Sim:
             self.calls.append(Call(self.now, "send", mid, text, "ok"))
             self.messages[mid] = text
             self.plan.succeeded(action, self.now, mid)
+        elif action.kind == "draft":
+            assert self.caps.drafts
+            if self.now >= self.refuse_drafts_from:
+                self.calls.append(Call(self.now, "draft", None, text, "error"))
+                self.plan.drafts_refused(action, self.now)
+            else:
+                self.calls.append(Call(self.now, "draft", None, text, "ok"))
+                self.plan.succeeded(action, self.now)
         elif action.kind == "edit":
             self.calls.append(Call(self.now, "edit", action.message_id, text, "ok"))
             assert action.message_id is not None
@@ -634,3 +644,65 @@ def test_random_turns_with_tools(
         flat = re.sub(r"\s", "", "".join(shown))
         answer = re.sub(r"\s", "", final)
         assert flat.endswith(answer)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(0, 40),
+            st.sampled_from(["chunk"] * 6 + ["boundary", "tool", "hint", "commentary"]),
+            chunk_text,
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    limit=st.integers(30, 100),
+    rate_limits=st.sets(st.integers(0, 30), max_size=3),
+    refuse_from=st.one_of(st.just(math.inf), st.integers(0, 100).map(lambda n: n * 0.1)),
+    long_tool=st.integers(0, 120),
+)
+def test_random_turns_with_drafts(
+    steps: list[tuple[int, str, str]],
+    limit: int,
+    rate_limits: set[int],
+    refuse_from: float,
+    long_tool: int,
+) -> None:
+    caps = Capabilities(can_edit=True, max_length=limit, length_unit="utf16", drafts=True)
+    s = EditorSettings(min_tokens=4, typing_interval=0)
+    sim = make(caps=caps, s=s, rate_limit_at=rate_limits, retry_after=1.0)
+    sim.refuse_drafts_from = refuse_from
+    script: list[tuple[float, StreamEvent]] = []
+    t = 0.0
+    last_segment: list[str] = []
+    for i, (gap, kind, text) in enumerate(steps):
+        t += gap * 0.05 + (long_tool if kind == "tool" and i == 0 else 0)
+        script.append((t, _event(kind, text, i)))
+        # The final text is what the last segment streamed (a hint does not
+        # end a segment): a final text unlike the stream would rightly edit
+        # a page already sent.
+        if kind == "chunk":
+            last_segment = [*last_segment, text]
+        elif kind != "hint":
+            last_segment = []
+    final = "".join(last_segment).strip()
+    script.append((t, finished(final)))
+    sim.run(script)  # Sim asserts: limit, no identical edits, no calls in a pause
+
+    assert sim.plan.done and sim.plan.report().delivered
+    drafts = [c for c in sim.calls if c.kind == "draft"]
+    refused = [c for c in drafts if c.outcome == "error"]
+    assert len(refused) <= 1  # once refused, the turn edits
+    if not refused:
+        # Only final text is ever sent, and nothing is edited.
+        assert not any(c.kind == "edit" for c in sim.calls)
+        assert not any("▌" in c.text for c in sim.calls if c.kind == "send")
+    assert not any("▌" in c.text for c in drafts)
+    # Drafts, like edits, are an interval apart.
+    assert all(b.time - a.time >= s.edit_interval - EPS for a, b in pairwise(drafts))
+    shown = list(sim.messages.values())
+    assert all("▌" not in m for m in shown)
+    if final and "`" not in final:
+        flat = re.sub(r"\s", "", "".join(shown))
+        assert flat.endswith(re.sub(r"\s", "", final))

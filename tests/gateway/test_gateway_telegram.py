@@ -55,6 +55,7 @@ def gateway_config(
     on_new_message: str = "interrupt",
     streaming: bool = True,
     edit_interval: float = 0.05,
+    transport: str = "edit",
     **model: Any,
 ) -> Config:
     return make_config(
@@ -70,6 +71,9 @@ def gateway_config(
                 api_base_url=telegram_url,
                 allowed_users=[USER] if allowed is None else allowed,
                 poll_timeout=5,
+                # These tests are about edits; drafts (private chats' default)
+                # are tested in test_gateway_telegram_drafts.py.
+                transport=transport,  # type: ignore[arg-type]
             )
         ),
     )

@@ -4,10 +4,14 @@ its adapter and what it tells a user."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import httpx
 import pytest
+import trio
+from support import agent_on_double
 
+from hermes_trio.agent import Agent
 from hermes_trio.config import (
     Config,
     DiscordConfig,
@@ -16,9 +20,12 @@ from hermes_trio.config import (
     SlackConfig,
     TelegramConfig,
     WhatsAppConfig,
+    load_config,
 )
+from hermes_trio.consumers.messenger import Messenger
 from hermes_trio.gateway import build_adapters, startup_problem
 from hermes_trio.gateway.access import allow_hint, configured_allow_list
+from hermes_trio.gateway.sessions import ChatSessions
 from hermes_trio.platforms.base import PlatformError
 from hermes_trio.platforms.registry import (
     PLATFORMS,
@@ -124,7 +131,8 @@ def test_platforms_set_their_own_edit_interval() -> None:
     config = with_platforms(READY)
     assert edit_interval_override(config, "telegram") == 0.5
     assert edit_interval_override(Config(), "telegram") is None
-    assert edit_interval_override(Config(), "discord") == 1.2
+    # Discord's 1.2 s is a built-in default, not a setting of the user's.
+    assert edit_interval_override(Config(), "discord") is None
     assert edit_interval_override(Config(), "slack") is None
     assert edit_interval_override(config, "whatsapp") is None
     assert edit_interval_override(config, "my-own-adapter") is None
@@ -139,3 +147,42 @@ def test_nothing_to_run_names_every_platform_switch() -> None:
         "platforms.whatsapp or platforms.homeassistant, or enable the API server "
         "(api_server.enabled / API_SERVER_ENABLED=1)"
     )
+
+
+def _chat_sessions(config: Config, agent: Agent, nursery: trio.Nursery) -> ChatSessions:
+    def no_messenger(platform: str, chat: str, thread: str | None) -> Messenger:
+        raise AssertionError("nothing is sent here")
+
+    return ChatSessions(config, agent, nursery, no_messenger, lambda: None)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "expected"),
+    [
+        # Nothing set: each platform's built-in default.
+        ("", {"telegram": 1.5, "discord": 1.2, "slack": 1.5, "whatsapp": 1.5}),
+        # An explicit streaming.edit_interval reaches every editing platform,
+        # Discord included ...
+        (
+            "streaming:\n  edit_interval: 3\n",
+            {"telegram": 3.0, "discord": 3.0, "slack": 3.0, "my-own-adapter": 3.0},
+        ),
+        # ... unless the platform has its own.
+        (
+            "streaming:\n  edit_interval: 3\n"
+            "platforms:\n  discord:\n    edit_interval: 0.8\n"
+            "  telegram:\n    edit_interval: 2.5\n",
+            {"telegram": 2.5, "discord": 0.8, "slack": 3.0},
+        ),
+    ],
+)
+async def test_the_edit_interval_of_each_platform_the_gateway_uses(
+    tmp_path: Path, yaml_text: str, expected: dict[str, float]
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml_text)
+    config = load_config(path, env={})
+    async with agent_on_double() as (agent, _), trio.open_nursery() as nursery:
+        sessions = _chat_sessions(config, agent, nursery)
+        got = {name: sessions.editor_settings(name, stream=True).edit_interval for name in expected}
+    assert got == expected

@@ -128,7 +128,14 @@ class EditorControl:
 
     def __init__(self) -> None:
         self._driver: _Driver | None = None
+        self._plan: EditorPlan | None = None
         self._show_tools: bool | None = None
+
+    @property
+    def hinted(self) -> bool:
+        """The editor showed its ``long_tool_hint``; known even when the
+        editor was cancelled before it could return its report."""
+        return self._plan is not None and self._plan.hinted
 
     def show_tools(self, on: bool) -> None:
         """Show tool progress (or stop showing it) for the rest of the turn."""
@@ -138,7 +145,10 @@ class EditorControl:
 
     def _attach(self, driver: _Driver | None) -> None:
         self._driver = driver
-        if driver is not None and self._show_tools is not None:
+        if driver is None:
+            return
+        self._plan = driver._plan
+        if self._show_tools is not None:
             driver.show_tools(self._show_tools)
 
 

@@ -100,7 +100,7 @@ class EditorReport:
     delivered: bool
     interrupted: bool
     hinted: bool = False
-    """The ``long_tool_hint`` note was shown."""
+    """The ``long_tool_hint`` note reached the chat."""
 
 
 ActionKind = Literal["send", "edit", "delete", "typing"]
@@ -175,7 +175,7 @@ class EditorPlan:
         # before it waits here (text blocks and tool lines, in order).
         self._hold = not capabilities.can_edit
         self._held: list[tuple[Literal["text", "tool"], str]] = []
-        self._hinted = False
+        self._hint: int | None = None  # the hint's slot, once it is owed
         self._cursor = settings.cursor if capabilities.shows_cursor else ""
         self._slots: list[_Slot] = []
         self._seg: _Segment | None = None
@@ -204,6 +204,11 @@ class EditorPlan:
         """The turn is over and nothing more is owed to the platform."""
         return self._finished and self._in_flight is None and not any(s.owed() for s in self._slots)
 
+    @property
+    def hinted(self) -> bool:
+        """The ``long_tool_hint`` note reached the chat."""
+        return self._hint is not None and self._slots[self._hint].sent
+
     def report(self) -> EditorReport:
         undelivered = self._undelivered or any(
             s.owed() for s in self._slots if s.role != "progress"
@@ -213,7 +218,7 @@ class EditorPlan:
             final_text=self._final_text,
             delivered=self._finished and not undelivered,
             interrupted=self._interrupted,
-            hinted=self._hinted,
+            hinted=self.hinted,
         )
 
     # ------------------------------------------------------------------ input
@@ -443,10 +448,9 @@ class EditorPlan:
             return
         if self._show_tools and self._progress is not None:
             self._set_want(self._progress, self._progress_text(), final=False, now=now)
-        elif not self._show_tools and self._s.long_tool_hint and not self._hinted:
-            self._hinted = True
+        elif not self._show_tools and self._s.long_tool_hint and self._hint is None:
             hint = self._s.long_tool_hint.replace("{tool}", event.tool_name)
-            self._add_message("note", self._fit(hint), now)
+            self._hint = self._new_slot("note", self._fit(hint), True, now)
 
     def _turn_finished(self, event: TurnFinished, now: float) -> None:
         if event.finish_reason == "interrupted":

@@ -455,7 +455,9 @@ class ChatSessions:
             session.turns_done += 1
             session.last_report = reports[0] if reports else None
             await self._history.end(key, token, messages)
-            if reports and reports[0].hinted:
+            # From the control, not the report: a turn cut off right after
+            # the hint still counts it as seen.
+            if control.hinted:
                 await self._settings.put(hinted, "1")
         failed = result.error_code == INTERNAL_ERROR
         outcome = "interrupted" if turn.scope.cancelled_caught else "failed" if failed else "done"

@@ -195,3 +195,16 @@ async def test_the_hint_is_not_repeated_after_a_restart(tmp_path: Path) -> None:
                     assert await process.wait() == 0, err.text()
     assert telegram.texts(31) == [hint, "first answer", "second answer"]
     assert telegram.texts(32) == [hint, "third answer"]
+
+
+async def test_a_hint_counts_as_seen_when_its_turn_is_stopped(autojump_clock: MockClock) -> None:
+    adapter = ScriptedAdapter()
+    script = [ToolCallReply([("nap", {"seconds": 30})]), *nap_turn(30, "second nap")]
+    async with napping_gateway(script, adapter, show_tools=False) as gateway:
+        await adapter.push("a", "u1", "nap please")
+        await trio.sleep(12)  # the hint is out at 10 s
+        await _ask(gateway, adapter, "a", "/stop")
+        await _ask(gateway, adapter, "a", "again")
+    visible = adapter.messenger("a").visible()
+    assert visible.count(HINT) == 1, visible
+    assert visible[-2:] == ["stopped", "second nap"]

@@ -25,6 +25,8 @@ The gateway adds its own notices to what the turn says (``GatewayNotice``):
 once for "your message waited while I was offline", later for "still
 working"), and ``interrupt_notice`` replaces the "interrupted" note when it
 returns one (the gateway is shutting down, not the user stopping the turn).
+An ``EditorControl`` changes what a running editor shows from outside (the
+gateway's ``/verbose`` turns tool progress on or off mid-turn).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from hermes_trio.consumers.messenger import (
 from hermes_trio.events import GatewayNotice, StreamEvent, TurnFinished
 from hermes_trio.exception_groups import leaves
 
-__all__ = ["run_editor"]
+__all__ = ["EditorControl", "run_editor"]
 
 
 class _Driver:
@@ -57,6 +59,10 @@ class _Driver:
 
     def _notify(self) -> None:
         self._changed.set()
+
+    def show_tools(self, on: bool) -> None:
+        self._plan.show_tools(on, trio.current_time())
+        self._notify()
 
     async def pump(self, receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
         """Feed every event to the plan as soon as it arrives."""
@@ -132,6 +138,37 @@ class _Driver:
             plan.failed(action, "timed out", trio.current_time())
 
 
+class EditorControl:
+    """Changes a running editor's display from outside its turn. Pass it
+    to ``run_editor``; what is asked before the editor starts applies when
+    it starts, and nothing after it ended."""
+
+    def __init__(self) -> None:
+        self._driver: _Driver | None = None
+        self._plan: EditorPlan | None = None
+        self._show_tools: bool | None = None
+
+    @property
+    def hinted(self) -> bool:
+        """The editor showed its ``long_tool_hint``; known even when the
+        editor was cancelled before it could return its report."""
+        return self._plan is not None and self._plan.hinted
+
+    def show_tools(self, on: bool) -> None:
+        """Show tool progress (or stop showing it) for the rest of the turn."""
+        self._show_tools = on
+        if self._driver is not None:
+            self._driver.show_tools(on)
+
+    def _attach(self, driver: _Driver | None) -> None:
+        self._driver = driver
+        if driver is None:
+            return
+        self._plan = driver._plan
+        if self._show_tools is not None:
+            driver.show_tools(self._show_tools)
+
+
 async def run_editor(
     receive: trio.MemoryReceiveChannel[StreamEvent],
     messenger: Messenger,
@@ -139,6 +176,7 @@ async def run_editor(
     *,
     notices: Sequence[tuple[float, GatewayNotice]] = (),
     interrupt_notice: Callable[[], GatewayNotice | None] | None = None,
+    control: EditorControl | None = None,
 ) -> EditorReport:
     """Show the turn on ``receive`` through ``messenger``; return what was delivered.
 
@@ -146,13 +184,16 @@ async def run_editor(
     up on). If the channel closes without ``TurnFinished`` the turn counts as
     interrupted. Closes ``receive``. ``notices`` are ``(seconds after the
     start, notice)``; ``interrupt_notice()``, asked when the turn is cut off,
-    may give the note to show instead of the "interrupted" one.
+    may give the note to show instead of the "interrupted" one; ``control``
+    reaches the editor while it runs.
     """
     if messenger.capabilities.drafts and not callable(getattr(messenger, "draft", None)):
         raise TypeError(f"{messenger!r} says it has drafts but has no draft() method")
     plan = EditorPlan(settings, messenger.capabilities)
     driver = _Driver(plan, messenger, settings)
     cut_by: BaseException | None = None
+    if control is not None:
+        control._attach(driver)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(driver.pump, receive)
@@ -176,6 +217,8 @@ async def run_editor(
                 plan.forget_in_flight()
                 plan.interrupt(trio.current_time(), notice.text if notice else None)
                 await driver.deliver()
+        if control is not None:
+            control._attach(None)
     return plan.report()
 
 

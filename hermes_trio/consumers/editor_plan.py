@@ -24,7 +24,12 @@ Decisions, in brief:
 - Final text that keeps failing is retried ``final_retry_limit`` times, then
   given up with a short note; interim text is simply retried later.
 - Tool progress is best effort: its own message, edited as tools change, and
-  dropped from the ledger once the turn is over.
+  dropped from the ledger once the turn is over. It can be turned on or off
+  while the turn runs (``show_tools``, the gateway's ``/verbose``); while it
+  is off, the first tool that runs long gets one ``long_tool_hint`` note.
+- A platform that cannot edit gets the turn at once: what the turn says
+  before its end (text before a tool call, commentary) and its tool lines
+  (while tool progress is on) are held and folded into the final message.
 - Drafts (``Capabilities.drafts``): text still growing — the live page of
   the answer, or tool progress — is not a message but the chat's *draft*,
   updated on the same interval grid as edits and re-sent every
@@ -62,6 +67,8 @@ _INF = math.inf
 # Clock values are floats summed from sleeps; grid arithmetic tolerates this much.
 _EPS = 1e-9
 _PREVIEW_CHARS = 80
+# Tool lines folded into a no-edit platform's answer; more are counted.
+_FOLDED_TOOLS = 10
 _MAX_BACKOFF = 10.0
 
 
@@ -80,6 +87,10 @@ class EditorSettings:
     final_retry_limit: int = 8
     """Failed attempts at final text before giving up with a note."""
     show_tool_progress: bool = True
+    long_tool_hint: str | None = None
+    """A note shown once, at the first ``LongToolHint`` of a turn whose tool
+    progress is hidden, on a platform that edits (``{tool}``: the tool's
+    name); None shows none."""
     typing_interval: float = 4.0
     """Seconds between typing indicators while nothing is shown; 0 disables."""
     call_timeout: float = 10.0
@@ -99,6 +110,8 @@ class EditorReport:
     final_text: str | None
     delivered: bool
     interrupted: bool
+    hinted: bool = False
+    """The ``long_tool_hint`` note reached the chat."""
 
 
 ActionKind = Literal["send", "edit", "delete", "typing", "draft"]
@@ -183,6 +196,12 @@ class EditorPlan:
         self._drafts = self._streaming and capabilities.drafts
         self._edit_cursor = settings.cursor if capabilities.shows_cursor else ""
         self._draft = _Draft()
+        self._show_tools = settings.show_tool_progress
+        # Without edits, the turn is one message at its end: what comes
+        # before it waits here (text blocks and tool lines, in order).
+        self._hold = not capabilities.can_edit
+        self._held: list[tuple[Literal["text", "tool"], str]] = []
+        self._hint: int | None = None  # the hint's slot, once it is owed
         self._slots: list[_Slot] = []
         self._seg: _Segment | None = None
         self._last_closed_text: str | None = None
@@ -220,6 +239,11 @@ class EditorPlan:
         """The turn is over and nothing more is owed to the platform."""
         return self._finished and self._in_flight is None and not any(s.owed() for s in self._slots)
 
+    @property
+    def hinted(self) -> bool:
+        """The ``long_tool_hint`` note reached the chat."""
+        return self._hint is not None and self._slots[self._hint].sent
+
     def report(self) -> EditorReport:
         undelivered = self._undelivered or any(
             s.owed() for s in self._slots if s.role != "progress"
@@ -229,6 +253,7 @@ class EditorPlan:
             final_text=self._final_text,
             delivered=self._finished and not undelivered,
             interrupted=self._interrupted,
+            hinted=self.hinted,
         )
 
     # ------------------------------------------------------------------ input
@@ -269,6 +294,21 @@ class EditorPlan:
         if self._finished:
             return
         self._interrupt_with(None, now, note)
+
+    def show_tools(self, on: bool, now: float) -> None:
+        """Turn tool progress on or off for the rest of the turn. On: the
+        tools running now appear at once; off: what is shown stays as it is."""
+        if on == self._show_tools:
+            return
+        self._show_tools = on
+        if self._finished or self._hold:
+            return  # held tool lines are folded in (or not) at the end
+        if on:
+            if any(tool.running for tool in self._tools.values()):
+                self._show_progress(now)
+        elif self._progress is not None:
+            self._freeze(self._slots[self._progress])
+            self._progress = None
 
     def forget_in_flight(self) -> None:
         """The call in flight will never report back (its task died). Its
@@ -417,11 +457,19 @@ class EditorPlan:
     def _close_segment(self, now: float, text: str | None = None, note: str | None = None) -> None:
         seg = self._seg
         self._seg = None
+        if self._hold and text is None and note is None:
+            held = seg.pages.raw.strip() if seg is not None else ""
+            if held:
+                self._held.append(("text", held))
+                self._last_closed_text = held
+            return
         if seg is None:
             if text is None and note is None:
                 return
             seg = self._new_segment()
         final = (seg.pages.raw if text is None else text).strip()
+        if self._hold:
+            final = self._with_held(final)
         pages = seg.pages.finalize(final) if final else []
         if note is not None:
             pages = self._with_note(pages, note)
@@ -437,43 +485,46 @@ class EditorPlan:
         # Agents that stream the text before a tool call may also report it as
         # Commentary; it is already on screen then.
         if text and text != self._last_closed_text:
-            self._add_message("text", text, now)
+            if self._hold:
+                self._held.append(("text", text))
+                self._last_closed_text = text
+            else:
+                self._add_message("text", text, now)
 
     def _tool_started(self, event: ToolCallChunk, now: float) -> None:
         self._close_segment(now)
-        if not self._s.show_tool_progress:
-            return
         if event.index in self._tools or not any(t.running for t in self._tools.values()):
             # A new step of tool calls replaces the previous step's lines.
             self._tools.clear()
         preview = one_line(event.preview, _PREVIEW_CHARS)
         line = f"🔧 {event.tool_name}: {preview}" if preview else f"🔧 {event.tool_name}"
         self._tools[event.index] = _Tool(event.tool_name, line)
-        last = len(self._slots) - 1
-        reusable = self._progress is not None and self._progress == last
-        if self._caps.can_edit:
-            if reusable and self._progress is not None:
-                self._set_want(self._progress, self._progress_text(), final=False, now=now)
-            else:
-                self._progress = self._new_slot("progress", self._progress_text(), False, now)
-            return
-        # Without edits, a line can only join a progress message not yet sent.
-        if reusable and self._progress is not None and not self._slots[self._progress].sent:
-            s = self._slots[self._progress]
-            self._set_want(self._progress, self._fit(f"{s.want}\n{line}"), final=False, now=now)
+        if self._hold:
+            self._held.append(("tool", line))
+        elif self._show_tools:
+            self._show_progress(now)
+
+    def _show_progress(self, now: float) -> None:
+        """The progress message shows the current step's tools: the last
+        message, edited, or a new one below text that came after it."""
+        if self._progress is not None and self._progress == len(self._slots) - 1:
+            self._set_want(self._progress, self._progress_text(), final=False, now=now)
         else:
-            self._progress = self._new_slot("progress", self._fit(line), False, now)
+            self._progress = self._new_slot("progress", self._progress_text(), False, now)
 
     def _long_tool(self, event: LongToolHint, now: float) -> None:
-        if self._progress is None or not self._caps.can_edit:
-            return
         changed = False
         for tool in self._tools.values():
             if tool.running and tool.name == event.tool_name:
                 tool.elapsed = event.duration
                 changed = True
-        if changed:
+        if not changed or self._hold:
+            return
+        if self._show_tools and self._progress is not None:
             self._set_want(self._progress, self._progress_text(), final=False, now=now)
+        elif not self._show_tools and self._s.long_tool_hint and self._hint is None:
+            hint = self._s.long_tool_hint.replace("{tool}", event.tool_name)
+            self._hint = self._new_slot("note", self._fit(hint), True, now)
 
     def _turn_finished(self, event: TurnFinished, now: float) -> None:
         if event.finish_reason == "interrupted":
@@ -503,9 +554,15 @@ class EditorPlan:
         self._finished = True
         # Tool progress is best effort: nothing about it is owed after the turn.
         for s in self._slots:
-            if s.role == "progress" and s.owed():
-                s.want = s.shown
-                s.dirty_since = None
+            if s.role == "progress":
+                self._freeze(s)
+
+    @staticmethod
+    def _freeze(s: _Slot) -> None:
+        """A progress message keeps what it shows; nothing more is owed."""
+        if s.owed():
+            s.want = s.shown
+            s.dirty_since = None
 
     # ---------------------------------------------------------------- ledger
 
@@ -544,6 +601,33 @@ class EditorPlan:
         for page in split_all(text, self._caps.max_length, self._caps.length_unit):
             self._new_slot(role, page, True, now)
         self._last_closed_text = None
+
+    def _with_held(self, final: str) -> str:
+        """The one message of a platform without edits: the held text
+        blocks and tool lines (while tool progress is on), then ``final``."""
+        blocks: list[str] = []
+        lines: list[str] = []
+        shown = hidden = 0
+        for kind, text in self._held:
+            if kind == "text":
+                if lines:
+                    blocks.append("\n".join(lines))
+                    lines = []
+                blocks.append(text)
+            elif not self._show_tools:
+                continue
+            elif shown < _FOLDED_TOOLS:
+                lines.append(text)
+                shown += 1
+            else:
+                hidden += 1
+        if hidden:
+            lines.append(f"🔧 … and {hidden} more")
+        if lines:
+            blocks.append("\n".join(lines))
+        if final:
+            blocks.append(final)
+        return "\n\n".join(blocks)
 
     def _with_note(self, pages: list[str], note: str) -> list[str]:
         if not pages:

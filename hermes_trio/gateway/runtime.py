@@ -30,6 +30,7 @@ from ..llm import NO_MODEL_SERVER
 from ..platforms.base import InboundMessage, PlatformAdapter
 from ..platforms.registry import PLATFORMS, enabled_platforms
 from .access import AllowList, allow_hint, configured_allow_list
+from .chat_settings import ChatSettings
 from .history import StoredHistory
 from .sessions import ChatSessions, Session, SessionKey
 from .supervisor import RESTART_BACKOFF_INITIAL, AdapterStatus, supervise
@@ -86,6 +87,7 @@ class Gateway:
             self._messenger,
             self._notify,
             history=StoredHistory(store.store) if store is not None else None,
+            settings=ChatSettings(store.store if store is not None else None),
         )
         self._backoff_initial = restart_backoff_initial
         self._changed = trio.Event()

@@ -8,14 +8,19 @@ run one at a time in the session's worker task, each in its own cancel scope
 with the agent and the editor as sibling tasks. A new message either cancels
 the running turn (``gateway.on_new_message: interrupt``, the default) or
 waits behind it (``queue``). ``/stop`` cancels the turn and drops what
-waits; ``/new`` also starts a new conversation. Command replies are queued
-with the turns, so a chat sees them in the order it asked.
+waits; ``/new`` also starts a new conversation. ``/verbose`` turns tool
+progress on or off for the chat (kept across restarts; the running turn
+follows at once). Command replies are queued with the turns, so a chat sees
+them in the order it asked.
 
 Besides the turn's own events, a chat is told (``GatewayNotice``, shown by
 the message editor like the rest of the turn) when its message waited
 ``gateway.late_notice_after`` seconds or more before reaching us (we were
 offline), when a turn runs longer than ``gateway.long_turn_notice``, and,
-instead of "interrupted", when the gateway stops while answering.
+instead of "interrupted", when the gateway stops while answering. A user
+whose chat hides tool progress is told once, the first time a tool runs
+long, that ``/verbose`` shows it (``LONG_TOOL_HINT``; remembered in the
+store, so a restart does not repeat it).
 
 Dangerous-command approval: chat platforms have no interactive approval yet,
 so a session's ``ToolContext`` has no ``approve`` callback and dangerous
@@ -35,7 +40,7 @@ import trio
 
 from ..agent import Agent
 from ..config import Config
-from ..consumers.editor import run_editor
+from ..consumers.editor import EditorControl, run_editor
 from ..consumers.editor_plan import EditorReport, EditorSettings
 from ..consumers.messenger import Messenger, PlatformError, RateLimited
 from ..events import GatewayNotice, StreamEvent
@@ -43,11 +48,13 @@ from ..platforms.base import InboundMessage
 from ..platforms.registry import edit_interval_for
 from ..tools import ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
+from .chat_settings import ChatSettings, hint_key, verbose_key
 from .history import ChatHistory, MemoryHistory, chat_key
 from .user_content import user_content
 
 __all__ = [
     "HELP_TEXT",
+    "LONG_TOOL_HINT",
     "REPLY_TIMEOUT",
     "RESTART_NOTICE",
     "ChatSessions",
@@ -66,7 +73,12 @@ REPLY_TIMEOUT = 10.0
 HELP_TEXT = (
     "Send me a message and I'll answer.\n"
     "/stop: stop the answer in progress\n"
-    "/new: start a new conversation"
+    "/new: start a new conversation\n"
+    "/verbose: show or hide what the tools are doing"
+)
+
+LONG_TOOL_HINT = (
+    "⏳ This is taking a while ({tool} is still running). /verbose shows tool progress."
 )
 
 
@@ -109,6 +121,16 @@ class _Forget:
 _FORGET = _Forget()
 
 
+class _Verbose:
+    """``/verbose`` in the queue: ``on`` True/False sets tool progress,
+    None turns it the other way (decided once the setting is read)."""
+
+    __slots__ = ("on",)
+
+    def __init__(self, on: bool | None) -> None:
+        self.on = on
+
+
 def _key_of(session: Session) -> str:
     return chat_key(session.platform, session.chat_id, session.thread_id)
 
@@ -122,9 +144,13 @@ class Session:
     messages: list[dict[str, Any]]
     tool_context: ToolContext
     thread_id: str | None = None
-    pending: deque[InboundMessage | _Reply | _Forget] = field(default_factory=deque)
+    pending: deque[InboundMessage | _Reply | _Forget | _Verbose] = field(default_factory=deque)
     turn: Turn | None = None
     """The running turn; cancelling it interrupts the turn."""
+    show_tools: bool | None = None
+    """Tool progress in this chat (``/verbose``); None until read."""
+    control: EditorControl | None = None
+    """Reaches the running turn's editor."""
     working: bool = False
     turns_done: int = 0
     last_report: EditorReport | None = None
@@ -149,9 +175,11 @@ class ChatSessions:
         *,
         wall_clock: Callable[[], float] = time.time,
         history: ChatHistory | None = None,
+        settings: ChatSettings | None = None,
     ) -> None:
         self.config = config
         self._history: ChatHistory = history or MemoryHistory()
+        self._settings = settings or ChatSettings()
         self.agent = agent
         self.sessions: dict[SessionKey, Session] = {}
         self._nursery = nursery
@@ -187,6 +215,8 @@ class ChatSessions:
             session.pending.append(_Reply("new conversation"))
         elif command in ("/start", "/help"):
             session.pending.append(_Reply(HELP_TEXT))
+        elif command == "/verbose":
+            self._verbose(session, message.text)
         elif not message.text.strip() and not message.attachments:
             return
         else:
@@ -219,6 +249,52 @@ class ChatSessions:
             session.turn.cancel("stopped")
         return running or bool(waiting)
 
+    def _verbose(self, session: Session, text: str) -> None:
+        words = text.split()
+        wanted = words[1].lower() if len(words) > 1 else None
+        if wanted not in (None, "on", "off"):
+            session.pending.append(
+                _Reply(
+                    "/verbose turns tool progress on or off: /verbose on, /verbose off, "
+                    "or /verbose alone to switch."
+                )
+            )
+            return
+        on = None if wanted is None else wanted == "on"
+        if on is None and session.show_tools is not None:
+            on = not session.show_tools
+        if on is not None:
+            # Known now: the running turn follows at once, not after it ends.
+            session.show_tools = on
+            if session.control is not None:
+                session.control.show_tools(on)
+        session.pending.append(_Verbose(on))
+
+    async def _set_verbose(self, session: Session, on: bool | None) -> None:
+        if on is None:
+            on = not await self._shows_tools(session)
+        session.show_tools = on
+        key = verbose_key(session.platform, session.chat_id, session.thread_id)
+        await self._settings.put(key, "on" if on else "off")
+        messenger = self._messenger(session.platform, session.chat_id, session.thread_id)
+        if not on:
+            text = "Tool progress is off. /verbose turns it on."
+        elif messenger.capabilities.can_edit:
+            text = "Tool progress is on: each tool is shown while it runs. /verbose turns it off."
+        else:
+            text = "Tool progress is on: answers list the tools that ran. /verbose turns it off."
+        await self.say(session.platform, session.chat_id, text, session.thread_id)
+
+    async def _shows_tools(self, session: Session) -> bool:
+        """Tool progress in this chat: its ``/verbose``, else ``display.show_tools``."""
+        if session.show_tools is None:
+            key = verbose_key(session.platform, session.chat_id, session.thread_id)
+            stored = await self._settings.get(key)
+            if session.show_tools is None:  # a /verbose may have come meanwhile
+                default = self.config.display.show_tools
+                session.show_tools = default if stored is None else stored == "on"
+        return session.show_tools
+
     def _wake(self, session: Session) -> None:
         if not session.working:
             session.working = True
@@ -234,6 +310,9 @@ class ChatSessions:
                 if isinstance(item, _Reply):
                     await self.say(session.platform, session.chat_id, item.text, session.thread_id)
                     continue
+                if isinstance(item, _Verbose):
+                    await self._set_verbose(session, item.on)
+                    continue
                 batch = [item]
                 if self.config.gateway.on_new_message == "interrupt":
                     # Messages that piled up while a cancelled turn cleaned up
@@ -248,17 +327,26 @@ class ChatSessions:
             session.working = False
             self._notify()
 
-    def editor_settings(self, platform: str, *, stream: bool) -> EditorSettings:
+    def editor_settings(
+        self,
+        platform: str,
+        *,
+        stream: bool,
+        show_tools: bool | None = None,
+        long_tool_hint: str | None = None,
+    ) -> EditorSettings:
         """``stream`` is the turn's own choice, so the agent and the editor
         agree on it; ``EditorPlan`` falls back to whole messages by itself
-        when the messenger cannot edit."""
+        when the messenger cannot edit. ``show_tools`` is the chat's own
+        (None: ``display.show_tools``)."""
         streaming = self.config.streaming
         return EditorSettings(
             edit_interval=edit_interval_for(self.config, platform),
             min_tokens=streaming.min_tokens,
             cursor=streaming.cursor,
             streaming=stream,
-            show_tool_progress=self.config.display.show_tools,
+            show_tool_progress=self.config.display.show_tools if show_tools is None else show_tools,
+            long_tool_hint=long_tool_hint,
         )
 
     def _notices(self, batch: list[InboundMessage]) -> list[tuple[float, GatewayNotice]]:
@@ -303,7 +391,15 @@ class ChatSessions:
             return  # nothing in it the model can use; the replies said why
         messenger = self._messenger(platform, chat_id, thread_id)
         stream = self.agent.streams(platform)
-        settings = self.editor_settings(platform, stream=stream)
+        show_tools = await self._shows_tools(session)
+        # Asked of the user this turn answers (the last message's sender).
+        hinted = hint_key(platform, batch[-1].user_id)
+        hint = None
+        if not show_tools and messenger.capabilities.can_edit:
+            hint = None if await self._settings.get(hinted) else LONG_TOOL_HINT
+        settings = self.editor_settings(
+            platform, stream=stream, show_tools=show_tools, long_tool_hint=hint
+        )
         key = _key_of(session)
         token, stored = await self._history.begin(key)
         if stored is not None:
@@ -313,6 +409,7 @@ class ChatSessions:
         notices = self._notices(batch)
         reports: list[EditorReport] = []
         turn = Turn()
+        control = EditorControl()
 
         def cut_off() -> GatewayNotice | None:
             # Cancelled without its own handle being used: only the gateway
@@ -322,13 +419,21 @@ class ChatSessions:
         async def show(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
             reports.append(
                 await run_editor(
-                    receive, messenger, settings, notices=notices, interrupt_notice=cut_off
+                    receive,
+                    messenger,
+                    settings,
+                    notices=notices,
+                    interrupt_notice=cut_off,
+                    control=control,
                 )
             )
 
         log.info("%s chat %s: turn started", platform, chat_id)
         began = trio.current_time()
         session.turn = turn
+        session.control = control
+        if session.show_tools is not None and session.show_tools != show_tools:
+            control.show_tools(session.show_tools)  # a /verbose came meanwhile
         try:
             # A bug in a tool, the agent or the editor ends this turn (the
             # turn's crash policy), not the gateway.
@@ -342,9 +447,14 @@ class ChatSessions:
             )
         finally:
             session.turn = None
+            session.control = None
             session.turns_done += 1
             session.last_report = reports[0] if reports else None
             await self._history.end(key, token, messages)
+            # From the control, not the report: a turn cut off right after
+            # the hint still counts it as seen.
+            if control.hinted:
+                await self._settings.put(hinted, "1")
         failed = result.error_code == INTERNAL_ERROR
         outcome = "interrupted" if turn.scope.cancelled_caught else "failed" if failed else "done"
         log.info(

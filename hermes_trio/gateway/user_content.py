@@ -51,9 +51,11 @@ class Sorted:
 
 def _label(attachment: Attachment) -> str:
     # Both come from the sender: one short line each, whatever they say.
-    kind = _one_line(attachment.mime_type or "") or "unknown type"
+    kind = _one_line(attachment.mime_type or "")
     name = _one_line(attachment.name or "")
-    return f"{name} ({kind})" if name else kind
+    if name and kind:
+        return f"{name} ({kind})"
+    return name or kind or "a file of unknown type"
 
 
 def _one_line(text: str, limit: int = 60) -> str:
@@ -66,7 +68,13 @@ def sort_attachments(attachments: tuple[Attachment, ...], *, vision: bool) -> So
     result = Sorted()
     for attachment in attachments:
         mime = (attachment.mime_type or "").lower()
-        if mime not in IMAGE_TYPES:
+        if not mime:
+            # Not a file at all (a shared contact), or one the platform did not type.
+            result.refusals.append(
+                f"I can't use {_label(attachment)}: I can only read text and "
+                "JPEG, PNG, GIF or WebP images."
+            )
+        elif mime not in IMAGE_TYPES:
             what = "that kind of image" if attachment.is_image else "files of that kind"
             result.refusals.append(
                 f"I can't read {_label(attachment)}: I can only use text and "

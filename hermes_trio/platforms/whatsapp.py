@@ -9,10 +9,17 @@ Meta only calls https URLs):
   ``verify_token``, else 403.
 - ``POST /webhook`` carries notifications. The raw body must be signed:
   ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body, key app_secret>``
-  (missing: 401, wrong: 403, compared in constant time). Messages of type
-  ``text`` become ``InboundMessage``s; everything else (statuses, media) is
-  acknowledged and ignored. Meta redelivers on timeouts, so message ids seen
-  recently are dropped.
+  (missing: 401, wrong: 403, compared in constant time). Each message
+  becomes an ``InboundMessage``: ``text`` as it is; ``image``, ``sticker``,
+  ``audio`` (a voice note when ``voice`` is true), ``video`` and
+  ``document`` as an ``Attachment`` (the caption is the text) fetched only
+  when the gateway uses it — ``GET {api_base_url}/{media id}`` gives a
+  short-lived ``url``, downloaded with the same bearer token; a button or
+  list reply as its title, a shared location as a line of text; any other
+  kind (contacts, orders, "unsupported") as an attachment the agent cannot
+  use, so the user is told so. Reactions and statuses are acknowledged and
+  ignored. Meta redelivers on timeouts, so message ids seen recently are
+  dropped.
 
 Outbound: ``POST {api_base_url}/{phone_number_id}/messages`` with
 ``Authorization: Bearer {access_token}`` and
@@ -39,8 +46,8 @@ from ..config import WhatsAppConfig
 from ..consumers.messenger import PlatformError, RateLimited
 from ..redaction import redact
 from ..retry import parse_retry_after
-from .base import CredentialsRejected, InboundMessage
-from .http import allow_list, send_request, user_allowed
+from .base import Attachment, CredentialsRejected, InboundMessage
+from .http import allow_list, download, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import check_then_serve, webhook_app
 
@@ -61,6 +68,22 @@ MAX_BODY = 1024 * 1024
 _RATE_CODES = frozenset({4, 80007, 130429, 131048, 131056})
 _DEFAULT_RETRY_AFTER = 5.0
 _SEEN_IDS = 1024
+# What WhatsApp calls the files a user can send, and how a reply names each.
+_MEDIA_NAMES = {
+    "image": "image",
+    "sticker": "sticker",
+    "audio": "audio",
+    "video": "video",
+    "document": "document",
+}
+# Messages that ask for no answer.
+_IGNORED = frozenset({"reaction", "system", "request_welcome", "ephemeral"})
+# Other kinds the agent cannot use, as the reply names them.
+_UNUSABLE_NAMES = {
+    "contacts": "a shared contact",
+    "order": "an order",
+    "unsupported": "a message WhatsApp could not pass on",
+}
 
 
 class TokenRejected(CredentialsRejected):
@@ -224,14 +247,15 @@ class WhatsAppAdapter:
         return out
 
     def _to_inbound(self, msg: dict[str, Any], names: dict[Any, Any]) -> InboundMessage | None:
-        if msg.get("type") != "text":
-            return None
-        text = msg.get("text")
-        body = text.get("body") if isinstance(text, dict) else None
+        kind = msg.get("type")
         sender = msg.get("from")
         message_id = msg.get("id")
-        if not isinstance(body, str) or not sender:
+        if not isinstance(kind, str) or not sender or kind in _IGNORED:
             return None
+        content = self._content(kind, msg)
+        if content is None:
+            return None
+        text, attachments = content
         if not user_allowed(self._allowed, sender):
             log.info("whatsapp: ignoring a message from %s (not allowed)", sender)
             return None
@@ -240,10 +264,65 @@ class WhatsAppAdapter:
             platform="whatsapp",
             chat_id=str(sender),
             user_id=str(sender),
-            text=body,
+            text=text,
             message_id=str(message_id) if message_id is not None else None,
             user_name=name if isinstance(name, str) else None,
             raw=msg,
+            attachments=attachments,
+        )
+
+    def _content(self, kind: str, msg: dict[str, Any]) -> tuple[str, tuple[Attachment, ...]] | None:
+        """The message's text and files; None when it holds nothing to answer."""
+        body = msg.get(kind)
+        part: dict[str, Any] = body if isinstance(body, dict) else {}
+        if kind == "text":
+            text = part.get("body")
+            return (text, ()) if isinstance(text, str) else None
+        if kind in _MEDIA_NAMES:
+            caption = part.get("caption")
+            return (caption if isinstance(caption, str) else "", (self._attachment(kind, part),))
+        if kind == "button":
+            text = part.get("text")
+            return (text, ()) if isinstance(text, str) and text else None
+        if kind == "interactive":
+            reply = part.get(str(part.get("type")))
+            title = reply.get("title") if isinstance(reply, dict) else None
+            return (title, ()) if isinstance(title, str) and title else None
+        if kind == "location":
+            return _location(part), ()
+        unusable = _UNUSABLE_NAMES.get(kind, f"a message of type {kind!r}")
+        return "", (Attachment(None, unusable),)
+
+    def _attachment(self, kind: str, media: dict[str, Any]) -> Attachment:
+        mime = media.get("mime_type")
+        name = _MEDIA_NAMES[kind]
+        if kind == "audio" and media.get("voice"):
+            name = "voice message"
+        elif kind == "document" and isinstance(media.get("filename"), str):
+            name = media["filename"]
+        media_id = media.get("id")
+        if not isinstance(media_id, str) or not media_id:
+            return Attachment(mime if isinstance(mime, str) else None, name)
+        return Attachment(
+            mime if isinstance(mime, str) else None,
+            name,
+            None,
+            partial(self.download_media, media_id),
+        )
+
+    async def download_media(self, media_id: str) -> bytes:
+        """The bytes of a file a user sent: its short-lived URL from the Graph
+        API, then the file from there with the same bearer token."""
+        info = await self._graph("GET", "", "media", path=media_id)
+        url = info.get("url")
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+            raise PlatformError("whatsapp media: the answer had no download URL")
+        return await download(
+            self._client,
+            url,
+            what="whatsapp media download",
+            request_timeout=self.request_timeout,
+            headers={"Authorization": f"Bearer {self.config.access_token}"},
         )
 
     # -- outbound ----------------------------------------------------------
@@ -285,8 +364,12 @@ class WhatsAppAdapter:
         *,
         json: Any = None,
         params: dict[str, str] | None = None,
+        path: str | None = None,
     ) -> dict[str, Any]:
-        path = f"{self.config.phone_number_id}/{edge}" if edge else str(self.config.phone_number_id)
+        """Call the Graph API under the phone number (``edge``), or at ``path``."""
+        if path is None:
+            number = str(self.config.phone_number_id)
+            path = f"{number}/{edge}" if edge else number
         url = f"{self.config.api_base_url.rstrip('/')}/{path}"
         headers = {"Authorization": f"Bearer {self.config.access_token}"}
         response = await send_request(
@@ -322,6 +405,17 @@ class WhatsAppAdapter:
             )
         suffix = f" (code {code})" if code is not None else ""
         raise PlatformError(f"whatsapp {what}: {message}{suffix}")
+
+
+def _location(location: dict[str, Any]) -> str:
+    """A shared location as a line the agent can read."""
+    where = ", ".join(
+        str(location[key]) for key in ("name", "address") if isinstance(location.get(key), str)
+    )
+    lat, lon = location.get("latitude"), location.get("longitude")
+    point = f"{lat}, {lon}" if isinstance(lat, int | float) and isinstance(lon, int | float) else ""
+    text = " ".join(part for part in (where, f"({point})" if point and where else point) if part)
+    return f"📍 My location: {text}" if text else "📍 My location (without coordinates)"
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:

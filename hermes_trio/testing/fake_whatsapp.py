@@ -8,11 +8,21 @@
         ...
         await fake.deliver_text(adapter.webhook_url, "15551234567", "hi")  # signed like Meta
         assert fake.texts_to("15551234567") == ["Hello!"]
+        await fake.deliver_media(adapter.webhook_url, "15551234567", "image",
+                                 jpeg_bytes, "image/jpeg", caption="what is this?")
 
 The Graph side checks the bearer token (401, OAuthException code 190), the
 phone number id, and the message body (text type, 1-4096 characters), and
 can rate-limit (``send_limit`` per ``send_window`` seconds → 429, code
 130429). ``fail_next`` injects any error.
+
+Media a user sends is kept by the fake (``add_media``, or ``deliver_media``
+which also delivers the message). As on the Cloud API, the webhook carries
+only the media id; ``GET /{version}/{media id}`` (bearer token) answers
+``{"messaging_product", "url", "mime_type", "sha256", "file_size", "id"}``
+(``file_size`` a string, like Meta's), and ``GET url`` with the same bearer
+token gives the bytes (401 without it, 404 for an unknown id). ``downloads``
+lists the media ids whose bytes were fetched.
 """
 
 from __future__ import annotations
@@ -35,12 +45,16 @@ __all__ = [
     "FakeWhatsApp",
     "WhatsAppCall",
     "WhatsAppSent",
+    "media_message_payload",
+    "message_payload",
     "open_fake_whatsapp",
     "sign",
     "text_message_payload",
 ]
 
 API_VERSION = "v21.0"
+# Where the fake serves media bytes (Meta: https://lookaside.fbsbx.com/whatsapp_business/attachments/).
+MEDIA_PATH = "/whatsapp_business/attachments/"
 
 
 def sign(body: bytes, app_secret: str) -> str:
@@ -48,9 +62,10 @@ def sign(body: bytes, app_secret: str) -> str:
     return "sha256=" + hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def text_message_payload(
+def message_payload(
     from_: str,
-    text: str,
+    kind: str,
+    body: Any,
     *,
     message_id: str,
     name: str = "Test User",
@@ -58,7 +73,8 @@ def text_message_payload(
     display_number: str = "15550001111",
     timestamp: int = 1_700_000_000,
 ) -> dict[str, Any]:
-    """A webhook notification for one incoming text message, shaped like Meta's."""
+    """A webhook notification for one incoming message of type ``kind``
+    (``body`` is the object named after it), shaped like Meta's."""
     return {
         "object": "whatsapp_business_account",
         "entry": [
@@ -79,8 +95,8 @@ def text_message_payload(
                                     "from": from_,
                                     "id": message_id,
                                     "timestamp": str(timestamp),
-                                    "type": "text",
-                                    "text": {"body": text},
+                                    "type": kind,
+                                    kind: body,
                                 }
                             ],
                         },
@@ -89,6 +105,41 @@ def text_message_payload(
             }
         ],
     }
+
+
+def text_message_payload(
+    from_: str, text: str, *, message_id: str, **options: Any
+) -> dict[str, Any]:
+    """A webhook notification for one incoming text message, shaped like Meta's."""
+    return message_payload(from_, "text", {"body": text}, message_id=message_id, **options)
+
+
+def media_message_payload(
+    from_: str,
+    kind: str,
+    media_id: str,
+    mime_type: str,
+    sha256: str,
+    *,
+    message_id: str,
+    url: str | None = None,
+    caption: str | None = None,
+    filename: str | None = None,
+    voice: bool | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """A webhook notification for an image, sticker, audio (``voice``: a
+    voice note), video or document message, shaped like Meta's."""
+    media: dict[str, Any] = {"mime_type": mime_type, "sha256": sha256, "id": media_id}
+    if url is not None:
+        media["url"] = url
+    if caption is not None:
+        media["caption"] = caption
+    if filename is not None:
+        media["filename"] = filename
+    if voice is not None:
+        media["voice"] = voice
+    return message_payload(from_, kind, media, message_id=message_id, **options)
 
 
 @dataclass
@@ -108,6 +159,16 @@ class WhatsAppSent:
     text: str
     time: float
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Media:
+    data: bytes
+    mime_type: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
 
 
 @dataclass
@@ -143,6 +204,9 @@ class FakeWhatsApp:
         self._failures: list[_Failure] = []
         self._next_id = 1
         self._next_inbound_id = 1
+        self._next_media_id = 1
+        self.media: dict[str, _Media] = {}
+        self.downloads: list[str] = []
         self._client = httpx.AsyncClient()
 
     @property
@@ -192,12 +256,79 @@ class FakeWhatsApp:
     ) -> httpx.Response:
         """Deliver an incoming text message the way Meta does (signed)."""
         if message_id is None:
-            message_id = f"wamid.IN{self._next_inbound_id}"
-            self._next_inbound_id += 1
+            message_id = self._inbound_id()
         payload = text_message_payload(
             from_, text, message_id=message_id, name=name, phone_number_id=self.phone_number_id
         )
         return await self.post_webhook(webhook_url, payload)
+
+    def add_media(self, data: bytes, mime_type: str) -> str:
+        """Keep a file a user sends; returns its media id."""
+        media_id = f"{1037543291543600 + self._next_media_id}"
+        self._next_media_id += 1
+        self.media[media_id] = _Media(data, mime_type)
+        return media_id
+
+    def media_url(self, media_id: str) -> str:
+        return f"{self.server_url}{MEDIA_PATH}?mid={media_id}&ext=1700000300&hash=ATu"
+
+    async def deliver_media(
+        self,
+        webhook_url: str,
+        from_: str,
+        kind: str,
+        data: bytes,
+        mime_type: str,
+        *,
+        caption: str | None = None,
+        filename: str | None = None,
+        voice: bool | None = None,
+        name: str = "Test User",
+        message_id: str | None = None,
+    ) -> httpx.Response:
+        """Deliver an incoming ``kind`` message (image, sticker, audio, video,
+        document) holding ``data``, the way Meta does (signed)."""
+        media_id = self.add_media(data, mime_type)
+        payload = media_message_payload(
+            from_,
+            kind,
+            media_id,
+            mime_type,
+            self.media[media_id].sha256,
+            url=self.media_url(media_id),
+            caption=caption,
+            filename=filename,
+            voice=voice,
+            message_id=message_id or self._inbound_id(),
+            name=name,
+            phone_number_id=self.phone_number_id,
+        )
+        return await self.post_webhook(webhook_url, payload)
+
+    async def deliver_message(
+        self,
+        webhook_url: str,
+        from_: str,
+        kind: str,
+        body: Any,
+        *,
+        message_id: str | None = None,
+    ) -> httpx.Response:
+        """Deliver an incoming message of any other ``kind`` (``location``,
+        ``contacts``, ``interactive``, ``reaction``…) with its object ``body``."""
+        payload = message_payload(
+            from_,
+            kind,
+            body,
+            message_id=message_id or self._inbound_id(),
+            phone_number_id=self.phone_number_id,
+        )
+        return await self.post_webhook(webhook_url, payload)
+
+    def _inbound_id(self) -> str:
+        message_id = f"wamid.IN{self._next_inbound_id}"
+        self._next_inbound_id += 1
+        return message_id
 
     async def verify(
         self, webhook_url: str, *, verify_token: str | None = None, challenge: str = "1158201444"
@@ -216,6 +347,10 @@ class FakeWhatsApp:
         body = request.json_or_none()
         call = WhatsAppCall(request.method, request.path, body, trio.current_time())
         self.calls.append(call)
+        if request.path == MEDIA_PATH:
+            download = self._download(request)
+            call.status = download.status
+            return download
         status, response, headers = self._answer(request, body)
         call.status, call.response = status, response
         return FakeResponse.json(response, status, headers)
@@ -232,6 +367,9 @@ class FakeWhatsApp:
                 "id": self.phone_number_id,
             }
             return 200, details, []
+        media_id = request.path.removeprefix(f"/{API_VERSION}/")
+        if request.method == "GET" and media_id in self.media:
+            return self._media_info(media_id, request.query.get("phone_number_id"))
         expected = f"/{API_VERSION}/{self.phone_number_id}/messages"
         if request.method != "POST" or request.path != expected:
             segments = request.path.strip("/").split("/")
@@ -276,6 +414,34 @@ class FakeWhatsApp:
             "messages": [{"id": message_id}],
         }
         return 200, answer, []
+
+    def _media_info(
+        self, media_id: str, phone_number_id: str | None
+    ) -> tuple[int, Any, list[tuple[str, str]]]:
+        if phone_number_id is not None and phone_number_id != self.phone_number_id:
+            message = "(#100) The media does not belong to this phone number."
+            return 400, _graph_error(message, 100), []
+        media = self.media[media_id]
+        info = {
+            "messaging_product": "whatsapp",
+            "url": self.media_url(media_id),
+            "mime_type": media.mime_type,
+            "sha256": media.sha256,
+            "file_size": str(len(media.data)),
+            "id": media_id,
+        }
+        return 200, info, []
+
+    def _download(self, request: FakeRequest) -> FakeResponse:
+        if request.method != "GET":
+            return FakeResponse.text("method not allowed", 405)
+        if request.headers.get("authorization", "") != f"Bearer {self.access_token}":
+            return FakeResponse.text("unauthorized", 401)
+        media = self.media.get(request.query.get("mid", ""))
+        if media is None:
+            return FakeResponse.text("not found", 404)
+        self.downloads.append(request.query["mid"])
+        return FakeResponse(200, media.data, [("content-type", media.mime_type)])
 
 
 def _graph_error(message: str, code: int, type_: str = "OAuthException") -> dict[str, Any]:

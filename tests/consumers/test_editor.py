@@ -14,7 +14,7 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from hermes_trio.consumers.editor import run_editor
+from hermes_trio.consumers.editor import EditorControl, run_editor
 from hermes_trio.consumers.editor_plan import EditorReport, EditorSettings
 from hermes_trio.consumers.messenger import Capabilities, PlatformError, RateLimited, measure
 from hermes_trio.events import (
@@ -236,12 +236,118 @@ async def test_platform_without_edits_gets_one_complete_answer(
     report = await run(script, m)
     assert all(c.kind == "send" for c in m.calls)
     messages = m.visible()
-    assert messages[0] == "🔧 terminal: date"
-    assert messages[1] == "restarting soon"
-    assert " ".join(messages[2:]).split() == final.split()
+    # A notice goes out when it comes; the tool line waits for the answer.
+    assert messages[0] == "restarting soon"
+    assert messages[1].startswith("🔧 terminal: date\n\nw0 w1")
+    assert " ".join(messages[1:]).split() == ["🔧", "terminal:", "date", *final.split()]
     assert all(len(t) <= 80 for t in messages)
-    assert min(c.time for c in m.calls if c.text in messages[2:]) == pytest.approx(6.7)
+    assert min(c.time for c in m.calls if c.text in messages[1:]) == pytest.approx(6.7)
     assert report.delivered
+
+
+FOLDED_TURN: Script = [
+    *tokens(["Let ", "me ", "look."]),
+    (0.1, Commentary("Let me look.")),
+    (0.0, MessageStop(False)),
+    (0.0, ToolCallChunk("terminal", "ls", {}, 0)),
+    (20.0, LongToolHint("terminal", 20.0)),
+    (5.0, ToolCallFinished("terminal", 25.0, True, 0)),
+    (0.0, ToolCallChunk("read_file", "notes.txt", {}, 1)),
+    (0.5, ToolCallFinished("read_file", 0.5, True, 1)),
+    *tokens(["Two ", "files."]),
+    (0.1, finished("Two files.")),
+]
+
+
+@pytest.mark.parametrize(
+    ("show_tools", "expected"),
+    [
+        (True, "Let me look.\n\n🔧 terminal: ls\n🔧 read_file: notes.txt\n\nTwo files."),
+        (False, "Let me look.\n\nTwo files."),
+    ],
+)
+async def test_a_platform_without_edits_gets_the_whole_turn_in_one_message(
+    autojump_clock: MockClock, show_tools: bool, expected: str
+) -> None:
+    m = FakeMessenger(Capabilities(can_edit=False, max_length=4096, can_delete=False))
+    settings = EditorSettings(
+        typing_interval=0, show_tool_progress=show_tools, long_tool_hint="slow {tool}"
+    )
+    report = await run(FOLDED_TURN, m, settings)
+    assert [(c.kind, c.text) for c in m.calls] == [("send", expected)]
+    # Sent when the turn ended, never before; no hint where nothing can be edited.
+    assert m.calls[0].time == pytest.approx(26.2)
+    assert report.delivered and not report.hinted
+
+
+async def test_a_hidden_long_tool_gets_one_hint_and_verbose_shows_it_at_once(
+    autojump_clock: MockClock,
+) -> None:
+    m = FakeMessenger(TELEGRAM)
+    settings = EditorSettings(
+        typing_interval=0, show_tool_progress=False, long_tool_hint="⏳ {tool} is slow: /verbose"
+    )
+    control = EditorControl()
+    script: Script = [
+        (0.0, ToolCallChunk("terminal", "make", {}, 0)),
+        (10.0, LongToolHint("terminal", 10.0)),
+        (10.0, LongToolHint("terminal", 20.0)),
+        (10.0, ToolCallFinished("terminal", 30.0, True, 0)),
+        (0.0, ToolCallChunk("terminal", "make test", {}, 1)),
+        (10.0, LongToolHint("terminal", 10.0)),
+        (1.0, ToolCallFinished("terminal", 11.0, True, 1)),
+        (0.1, finished("built")),
+    ]
+    send, receive = trio.open_memory_channel[StreamEvent](0)
+
+    async def verbose_at(seconds: float) -> None:
+        await trio.sleep(seconds)
+        control.show_tools(True)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(produce, send, script)
+        nursery.start_soon(verbose_at, 25.0)
+        report = await run_editor(receive, m, settings, control=control)
+    sends = [(c.time, c.text) for c in m.calls if c.kind == "send"]
+    # One hint at the first long-tool event, none at the second; /verbose at
+    # 25 s shows the running tool at once, with how long it has run.
+    assert sends == [
+        (10.0, "⏳ terminal is slow: /verbose"),
+        (25.0, "🔧 terminal: make (20s)"),
+        (41.1, "built"),
+    ]
+    edits = [(c.time, c.text) for c in m.calls if c.kind == "edit"]
+    assert edits[0] == (31.0, "🔧 terminal: make test")  # on the 1.5 s grid from 25.0
+    assert edits[-1] == (40.0, "🔧 terminal: make test (10s)")
+    assert report.hinted and report.delivered
+
+
+async def test_verbose_off_mid_turn_stops_the_progress_message_where_it_is(
+    autojump_clock: MockClock,
+) -> None:
+    m = FakeMessenger(TELEGRAM)
+    control = EditorControl()
+    control.show_tools(False)  # asked before the editor started: applies when it does
+    control.show_tools(True)
+    script: Script = [
+        (0.0, ToolCallChunk("terminal", "one", {}, 0)),
+        (2.0, ToolCallFinished("terminal", 2.0, True, 0)),
+        (0.0, ToolCallChunk("terminal", "two", {}, 1)),
+        (2.0, ToolCallFinished("terminal", 2.0, True, 1)),
+        (0.1, finished("done")),
+    ]
+    send, receive = trio.open_memory_channel[StreamEvent](0)
+
+    async def quiet_at(seconds: float) -> None:
+        await trio.sleep(seconds)
+        control.show_tools(False)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(produce, send, script)
+        nursery.start_soon(quiet_at, 1.0)
+        await run_editor(receive, m, QUIET, control=control)
+    assert m.visible() == ["🔧 terminal: one", "done"]
+    control.show_tools(True)  # after the turn: nothing happens
 
 
 async def test_streaming_off_sends_one_message_at_the_end(autojump_clock: MockClock) -> None:

@@ -608,6 +608,7 @@ def _event(kind: str, text: str, index: int) -> StreamEvent:
     streaming=st.booleans(),
     limit=st.integers(30, 100),
     rate_limits=st.sets(st.integers(0, 30), max_size=3),
+    show_tools=st.booleans(),
 )
 def test_random_turns_with_tools(
     steps: list[tuple[int, str, str]],
@@ -615,9 +616,16 @@ def test_random_turns_with_tools(
     streaming: bool,
     limit: int,
     rate_limits: set[int],
+    show_tools: bool,
 ) -> None:
     caps = Capabilities(can_edit=can_edit, max_length=limit, length_unit="utf16")
-    s = EditorSettings(min_tokens=4, streaming=streaming, typing_interval=0)
+    s = EditorSettings(
+        min_tokens=4,
+        streaming=streaming,
+        typing_interval=0,
+        show_tool_progress=show_tools,
+        long_tool_hint="slow {tool}",
+    )
     sim = make(caps=caps, s=s, rate_limit_at=rate_limits, retry_after=1.0)
     script: list[tuple[float, StreamEvent]] = []
     t = 0.0
@@ -630,7 +638,8 @@ def test_random_turns_with_tools(
     script.append((t, finished(final)))
     sim.run(script)  # Sim asserts: limit, no identical edits, no calls in a pause
 
-    assert sim.plan.done and sim.plan.report().delivered
+    report = sim.plan.report()
+    assert sim.plan.done and report.delivered
     by_message: dict[str, list[float]] = {}
     for c in sim.calls:
         if c.message_id is not None:
@@ -639,6 +648,13 @@ def test_random_turns_with_tools(
         assert all(b - a >= s.edit_interval - EPS for a, b in pairwise(times))
     shown = list(sim.messages.values())
     assert all("▌" not in m for m in shown)
+    # The hint only where progress is hidden and could be shown, at most once.
+    assert not report.hinted or (can_edit and not show_tools)
+    assert sum(m.startswith("slow tool") for m in shown) == int(report.hinted)
+    if not can_edit:
+        # Nothing before the turn ended: the whole turn is its last message(s).
+        assert all(c.time >= t - EPS for c in sim.calls)
+        assert all(("🔧" in m) <= show_tools for m in shown)
     if final and "`" not in final:
         # The answer is delivered exactly once, as the last message(s).
         flat = re.sub(r"\s", "", "".join(shown))

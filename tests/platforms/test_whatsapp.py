@@ -175,3 +175,99 @@ async def test_oversized_webhook_body_is_refused() -> None:
 def test_missing_config_is_reported() -> None:
     with pytest.raises(PlatformError, match=r"platforms\.whatsapp\.app_secret"):
         WhatsAppAdapter(WhatsAppConfig(access_token="t", phone_number_id="1"), httpx.AsyncClient())
+
+
+JPEG = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 4 + b"\xff\xd9"
+
+
+async def test_media_messages_become_attachments_fetched_through_the_graph_api() -> None:
+    async with running() as (fake, adapter, recv):
+        url = adapter.webhook_url
+        assert url
+        await fake.deliver_media(url, "1555", "image", JPEG, "image/jpeg", caption="what is it?")
+        voice = b"OggS-voice"
+        await fake.deliver_media(url, "1555", "audio", voice, "audio/ogg; codecs=opus", voice=True)
+        await fake.deliver_media(url, "1555", "audio", b"ID3", "audio/mpeg")
+        pdf = b"%PDF-1.7"
+        await fake.deliver_media(
+            url, "1555", "document", pdf, "application/pdf", filename="bill.pdf"
+        )
+        image, note, song, bill = [await recv.receive() for _ in range(4)]
+        assert (image.text, note.text, song.text, bill.text) == ("what is it?", "", "", "")
+        assert [
+            (a.mime_type, a.name) for m in (image, note, song, bill) for a in m.attachments
+        ] == [
+            ("image/jpeg", "image"),
+            ("audio/ogg; codecs=opus", "voice message"),
+            ("audio/mpeg", "audio"),
+            ("application/pdf", "bill.pdf"),
+        ]
+        assert fake.downloads == []  # nothing is fetched until someone needs it
+        assert await image.attachments[0].fetch() == JPEG
+        assert await note.attachments[0].fetch() == voice
+        (image_id, voice_id, _, _) = fake.media
+        assert fake.downloads == [image_id, voice_id]
+        lookups = [c for c in fake.calls if c.method == "GET" and c.path.endswith(image_id)]
+        assert [c.status for c in lookups] == [200]
+
+
+async def test_a_media_download_the_graph_api_refuses_is_a_platform_error() -> None:
+    async with running() as (fake, adapter, recv):
+        assert adapter.webhook_url
+        await fake.deliver_media(adapter.webhook_url, "1555", "image", JPEG, "image/png")
+        message = await recv.receive()
+        fake.media.clear()  # expired on Meta's side
+        with pytest.raises(PlatformError, match="whatsapp media"):
+            await message.attachments[0].fetch()
+        # The media URL itself wants the bearer token.
+        media_id = fake.add_media(JPEG, "image/jpeg")
+        async with httpx.AsyncClient() as client:
+            refused = await client.get(fake.media_url(media_id))
+        assert refused.status_code == 401
+
+
+async def test_other_kinds_become_text_or_a_named_attachment_and_reactions_are_ignored() -> None:
+    async with running() as (fake, adapter, recv):
+        url = adapter.webhook_url
+        assert url
+        location = {"latitude": 52.52, "longitude": 13.405, "name": "Cafe", "address": "Alex 1"}
+        await fake.deliver_message(
+            url, "1555", "reaction", {"message_id": "wamid.OUT1", "emoji": "👍"}
+        )
+        await fake.deliver_message(url, "1555", "location", location)
+        reply = {"type": "button_reply", "button_reply": {"id": "yes", "title": "Yes please"}}
+        await fake.deliver_message(url, "1555", "interactive", reply)
+        contact = [{"name": {"formatted_name": "Ana"}, "phones": [{"phone": "+1 555"}]}]
+        await fake.post_webhook(
+            url,
+            {
+                "object": "whatsapp_business_account",
+                "entry": [
+                    {
+                        "changes": [
+                            {
+                                "value": {
+                                    "metadata": {"phone_number_id": fake.phone_number_id},
+                                    "messages": [
+                                        {
+                                            "from": "1555",
+                                            "id": "wamid.C",
+                                            "type": "contacts",
+                                            "contacts": contact,
+                                        }
+                                    ],
+                                }
+                            }
+                        ]
+                    }
+                ],
+            },
+        )
+        got = [await recv.receive() for _ in range(3)]
+        assert recv.statistics().current_buffer_used == 0
+    assert [m.text for m in got] == [
+        "📍 My location: Cafe, Alex 1 (52.52, 13.405)",
+        "Yes please",
+        "",
+    ]
+    assert [(a.mime_type, a.name) for a in got[2].attachments] == [(None, "a shared contact")]

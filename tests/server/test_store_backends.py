@@ -276,6 +276,19 @@ async def test_signals_reach_their_process_once(stores: Stores) -> None:
     assert await second.take_signals() == []
 
 
+async def test_chat_settings_are_shared_and_outlive_the_process(stores: Stores) -> None:
+    first, second = await stores.open(), await stores.open()
+    assert await first.chat_setting("hinted:telegram:7") is None
+    await first.put_chat_setting("hinted:telegram:7", "1")
+    await first.put_chat_setting("verbose:chat:telegram:31:", "on")
+    await second.put_chat_setting("verbose:chat:telegram:31:", "off")
+    await first.aclose()
+    stores.opened.remove(first)
+    again = await stores.open()
+    assert await again.chat_setting("hinted:telegram:7") == "1"
+    assert await again.chat_setting("verbose:chat:telegram:31:") == "off"
+
+
 async def test_a_newer_schema_is_refused_in_one_line(backend: str, tmp_path: Any) -> None:
     store = await opened(backend)
     await store.aclose()

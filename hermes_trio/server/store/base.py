@@ -195,6 +195,15 @@ class Store(Protocol):
         """Forget the conversations under ``prefix`` unused for ``max_age``
         seconds, and the oldest beyond ``max_count``; held ones stay."""
 
+    # -- chat settings (the gateway) ----------------------------------------
+
+    async def chat_setting(self, key: str) -> str | None:
+        """A small gateway setting kept across restarts (a chat's
+        ``/verbose``, a hint a user has seen), or None when never set."""
+
+    async def put_chat_setting(self, key: str, value: str) -> None:
+        """Set (or replace) the setting ``key``."""
+
     # -- processes --------------------------------------------------------
 
     async def send_signal(self, runner: str, signal: Signal) -> None:

@@ -110,6 +110,13 @@ CREATE INDEX IF NOT EXISTS signals_by_runner ON signals (runner)
 # The first PostgreSQL schema starts at the SQLite file's current version.
 _MIGRATIONS: list[tuple[int, list[str]]] = [
     (4, [part.strip() for part in _SCHEMA.split(";") if part.strip()]),
+    (
+        5,
+        [
+            "CREATE TABLE IF NOT EXISTS chat_settings (key TEXT PRIMARY KEY, "
+            "value TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL)"
+        ],
+    ),
 ]
 
 

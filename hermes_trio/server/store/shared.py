@@ -159,6 +159,14 @@ class SQLStore:
             partial(sql.prune_conversations, prefix=prefix, cutoff=cutoff, keep=max_count)
         )
 
+    # -- chat settings ----------------------------------------------------
+
+    async def chat_setting(self, key: str) -> str | None:
+        return await self._read(partial(sql.chat_setting, key=key))
+
+    async def put_chat_setting(self, key: str, value: str) -> None:
+        await self._write(partial(sql.put_chat_setting, key=key, value=value, now=self.clock()))
+
     # -- processes --------------------------------------------------------
 
     async def send_signal(self, runner: str, signal: Signal) -> None:

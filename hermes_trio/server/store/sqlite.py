@@ -40,9 +40,9 @@ log = logging.getLogger("hermes_trio.server.store")
 T = TypeVar("T")
 
 DB_FILENAME = "responses.sqlite3"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """2: events, reservations. 3: the item index. 4: runners, conversations,
-signals."""
+signals. 5: chat settings."""
 
 # SQLite primary result codes -> (code, what it means for a client).
 _FAILURES: dict[int, tuple[str, str]] = {
@@ -132,6 +132,16 @@ CREATE TABLE signals (
 CREATE INDEX signals_by_runner ON signals (runner);
 """
 
+# The gateway's small settings that outlive a restart (``/verbose`` per chat,
+# the long-tool hint a user has seen), by key.
+_SCHEMA_V5_CHAT_SETTINGS = """
+CREATE TABLE IF NOT EXISTS chat_settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated_at REAL NOT NULL
+) WITHOUT ROWID;
+"""
+
 
 def _statements(script: str) -> list[str]:
     return [part.strip() for part in script.split(";") if part.strip()]
@@ -155,6 +165,7 @@ _BACKFILL_ITEMS = [
 _MIGRATIONS: list[tuple[int, list[str]]] = [
     (3, _statements(_SCHEMA_V3) + _BACKFILL_ITEMS),
     (4, _statements(_SCHEMA_V4)),
+    (5, _statements(_SCHEMA_V5_CHAT_SETTINGS)),
 ]
 
 

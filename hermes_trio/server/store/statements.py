@@ -440,6 +440,22 @@ def prune_conversations(db: Db, prefix: str, cutoff: float, keep: int) -> int:
     return len(old)
 
 
+# -- chat settings ---------------------------------------------------------------
+
+
+def chat_setting(db: Db, key: str) -> str | None:
+    row = db.execute("SELECT value FROM chat_settings WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def put_chat_setting(db: Db, key: str, value: str, now: float) -> None:
+    db.execute(
+        "INSERT INTO chat_settings VALUES (?, ?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        (key, value, now),
+    )
+
+
 # -- signals -------------------------------------------------------------------
 
 

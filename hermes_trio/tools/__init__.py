@@ -2,10 +2,12 @@
 
 from hermes_trio.tools.approval import check_approval
 from hermes_trio.tools.base import (
+    DEFAULT_APPROVAL_TIMEOUT,
     ApprovalCallback,
     ApprovalDecision,
     ApprovalRequest,
     Tool,
+    ToolCallScope,
     ToolContext,
     ToolResult,
 )
@@ -18,6 +20,7 @@ from hermes_trio.tools.terminal import TerminalTool
 __all__ = [
     "BUILTIN_TOOLS",
     "DANGEROUS_PATTERNS",
+    "DEFAULT_APPROVAL_TIMEOUT",
     "ApprovalCallback",
     "ApprovalDecision",
     "ApprovalRequest",
@@ -25,6 +28,7 @@ __all__ = [
     "ReadFileTool",
     "TerminalTool",
     "Tool",
+    "ToolCallScope",
     "ToolContext",
     "ToolRegistry",
     "ToolResult",

@@ -1,6 +1,6 @@
 """The tool layer: protocol, registry, built-in tools and the approval policy."""
 
-from hermes_trio.tools.approval import check_approval
+from hermes_trio.tools.approval import ApprovalAnswer, check_approval, request_approval
 from hermes_trio.tools.base import (
     DEFAULT_APPROVAL_TIMEOUT,
     ApprovalCallback,
@@ -21,6 +21,7 @@ __all__ = [
     "BUILTIN_TOOLS",
     "DANGEROUS_PATTERNS",
     "DEFAULT_APPROVAL_TIMEOUT",
+    "ApprovalAnswer",
     "ApprovalCallback",
     "ApprovalDecision",
     "ApprovalRequest",
@@ -37,4 +38,5 @@ __all__ = [
     "default_registry",
     "find_danger",
     "find_dangers",
+    "request_approval",
 ]

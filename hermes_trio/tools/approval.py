@@ -9,16 +9,17 @@ asked. The asking itself (events, the wait, the deadline, answers by id) is
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import trio
 
-from hermes_trio.approvals import PENDING, ApprovalHandle, Outcome
+from hermes_trio.approvals import PENDING, ApprovalHandle, Decision, Outcome
 from hermes_trio.tools.base import ApprovalCallback, ApprovalDecision, ApprovalRequest, ToolContext
 from hermes_trio.tools.command_policy import find_dangers, work_budget
 from hermes_trio.tools.command_rules import DangerPattern
 
-__all__ = ["CALLBACK", "check_approval"]
+__all__ = ["CALLBACK", "ApprovalAnswer", "check_approval", "request_approval"]
 
 CALLBACK = "callback"
 """``ApprovalResolved.by`` of an answer the approval callback gave."""
@@ -74,6 +75,68 @@ async def check_approval(
             f"but there is no approval channel; run with --yolo to allow it.{_details(dangers)} "
             "The command was not run. Do not retry it; choose a safer command."
         )
+    answer = await request_approval(ctx, tool_name=tool_name, command=command, reason=reason)
+    assert answer is not None  # someone can be asked
+    if answer.decision.approved:
+        if answer.decision.always:
+            ctx.approved_patterns.update(d.key for d in dangers)
+        return None
+    return answer.refusal(reason)
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    """How a question asked by :func:`request_approval` ended: the
+    ``decision``, the ``timeout`` it waited under, and the callback's
+    ``failure`` (its exception, named) if asking through it failed."""
+
+    decision: Decision
+    timeout: float
+    failure: str | None = None
+
+    def refusal(self, reason: str, subject: str = "this command") -> str | None:
+        """What the model reads when ``subject`` may not run (None when it
+        may): not approved, and why."""
+        decision = self.decision
+        if decision.approved:
+            return None
+        if self.failure is not None:
+            return (
+                f"refused: asking the user to approve {subject} ({reason}) "
+                f"failed ({self.failure}); it was not run."
+            )
+        if decision.outcome is Outcome.EXPIRED:
+            return (
+                f"refused: not approved in time (expired: nobody answered within "
+                f"{self.timeout:g} s); {subject} needs the user's approval ({reason}). "
+                f"{subject[0].upper()}{subject[1:]} was not run. Do not retry it now; "
+                "tell the user it needs their approval, or choose something safer."
+            )
+        if decision.outcome is Outcome.CANCELLED:
+            return f"refused: the question about {subject} was cancelled; it was not run."
+        said = f"; their reason: {decision.reason}" if decision.reason else ""
+        return (
+            f"refused: the user denied {subject}{said}. It needs approval ({reason}). "
+            f"{subject[0].upper()}{subject[1:]} was not run. Do not retry it; "
+            "ask the user or choose something safer."
+        )
+
+
+async def request_approval(
+    ctx: ToolContext, *, tool_name: str, command: str, reason: str
+) -> ApprovalAnswer | None:
+    """Ask whoever ``ctx`` can ask whether ``tool_name`` may do ``command``
+    (what the person sees) for ``reason``, and wait for the answer; None
+    when nobody can be asked. For tools of any kind: ``check_approval`` is
+    this for the dangerous-command check.
+
+    The turn's approval channel (``ApprovalRequested`` in its events,
+    answered by id) and the context's callback both may answer; the first
+    answer counts. It waits the channel's timeout, else the context's.
+    Cancellation propagates (the question ends ``cancelled``).
+    """
+    if not ctx.can_ask:
+        return None
     channel = ctx.approvals
     timeout = ctx.approval_timeout
     if channel is not None and channel.timeout is not None:
@@ -96,26 +159,7 @@ async def check_approval(
         index=call.index if call is not None else -1,
         call_id=call.call_id if call is not None else "",
     )
-    if decision.approved:
-        if decision.always:
-            ctx.approved_patterns.update(d.key for d in dangers)
-        return None
-    if failures:
-        return (
-            f"refused: asking the user to approve this command ({reason}) "
-            f"failed ({failures[0]}); the command was not run."
-        )
-    if decision.outcome is Outcome.EXPIRED:
-        return (
-            f"refused: not approved in time (expired: nobody answered within {timeout:g} s); "
-            f"this command needs the user's approval ({reason}). The command was not run. "
-            "Do not retry it now; tell the user it needs their approval, or choose a safer command."
-        )
-    said = f"; their reason: {decision.reason}" if decision.reason else ""
-    return (
-        f"refused: the user denied this command{said}. It needs approval ({reason}). "
-        "The command was not run. Do not retry it; ask the user or choose a safer command."
-    )
+    return ApprovalAnswer(decision, timeout, failures[0] if failures else None)
 
 
 async def _ask_callback(

@@ -37,7 +37,9 @@ from hermes_trio.events import (
 from hermes_trio.tools import (
     ApprovalDecision,
     ApprovalRequest,
+    ToolContext,
     ToolRegistry,
+    request_approval,
 )
 
 
@@ -394,3 +396,30 @@ async def test_a_surface_may_answer_before_the_callback(autojump_clock: MockCloc
 
         await turns.run_turn(agent, "go", consumer)
     assert tool.ran == [REBOOT]
+
+
+async def test_any_tool_can_ask_through_the_same_path(autojump_clock: MockClock) -> None:
+    # What a tool other than the terminal (an MCP server's) would do.
+    assert await request_approval(ToolContext(), tool_name="x", command="y", reason="z") is None
+    ctx = ToolContext(approvals=ApprovalChannel(requester="ann", timeout=30))
+
+    async def deny_later() -> None:
+        await trio.sleep(1)
+        (question,) = PENDING.pending()
+        assert (question.tool_name, question.command) == ("github.delete_repo", "delete hermes")
+        answer_approval(question.id, False, by="ann", reason="keep it")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(deny_later)
+        answer = await request_approval(
+            ctx, tool_name="github.delete_repo", command="delete hermes", reason="it deletes"
+        )
+    assert answer is not None and answer.decision == Decision(Outcome.DENIED, "ann", "keep it")
+    assert answer.refusal("it deletes", "this repository deletion") == (
+        "refused: the user denied this repository deletion; their reason: keep it. It needs "
+        "approval (it deletes). This repository deletion was not run. Do not retry it; ask "
+        "the user or choose something safer."
+    )
+    expired = await request_approval(ctx, tool_name="t", command="c", reason="r")
+    assert expired is not None and trio.current_time() == 31
+    assert "expired: nobody answered within 30 s" in (expired.refusal("r") or "")

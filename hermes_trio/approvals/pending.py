@@ -177,7 +177,7 @@ class PendingApprovals:
                     )
                 raise
             if publish is not None:
-                await publish(_resolved(question.id, decision, index, call_id))
+                await _announce(publish, _resolved(question.id, decision, index, call_id))
             return decision
         finally:
             self.book.close(question.id)
@@ -199,6 +199,17 @@ def answer_approval(
     """Answer the pending approval ``approval_id`` of this process as ``by``
     (see :meth:`PendingApprovals.answer`): the hook surfaces call."""
     return PENDING.answer(approval_id, approve, by=by, reason=reason, always=always)
+
+
+async def _announce(publish: Publish, event: StreamEvent) -> None:
+    """Send how a question ended; cancelled while waiting to send it (a full
+    channel), send it anyway from a shielded cleanup: every
+    ``ApprovalRequested`` gets its ``ApprovalResolved``."""
+    try:
+        await publish(event)
+    except trio.Cancelled:
+        await _publish_shielded(publish, event)
+        raise
 
 
 async def _publish_shielded(publish: Publish, event: StreamEvent) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from approval_support import REBOOT, Guarded, calls
 from support import agent_on_double, run_turn
 from trio.testing import MockClock
@@ -21,6 +22,7 @@ from hermes_trio.approvals import (
     ApprovalChannel,
     Decision,
     Outcome,
+    PendingApprovals,
     Refused,
     answer_approval,
 )
@@ -423,3 +425,29 @@ async def test_any_tool_can_ask_through_the_same_path(autojump_clock: MockClock)
     expired = await request_approval(ctx, tool_name="t", command="c", reason="r")
     assert expired is not None and trio.current_time() == 31
     assert "expired: nobody answered within 30 s" in (expired.refusal("r") or "")
+
+
+async def test_every_question_gets_its_ending_even_when_the_channel_was_full(
+    autojump_clock: MockClock,
+) -> None:
+    # Decided, then cancelled while the full channel held up the news.
+    pending = PendingApprovals()
+    send, receive = trio.open_memory_channel[StreamEvent](1)
+    scope = trio.CancelScope()
+
+    async def asker() -> None:
+        with scope:
+            await pending.ask(tool_name="t", command="c", reason="r", seconds=60, publish=send.send)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(asker)
+        await trio.testing.wait_all_tasks_blocked()
+        (question,) = pending.pending()
+        assert isinstance(pending.answer(question.id, True, by="a"), Decision)
+        await trio.testing.wait_all_tasks_blocked()
+        scope.cancel()
+        with trio.fail_after(1):
+            got = [await receive.receive(), await receive.receive()]
+    assert [type(e) for e in got] == [ApprovalRequested, ApprovalResolved]
+    assert isinstance(got[1], ApprovalResolved) and got[1].outcome == "approved"
+    assert len(pending.book) == 0

@@ -128,6 +128,16 @@ class Agent:
             approval_timeout=self.config.approval_timeout(surface),
         )
 
+    def approval_channel(self, surface: str, requester: str | None) -> ApprovalChannel:
+        """How a turn for ``requester`` on ``surface`` asks (pass it as
+        ``approvals=``): they and ``approvals.approvers`` may answer, for
+        ``surface``'s timeout (:meth:`Config.approval_timeout`)."""
+        return ApprovalChannel(
+            requester=requester,
+            approvers=frozenset(self.config.approvals.approvers),
+            timeout=self.config.approval_timeout(surface),
+        )
+
     def streams(self, consumer: str, request_stream: bool | None = None) -> bool:
         return self.config.streaming.enabled_for(consumer, request_stream)
 

@@ -451,3 +451,14 @@ async def test_every_question_gets_its_ending_even_when_the_channel_was_full(
     assert [type(e) for e in got] == [ApprovalRequested, ApprovalResolved]
     assert isinstance(got[1], ApprovalResolved) and got[1].outcome == "approved"
     assert len(pending.book) == 0
+
+
+async def test_a_surface_gets_its_channel_from_the_config(autojump_clock: MockClock) -> None:
+    settings = ApprovalsConfig(
+        timeout=100.0, approvers=["ops"], per_platform=ApprovalTimeoutsConfig(slack=20.0)
+    )
+    async with agent_on_double([], approvals=settings) as (agent, _):
+        assert agent.approval_channel("slack", "U1") == ApprovalChannel(
+            "U1", frozenset({"ops"}), 20.0
+        )
+        assert agent.approval_channel("api_server", None).timeout == 100.0

@@ -39,8 +39,28 @@ def terminal() -> Iterator[tuple[int, int]]:
         os.close(stdin)
 
 
-def plain_chat(agent: Any, stdin: int) -> tuple[Chat, io.StringIO, io.StringIO]:
-    out, err = io.StringIO(), io.StringIO()
+class Screen(io.StringIO):
+    """Where the question goes; ``asking`` is set once the chat reads the
+    answer (it prints the prompt after flushing keys typed earlier)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asking = trio.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if "Allow?" in text:
+            self.asking.set()
+        return written
+
+
+async def asked(err: Screen) -> None:
+    with trio.fail_after(10):
+        await err.asking.wait()
+
+
+def plain_chat(agent: Any, stdin: int) -> tuple[Chat, io.StringIO, Screen]:
+    out, err = io.StringIO(), Screen()
     console = Console(file=out, force_terminal=False, no_color=True, width=200)
     view = TerminalView(console, TerminalSettings(plain=True, err=err))
     chat = Chat(agent, view, stream=True, input_fd=stdin)
@@ -55,8 +75,7 @@ async def test_an_answer_typed_at_the_terminal_runs_the_command() -> None:
             chat, out, err = plain_chat(agent, stdin)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(chat.turn, "reboot it")
-                # The chat waits on the terminal once the question is shown.
-                await trio.testing.wait_all_tasks_blocked(0.05)
+                await asked(err)
                 os.write(typed, b"o\n")
     shown = err.getvalue()
     assert QUESTION in shown and f"    {REBOOT}" in shown
@@ -98,7 +117,7 @@ async def test_an_interrupt_at_the_question_says_the_approval_was_cancelled() ->
                 nursery.start_soon(
                     partial(turns.run_turn, agent, "go", show, turn=turn, tool_context=chat.ctx)
                 )
-                await trio.testing.wait_all_tasks_blocked(0.05)
+                await asked(err)
                 assert len(PENDING.pending()) == 1
                 turn.cancel("interrupted")  # Ctrl-C
     shown = err.getvalue()

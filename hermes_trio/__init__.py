@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agent import Agent, open_agent
+    from .approvals import ApprovalChannel, answer_approval
     from .config import Config, ConfigError, load_config
     from .events import (
+        ApprovalRequested,
+        ApprovalResolved,
         Commentary,
         GatewayNotice,
         LongToolHint,
@@ -52,6 +55,9 @@ __version__ = "0.1.0"
 __all__ = [
     "INTERNAL_ERROR",
     "Agent",
+    "ApprovalChannel",
+    "ApprovalRequested",
+    "ApprovalResolved",
     "Commentary",
     "Config",
     "ConfigError",
@@ -70,6 +76,7 @@ __all__ = [
     "TurnFinished",
     "TurnResult",
     "Usage",
+    "answer_approval",
     "load_config",
     "open_agent",
     "open_turn",
@@ -82,6 +89,10 @@ __all__ = [
 # the first time someone asks for it (like httpx's public surface, but lazy).
 _HOMES = {
     "Agent": ".agent",
+    "ApprovalChannel": ".approvals",
+    "answer_approval": ".approvals",
+    "ApprovalRequested": ".events",
+    "ApprovalResolved": ".events",
     "TurnEvents": ".turn",
     "TurnResult": ".turn",
     "open_agent": ".agent",

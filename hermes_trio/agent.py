@@ -19,6 +19,7 @@ import httpx
 import trio
 
 from . import metrics
+from .approvals import ApprovalChannel
 from .config import Config, load_config
 from .events import (
     Commentary,
@@ -35,6 +36,7 @@ from .events import (
 from .llm import ModelClient, ModelError, ModelRequest, make_http_client
 from .tools import (
     ApprovalCallback,
+    ToolCallScope,
     ToolContext,
     ToolRegistry,
     ToolResult,
@@ -130,14 +132,29 @@ class Agent:
         self.tools = tools if tools is not None else default_registry(config.agent.tools)
         self.approve = approve
 
-    def new_tool_context(self, *, approve: ApprovalCallback | None = None) -> ToolContext:
-        """A tool context for one session (it remembers "always" approvals)."""
+    def new_tool_context(
+        self, *, approve: ApprovalCallback | None = None, surface: str | None = None
+    ) -> ToolContext:
+        """A tool context for one session (it remembers "always" approvals);
+        its approvals wait as long as ``surface``'s setting says
+        (:meth:`Config.approval_timeout`)."""
         return ToolContext(
             approve=approve or self.approve,
             yolo=self.config.agent.yolo,
             cwd=self.config.agent.workdir,
             file_access=self.config.agent.file_access,
             file_roots=tuple(self.config.agent.file_roots),
+            approval_timeout=self.config.approval_timeout(surface),
+        )
+
+    def approval_channel(self, surface: str, requester: str | None) -> ApprovalChannel:
+        """How a turn for ``requester`` on ``surface`` asks (pass it as
+        ``approvals=``): they and ``approvals.approvers`` may answer, for
+        ``surface``'s timeout (:meth:`Config.approval_timeout`)."""
+        return ApprovalChannel(
+            requester=requester,
+            approvers=frozenset(self.config.approvals.approvers),
+            timeout=self.config.approval_timeout(surface),
         )
 
     def streams(self, consumer: str, request_stream: bool | None = None) -> bool:
@@ -181,6 +198,7 @@ class Agent:
         system: str | None = None,
         tool_context: ToolContext | None = None,
         meter: TokenMeter | None = None,
+        approvals: ApprovalChannel | None = None,
     ) -> TurnResult:
         """Run one turn over ``messages`` (extended in place), sending events.
 
@@ -188,7 +206,16 @@ class Agent:
         when the model calls one, the turn ends with ``finish_reason
         "tool_calls"`` and the calls in ``TurnFinished.tool_calls``.
         ``meter`` counts the model's deltas as they arrive.
+
+        ``approvals`` lets this turn ask the person it runs for: a tool call
+        that needs approval sends ``ApprovalRequested`` and waits for
+        :func:`hermes_trio.approvals.answer_approval` (or the context's
+        callback); without it nor a callback, such a call is refused.
         """
+        ctx = tool_context or self.new_tool_context()
+        if approvals is not None:
+            # A copy for this turn; the "always" approvals stay shared.
+            ctx = dataclasses.replace(ctx, approvals=approvals)
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
         with send:
@@ -204,7 +231,7 @@ class Agent:
                     params=params or {},
                     model=model,
                     system=system,
-                    ctx=tool_context or self.new_tool_context(),
+                    ctx=ctx,
                     meter=meter or TokenMeter(),
                 )
             except trio.BrokenResourceError:
@@ -444,6 +471,9 @@ class Agent:
             await trio.sleep(threshold)
             await send.send(LongToolHint(call.name, trio.current_time() - started))
 
+        # The call's own context: an approval it asks for names the call
+        # and goes into the turn's channel.
+        ctx = dataclasses.replace(ctx, call=ToolCallScope(index, call.id, args, send.send))
         async with trio.open_nursery() as nursery:
             if threshold > 0:
                 nursery.start_soon(hint)

@@ -10,7 +10,10 @@ import trio
 
 from .events import StreamEvent
 
-__all__ = ["receive_batch"]
+__all__ = ["DRAIN_GRACE", "drain_after_cancel", "receive_batch"]
+
+DRAIN_GRACE = 1.0
+"""Seconds a cancelled consumer waits for the last events of its turn."""
 
 
 async def receive_batch(
@@ -29,3 +32,25 @@ async def receive_batch(
         except (trio.WouldBlock, trio.EndOfChannel):
             # An end seen here shows up again on the next call.
             return batch
+
+
+async def drain_after_cancel(
+    receive: trio.MemoryReceiveChannel[StreamEvent], grace: float = DRAIN_GRACE
+) -> list[StreamEvent]:
+    """The events a cancelled turn still sends on its way out, for a
+    consumer that was cancelled with it: everything up to the end of the
+    channel, waited for at most ``grace`` seconds in a shielded scope.
+
+    A turn's cleanups send what a person was shown must be updated about
+    (``ApprovalResolved(outcome="cancelled")`` for a question left
+    unanswered) before the agent closes its side; call this from the
+    consumer's ``except trio.Cancelled`` (then re-raise).
+    """
+    events: list[StreamEvent] = []
+    with trio.move_on_after(grace, shield=True):
+        try:
+            while True:
+                events.append(await receive.receive())
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            pass
+    return events

@@ -31,6 +31,8 @@ __all__ = [
     "AgentConfig",
     "ApiKeyConfig",
     "ApiServerConfig",
+    "ApprovalTimeoutsConfig",
+    "ApprovalsConfig",
     "Config",
     "ConfigError",
     "DiscordConfig",
@@ -179,7 +181,37 @@ class AgentConfig:
     """More directories read_file and write_file may use under ``file_access:
     workdir`` (``~`` expanded, relative ones taken from ``workdir``)."""
     channel_size: int = 64
-    approval_timeout: float = 60.0
+    approval_timeout: float | None = None
+    """The old name of ``approvals.timeout``, used when that is not set."""
+
+
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class ApprovalTimeoutsConfig:
+    """Per-surface ``approvals.timeout`` overrides, in seconds (None: the
+    common one)."""
+
+    cli: float | None = None
+    api_server: float | None = None
+    telegram: float | None = None
+    discord: float | None = None
+    slack: float | None = None
+    whatsapp: float | None = None
+    homeassistant: float | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalsConfig:
+    timeout: float | None = None
+    """Seconds a tool call waits for a person's approval before it is
+    denied as expired (default 300; ``agent.approval_timeout`` is its old
+    name)."""
+    approvers: list[UserId] = field(default_factory=list)
+    """Who may answer any approval besides the person who asked (user ids
+    on the chat platforms, API key names on the API server)."""
+    per_platform: ApprovalTimeoutsConfig = field(default_factory=ApprovalTimeoutsConfig)
 
 
 @dataclass(frozen=True)
@@ -416,11 +448,29 @@ class Config:
     display: DisplayConfig = field(default_factory=DisplayConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = field(default_factory=PlatformsConfig)
+    approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
     source: str | None = None
     """Path of the config file this came from (None: defaults and environment)."""
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
+
+    def approval_timeout(self, surface: str | None = None) -> float:
+        """Seconds an approval asked on ``surface`` (``cli``, ``api_server``,
+        ``telegram``, …; None: none in particular) waits: the surface's
+        override, then ``approvals.timeout``, then its old name
+        ``agent.approval_timeout``, then 300."""
+        if surface is not None and surface in _SURFACES:
+            override = getattr(self.approvals.per_platform, surface)
+            if override is not None:
+                return float(override)
+        for value in (self.approvals.timeout, self.agent.approval_timeout):
+            if value is not None:
+                return float(value)
+        return DEFAULT_APPROVAL_TIMEOUT
+
+
+_SURFACES = frozenset(f.name for f in dataclasses.fields(ApprovalTimeoutsConfig))
 
 
 # Environment variables that override config.yaml, as dotted key paths.
@@ -432,7 +482,8 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_STREAMING_ENABLED": "streaming.enabled",
     "HERMES_STREAMING_TRANSPORT": "streaming.transport",
     "HERMES_YOLO_MODE": "agent.yolo",
-    "HERMES_APPROVAL_TIMEOUT": "agent.approval_timeout",
+    "HERMES_APPROVAL_TIMEOUT": "approvals.timeout",
+    "HERMES_APPROVERS": "approvals.approvers",
     "HERMES_FILE_ACCESS": "agent.file_access",
     "HERMES_FILE_ROOTS": "agent.file_roots",
     "HERMES_SYSTEM_PROMPT": "agent.system_prompt",
@@ -725,8 +776,7 @@ def _check(config: Config) -> None:
         raise ConfigError("api_server.max_sessions: expected an integer of at least 1")
     _check_api_edge(config.api_server)
     check_keys(config.api_server.keys, "api_server.keys")
-    if config.agent.approval_timeout <= 0:
-        raise ConfigError("agent.approval_timeout: expected a number of seconds above 0")
+    _check_approvals(config)
     if config.agent.channel_size < 1:
         raise ConfigError("agent.channel_size: expected an integer of at least 1")
     for key in ("connect", "first_token", "idle", "request", "total"):
@@ -734,6 +784,19 @@ def _check(config: Config) -> None:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")
     if config.model.max_answer_bytes < 1024:
         raise ConfigError("model.max_answer_bytes: expected an integer of at least 1024")
+
+
+def _check_approvals(config: Config) -> None:
+    timeouts = [
+        ("agent.approval_timeout", config.agent.approval_timeout),
+        ("approvals.timeout", config.approvals.timeout),
+    ] + [
+        (f"approvals.per_platform.{name}", getattr(config.approvals.per_platform, name))
+        for name in sorted(_SURFACES)
+    ]
+    for key, value in timeouts:
+        if value is not None and value <= 0:
+            raise ConfigError(f"{key}: expected a number of seconds above 0")
 
 
 _ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#@\s]+/?", re.IGNORECASE)

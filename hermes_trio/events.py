@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
+    "ApprovalOutcome",
+    "ApprovalRequested",
+    "ApprovalResolved",
     "Commentary",
     "GatewayNotice",
     "LongToolHint",
@@ -147,6 +150,53 @@ class GatewayNotice:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+ApprovalOutcome = Literal["approved", "denied", "expired", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """A tool call waits for a person's approval; the turn waits with it.
+
+    ``id`` is what an answer names (:func:`hermes_trio.approvals.answer_approval`);
+    ``command`` is what the person is asked about (the command line),
+    ``reason`` why it needs approval (the safety check's rules), and
+    ``arguments`` the call's arguments. ``deadline`` is on the turn's trio
+    clock (``trio.current_time()``), ``timeout`` seconds after the question:
+    with no answer by then it is denied (``expired``). ``index`` and
+    ``call_id`` are those of the call's ``ToolCallChunk`` (-1 and "" when
+    the question was asked outside a turn's tool call). Its
+    ``ApprovalResolved`` always follows, even when the turn is cancelled.
+    """
+
+    id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    command: str
+    reason: str
+    deadline: float
+    timeout: float
+    index: int = -1
+    call_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalResolved:
+    """How an approval ended: ``approved`` or ``denied`` by ``by`` (with
+    their ``reason``, if they gave one; ``always``: approved for the rest
+    of the session), ``expired`` (no answer by the deadline), or
+    ``cancelled`` (the turn was interrupted while it waited; sent from the
+    turn's shielded cleanup, so a consumer reads it only if it drains its
+    channel after its own cancel). Update the prompt that was shown."""
+
+    id: str
+    outcome: ApprovalOutcome
+    by: str | None = None
+    reason: str = ""
+    always: bool = False
+    index: int = -1
+    call_id: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class TurnFinished:
     """The turn is over; always the last event of a turn.
@@ -181,6 +231,8 @@ StreamEvent = (
     | ToolCallFinished
     | LongToolHint
     | GatewayNotice
+    | ApprovalRequested
+    | ApprovalResolved
     | TurnFinished
 )
 
@@ -218,4 +270,3 @@ def coalesce(events: Iterable[StreamEvent]) -> list[StreamEvent]:
             out.append(event)
     flush()
     return out
-

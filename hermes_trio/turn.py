@@ -10,7 +10,11 @@ consumer always sees the end of the stream, after ``TurnFinished``.
 :class:`Turn` is the handle: ``cancel(reason)`` stops the whole turn (the
 upstream request is closed, tool processes are killed, the consumer is
 cancelled and finishes its last write in its own shielded cleanup); ``done``
-is set once its tasks are gone; ``result`` says how it ended.
+is set once its tasks are gone; ``result`` says how it ended. A tool call
+that waits for a person's approval (:mod:`hermes_trio.approvals`, asked
+when the turn is given ``approvals=ApprovalChannel(...)`` or a callback)
+waits inside the same scope: cancelling the turn ends the question
+``cancelled``, and none outlives the turn.
 
 One crash policy for every turn. An exception out of the agent, a tool or
 the consumer is a bug, not a model failure: it is logged once with its
@@ -95,6 +99,7 @@ Consumer = Callable[[trio.MemoryReceiveChannel[StreamEvent]], Awaitable[object]]
 """Reads one turn's events; runs beside the agent in the turn's nursery.
 The channel is closed for it when it returns."""
 
+
 @dataclass
 class TurnResult:
     """How a turn ended. ``text`` is the last step's text (as in
@@ -110,7 +115,6 @@ class TurnResult:
     model_status: int | None = None
     added: list[dict[str, Any]] = field(default_factory=list)
     answer: str = ""
-
 
 
 class TurnEvents:
@@ -156,7 +160,6 @@ class TurnRunner(Protocol):
         """``run_turn(messages, send, **options)``: run the turn over
         ``messages`` (extended in place), sending its events to ``send``."""
         ...
-
 
 
 Messages = list[dict[str, Any]] | str

@@ -38,12 +38,13 @@ from rich.markup import escape
 from rich.text import Text
 
 from ..agent import Agent
+from ..approvals import ApprovalChannel, Refused, answer_approval
 from ..config import Config
 from ..consumers.terminal import TerminalSettings, TerminalView
-from ..events import StreamEvent, TurnFinished
+from ..events import ApprovalRequested, StreamEvent, TurnFinished
 from ..llm import NO_MODEL_SERVER
 from ..redaction import shown_url
-from ..tools import ApprovalDecision, ApprovalRequest, ToolContext
+from ..tools import ApprovalDecision, ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
 from .demo import agent_for
 from .shell import EXIT_INTERRUPTED, Shell
@@ -52,7 +53,8 @@ __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
 
 log = logging.getLogger("hermes_trio.chat")
 
-DEFAULT_APPROVAL_TIMEOUT = 60.0
+# ApprovalResolved.by for an answer typed at the terminal.
+TERMINAL = "terminal"
 # Ctrl-C interrupts a turn; the others end the program, but after the turn
 # has been stopped the clean way.
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -113,7 +115,6 @@ async def _main(config: Config, args: argparse.Namespace) -> int:
             view,
             stream=chat_streams(config, getattr(args, "no_stream", False)),
             input_fd=sys.stdin.fileno() if stdin_tty else None,
-            approval_timeout=config.agent.approval_timeout,
         )
         if getattr(args, "query", None):
             return await chat.ask_once(args.query)
@@ -228,7 +229,14 @@ async def _read_tty_line(fd: int) -> str | None:
 
 
 class Chat:
-    """One conversation at the terminal: history, model choice, approvals."""
+    """One conversation at the terminal: history, model choice, approvals.
+
+    Approvals: a turn asks through its events (``ApprovalRequested``, shown
+    by the terminal view), :meth:`ask_approval` reads the answer typed here
+    and gives it by id; with no terminal to type at (stdin is a pipe), the
+    turn has no approval channel and such commands are refused. They wait
+    ``approvals.per_platform.cli`` (else ``approvals.timeout``) seconds.
+    """
 
     def __init__(
         self,
@@ -237,7 +245,6 @@ class Chat:
         *,
         stream: bool,
         input_fd: int | None,
-        approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT,
     ) -> None:
         self.agent = agent
         self.config = agent.config
@@ -245,10 +252,8 @@ class Chat:
         self.console = view.console
         self.stream = stream
         self.input_fd = input_fd
-        self.approval_timeout = approval_timeout
         self.model: str | None = None
         self.messages: list[dict[str, Any]] = []
-        self._approval_lock = trio.Lock()
         self.exit_code: int | None = None  # set when a signal asked to quit
         self.ctx = self._new_context(yolo=self.config.agent.yolo)
         # Approval questions go where the user looks: the terminal, even
@@ -264,8 +269,10 @@ class Chat:
         return self.model or self.config.model.name or "(the server's first model)"
 
     def _new_context(self, *, yolo: bool) -> ToolContext:
-        approve = self.approve if self.input_fd is not None else None
-        ctx = self.agent.new_tool_context(approve=approve)
+        ctx = self.agent.new_tool_context(surface="cli")
+        if self.input_fd is not None:
+            # Anyone at this terminal may answer: it is the user's own.
+            ctx.approvals = ApprovalChannel()
         ctx.yolo = yolo
         return ctx
 
@@ -285,8 +292,10 @@ class Chat:
         turn = Turn()
         shown: list[TurnFinished | None] = []
 
+        ask = self.ask_approval if self.input_fd is not None else None
+
         async def show(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
-            shown.append(await self.view.render_turn(receive))
+            shown.append(await self.view.render_turn(receive, ask=ask))
 
         # The receiver exists before the turn starts, so an early Ctrl-C is
         # an interrupt too rather than a KeyboardInterrupt that ends the program.
@@ -332,30 +341,34 @@ class Chat:
 
     # -- approvals ---------------------------------------------------------
 
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Ask at the terminal whether a dangerous command may run."""
-        assert self.input_fd is not None
-        # Parallel tool calls must not ask over each other.
-        async with self._approval_lock:
-            with self.view.paused(), _echo(self.input_fd, True):
-                return await self._ask(request, self.input_fd)
+    async def ask_approval(self, request: ApprovalRequested) -> None:
+        """Read the answer to an approval the view has shown, and give it.
 
-    async def _ask(self, request: ApprovalRequest, fd: int) -> ApprovalDecision:
-        out = self._ask_console
-        out.print(
-            Text.assemble(
-                ("  ⚠ ", "yellow bold"),
-                (f"{request.tool_name} wants to run a dangerous command ", "bold"),
-                (f"({request.reason})", "yellow"),
-            )
+        Gives up at the request's deadline: the turn then ends the question
+        as expired, and the view says so.
+        """
+        assert self.input_fd is not None
+        with _echo(self.input_fd, True):
+            decision = await self._read_decision(request, self.input_fd)
+        if decision is None:
+            return
+        result = answer_approval(
+            request.id,
+            decision is not ApprovalDecision.DENY,
+            by=TERMINAL,
+            always=decision is ApprovalDecision.ALWAYS,
         )
-        out.print(Text("      " + request.command, style="bold"), soft_wrap=True)
+        if isinstance(result, Refused):
+            self._ask_console.print(f"  [yellow]{escape(result.message)}[/]")
+
+    async def _read_decision(self, request: ApprovalRequested, fd: int) -> ApprovalDecision | None:
+        out = self._ask_console
         # Keys typed while the answer streamed must not answer this question.
         termios.tcflush(fd, termios.TCIFLUSH)
-        seconds = self.approval_timeout
         decision: ApprovalDecision | None = None
-        with trio.move_on_after(seconds), _end_line_on_cancel(out):
+        with trio.move_on_at(request.deadline), _end_line_on_cancel(out):
             while decision is None:
+                left = max(0.0, request.deadline - trio.current_time())
                 out.print(
                     Text.assemble(
                         "  Allow? ",
@@ -365,29 +378,19 @@ class Chat:
                         "lways (this session) / ",
                         ("[d]", "bold"),
                         "eny ",
-                        (f"(denies in {seconds:.0f}s) ", "dim"),
+                        (f"(denies in {left:.0f}s) ", "dim"),
                     ),
                     end="",
                 )
                 out.file.flush()
                 line = await _read_tty_line(fd)
                 if line is None:
-                    decision = ApprovalDecision.DENY
-                    break
+                    return ApprovalDecision.DENY
                 decision = parse_approval(line)
                 if decision is None:
                     out.print("  [yellow]please answer o, a or d[/]")
         if decision is None:
             termios.tcflush(fd, termios.TCIFLUSH)
-            out.print(f"\n  [red]✗ no answer in {seconds:.0f}s: denied[/]")
-            return ApprovalDecision.DENY
-        out.print(
-            {
-                ApprovalDecision.ONCE: "  [green]✓ allowed once[/]",
-                ApprovalDecision.ALWAYS: "  [green]✓ allowed for the rest of this session[/]",
-                ApprovalDecision.DENY: "  [red]✗ denied[/]",
-            }[decision]
-        )
         return decision
 
     # -- the loop ----------------------------------------------------------

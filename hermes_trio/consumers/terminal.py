@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Protocol, TextIO
@@ -31,7 +31,8 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from ..events import StreamEvent, TurnFinished
+from ..channels import drain_after_cancel
+from ..events import ApprovalRequested, StreamEvent, TurnFinished
 from .terminal_plan import (
     CloseBox,
     LiveView,
@@ -50,6 +51,7 @@ from .terminal_plan import (
 )
 
 __all__ = [
+    "AskApproval",
     "PlainPainter",
     "RichPainter",
     "TerminalSettings",
@@ -67,7 +69,14 @@ _NOTICE_STYLES = {
     "warning": Style(color="yellow"),
     "error": Style(color="red", bold=True),
     "interrupted": Style(color="yellow", bold=True),
+    "question": Style(bold=True),
+    "approved": Style(color="green"),
 }
+
+AskApproval = Callable[[ApprovalRequested], Awaitable[object]]
+"""Asks the person at the terminal about one ``ApprovalRequested`` and
+answers it by id (:func:`hermes_trio.approvals.answer_approval`); returns
+by the request's deadline at the latest."""
 
 
 @dataclass(frozen=True)
@@ -401,9 +410,19 @@ class TerminalView:
             self._resumed.set()
 
     async def render_turn(
-        self, receive: trio.MemoryReceiveChannel[StreamEvent]
+        self,
+        receive: trio.MemoryReceiveChannel[StreamEvent],
+        *,
+        ask: AskApproval | None = None,
     ) -> TurnFinished | None:
-        """Show one turn; return its ``TurnFinished`` (None: interrupted)."""
+        """Show one turn; return its ``TurnFinished`` (None: interrupted).
+
+        An approval the turn asks for is shown with the question; ``ask``
+        (if given) then takes the terminal to get the answer, while the
+        turn's events wait in the channel. How it ended is shown when its
+        ``ApprovalResolved`` comes, also after an interrupt (read from the
+        channel in the cancelled turn's last second).
+        """
         plan = TerminalPlan(
             show_reasoning=self.settings.show_reasoning, show_tools=self.settings.show_tools
         )
@@ -431,6 +450,17 @@ class TerminalView:
                     await self._resumed.wait()
                 self._paint(plan.feed(batch, trio.current_time()), plan)
                 last_paint = trio.current_time()
+                if ask is not None:
+                    for event in batch:
+                        if isinstance(event, ApprovalRequested) and plan.awaiting(event.id):
+                            painter.suspend()
+                            await ask(event)
+        except trio.Cancelled:
+            # What the cancelled turn still says (an approval question it
+            # will not wait for) comes before the channel ends.
+            rest = await drain_after_cancel(receive)
+            self._paint(plan.feed(rest, trio.current_time()), plan)
+            raise
         finally:
             # Synchronous, so it runs even while this task is being cancelled:
             # whatever was shown stays, marked as interrupted.

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..events import (
+    ApprovalRequested,
+    ApprovalResolved,
     Commentary,
     GatewayNotice,
     LongToolHint,
@@ -206,7 +208,7 @@ class Notice:
     """A one-line message about the turn, not from the model."""
 
     text: str
-    kind: Literal["info", "warning", "error", "interrupted"]
+    kind: Literal["info", "warning", "error", "interrupted", "question", "approved"]
 
 
 Op = (
@@ -264,6 +266,21 @@ def format_duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s"
 
 
+def _resolution(event: ApprovalResolved, timeout: float | None) -> Notice:
+    """The line that says how an approval question ended."""
+    if event.outcome == "approved":
+        if event.always:
+            return Notice("✓ allowed for the rest of this session", "approved")
+        return Notice("✓ allowed once", "approved")
+    if event.outcome == "denied":
+        said = f": {event.reason}" if event.reason else ""
+        return Notice(f"✗ denied{said}", "error")
+    if event.outcome == "expired":
+        waited = f" in {timeout:g}s" if timeout is not None else " in time"
+        return Notice(f"✗ no answer{waited}: denied", "error")
+    return Notice("⏹ approval cancelled: the turn was interrupted", "interrupted")
+
+
 # ---------------------------------------------------------------------------
 # The plan
 
@@ -288,8 +305,14 @@ class TerminalPlan:
         self._last_streamed = False  # ... and so did the segment last stopped
         self._tools: dict[int, RunningTool] = {}
         self._waiting_since: float | None = None
+        # Approvals asked and not yet resolved: id -> seconds they wait.
+        self._asked: dict[str, float] = {}
         self.finished: TurnFinished | None = None
         self.ended = False
+
+    def awaiting(self, approval_id: str) -> bool:
+        """Whether this approval was asked and has not been resolved yet."""
+        return approval_id in self._asked
 
     # -- feeding -------------------------------------------------------------
 
@@ -358,10 +381,23 @@ class TerminalPlan:
             pass  # the live tool line already shows how long it has run
         elif isinstance(event, GatewayNotice):
             ops.append(Notice(event.text, "info"))
+        elif isinstance(event, ApprovalRequested):
+            self._asked[event.id] = event.timeout
+            self._flush_reasoning(ops)
+            ops.append(
+                Notice(
+                    f"⚠ {event.tool_name} wants to run a dangerous command ({event.reason})",
+                    "warning",
+                )
+            )
+            ops.append(Notice("    " + event.command, "question"))
+        elif isinstance(event, ApprovalResolved):
+            ops.append(_resolution(event, self._asked.pop(event.id, None)))
         elif isinstance(event, TurnFinished):
             self._finish(event, ops)
 
     def _finish(self, event: TurnFinished, ops: list[Op]) -> None:
+        self._asked.clear()
         self.finished = event
         self._flush_reasoning(ops)
         if self._streamed:

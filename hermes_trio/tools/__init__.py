@@ -1,11 +1,13 @@
 """The tool layer: protocol, registry, built-in tools and the approval policy."""
 
-from hermes_trio.tools.approval import check_approval
+from hermes_trio.tools.approval import ApprovalAnswer, check_approval, request_approval
 from hermes_trio.tools.base import (
+    DEFAULT_APPROVAL_TIMEOUT,
     ApprovalCallback,
     ApprovalDecision,
     ApprovalRequest,
     Tool,
+    ToolCallScope,
     ToolContext,
     ToolResult,
 )
@@ -18,6 +20,8 @@ from hermes_trio.tools.terminal import TerminalTool
 __all__ = [
     "BUILTIN_TOOLS",
     "DANGEROUS_PATTERNS",
+    "DEFAULT_APPROVAL_TIMEOUT",
+    "ApprovalAnswer",
     "ApprovalCallback",
     "ApprovalDecision",
     "ApprovalRequest",
@@ -25,6 +29,7 @@ __all__ = [
     "ReadFileTool",
     "TerminalTool",
     "Tool",
+    "ToolCallScope",
     "ToolContext",
     "ToolRegistry",
     "ToolResult",
@@ -33,4 +38,5 @@ __all__ = [
     "default_registry",
     "find_danger",
     "find_dangers",
+    "request_approval",
 ]

@@ -3,18 +3,26 @@
 Which commands are dangerous is decided by
 :mod:`hermes_trio.tools.command_policy` (its docstring holds the rule table);
 this module asks the user about them, or refuses them when nobody can be
-asked.
+asked. The asking itself (events, the wait, the deadline, answers by id) is
+:mod:`hermes_trio.approvals`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+
 import trio
 
-from hermes_trio.tools.base import ApprovalDecision, ApprovalRequest, ToolContext
+from hermes_trio.approvals import PENDING, ApprovalHandle, Decision, Outcome
+from hermes_trio.tools.base import ApprovalCallback, ApprovalDecision, ApprovalRequest, ToolContext
 from hermes_trio.tools.command_policy import find_dangers, work_budget
 from hermes_trio.tools.command_rules import DangerPattern
 
-__all__ = ["check_approval"]
+__all__ = ["CALLBACK", "ApprovalAnswer", "check_approval", "request_approval"]
+
+CALLBACK = "callback"
+"""``ApprovalResolved.by`` of an answer the approval callback gave."""
 
 
 # Commands this long or longer are judged in a worker thread.  The work on
@@ -48,8 +56,11 @@ async def check_approval(
     known), else a refusal the model can read.
 
     Only rules the user has not approved with "always" in this session are
-    asked about, all of them in one question.  Cancellation while waiting
-    for the user propagates: the turn is over, and the command must not run.
+    asked about, all of them in one question: through the turn's approval
+    channel (``ApprovalRequested`` in its events, answered by id) and/or
+    the context's callback, whichever answers first, for at most the
+    channel's (or the context's) timeout. Cancellation while waiting
+    propagates: the turn is over, and the command must not run.
     """
     if ctx.yolo:
         return None
@@ -58,27 +69,119 @@ async def check_approval(
     if not dangers:
         return None
     reason = _describe(dangers)
-    if ctx.approve is None:
+    if not ctx.can_ask:
         return (
             f"refused: this command needs the user's approval ({reason}) "
             f"but there is no approval channel; run with --yolo to allow it.{_details(dangers)} "
             "The command was not run. Do not retry it; choose a safer command."
         )
-    request = ApprovalRequest(tool_name=tool_name, command=command, reason=reason)
-    try:
-        decision = await ctx.approve(request)
-    except Exception as exc:  # trio.Cancelled is a BaseException and propagates
+    answer = await request_approval(ctx, tool_name=tool_name, command=command, reason=reason)
+    assert answer is not None  # someone can be asked
+    if answer.decision.approved:
+        if answer.decision.always:
+            ctx.approved_patterns.update(d.key for d in dangers)
+        return None
+    return answer.refusal(reason)
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    """How a question asked by :func:`request_approval` ended: the
+    ``decision``, the ``timeout`` it waited under, and the callback's
+    ``failure`` (its exception, named) if asking through it failed."""
+
+    decision: Decision
+    timeout: float
+    failure: str | None = None
+
+    def refusal(self, reason: str, subject: str = "this command") -> str | None:
+        """What the model reads when ``subject`` may not run (None when it
+        may): not approved, and why."""
+        decision = self.decision
+        if decision.approved:
+            return None
+        if self.failure is not None:
+            return (
+                f"refused: asking the user to approve {subject} ({reason}) "
+                f"failed ({self.failure}); it was not run."
+            )
+        if decision.outcome is Outcome.EXPIRED:
+            return (
+                f"refused: not approved in time (expired: nobody answered within "
+                f"{self.timeout:g} s); {subject} needs the user's approval ({reason}). "
+                f"{subject[0].upper()}{subject[1:]} was not run. Do not retry it now; "
+                "tell the user it needs their approval, or choose something safer."
+            )
+        if decision.outcome is Outcome.CANCELLED:
+            return f"refused: the question about {subject} was cancelled; it was not run."
+        said = f"; their reason: {decision.reason}" if decision.reason else ""
         return (
-            f"refused: asking the user to approve this command ({reason}) "
-            f"failed ({type(exc).__name__}: {exc}); the command was not run."
+            f"refused: the user denied {subject}{said}. It needs approval ({reason}). "
+            f"{subject[0].upper()}{subject[1:]} was not run. Do not retry it; "
+            "ask the user or choose something safer."
         )
-    if decision is ApprovalDecision.ALWAYS:
-        ctx.approved_patterns.update(d.key for d in dangers)
+
+
+async def request_approval(
+    ctx: ToolContext, *, tool_name: str, command: str, reason: str
+) -> ApprovalAnswer | None:
+    """Ask whoever ``ctx`` can ask whether ``tool_name`` may do ``command``
+    (what the person sees) for ``reason``, and wait for the answer; None
+    when nobody can be asked. For tools of any kind: ``check_approval`` is
+    this for the dangerous-command check.
+
+    The turn's approval channel (``ApprovalRequested`` in its events,
+    answered by id) and the context's callback both may answer; the first
+    answer counts. It waits the channel's timeout, else the context's.
+    Cancellation propagates (the question ends ``cancelled``).
+    """
+    if not ctx.can_ask:
         return None
-    if decision is ApprovalDecision.ONCE:
-        return None
-    return (
-        f"refused: this command needs the user's approval ({reason}) "
-        "and it was denied. The command was not run. Do not retry it; "
-        "ask the user or choose a safer command."
+    channel = ctx.approvals
+    timeout = ctx.approval_timeout
+    if channel is not None and channel.timeout is not None:
+        timeout = channel.timeout
+    call = ctx.call
+    failures: list[str] = []
+    answerer = None
+    if ctx.approve is not None:
+        answerer = partial(_ask_callback, ctx.approve, tool_name, command, reason, failures)
+    decision = await PENDING.ask(
+        tool_name=tool_name,
+        command=command,
+        reason=reason,
+        seconds=timeout,
+        arguments=call.arguments if call is not None else {"command": command},
+        requester=channel.requester if channel is not None else None,
+        approvers=channel.approvers if channel is not None else (),
+        publish=call.publish if call is not None else None,
+        answerer=answerer,
+        index=call.index if call is not None else -1,
+        call_id=call.call_id if call is not None else "",
+    )
+    return ApprovalAnswer(decision, timeout, failures[0] if failures else None)
+
+
+async def _ask_callback(
+    approve: ApprovalCallback,
+    tool_name: str,
+    command: str,
+    reason: str,
+    failures: list[str],
+    handle: ApprovalHandle,
+) -> None:
+    """The context's callback as one answerer of the question."""
+    request = ApprovalRequest(
+        tool_name, command, reason, id=handle.id, deadline=handle.question.deadline
+    )
+    try:
+        decision = await approve(request)
+    except Exception as exc:  # trio.Cancelled is a BaseException and propagates
+        failures.append(f"{type(exc).__name__}: {exc}")
+        handle.resolve(False, by=CALLBACK, reason="asking failed")
+        return
+    handle.resolve(
+        decision is not ApprovalDecision.DENY,
+        by=CALLBACK,
+        always=decision is ApprovalDecision.ALWAYS,
     )

@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
+from hermes_trio.approvals import ApprovalChannel, Publish
+
 __all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT",
     "ApprovalCallback",
     "ApprovalDecision",
     "ApprovalRequest",
     "Tool",
+    "ToolCallScope",
     "ToolContext",
     "ToolResult",
     "one_line",
@@ -34,20 +39,43 @@ class ApprovalDecision(enum.Enum):
     DENY = "deny"
 
 
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+"""Seconds a tool call waits for an approval by default (``approvals.timeout``)."""
+
+
 @dataclass(frozen=True)
 class ApprovalRequest:
     tool_name: str
     command: str
     # Human description of the matched danger pattern, shown to the user.
     reason: str
+    # The approval's id (as in ApprovalRequested) and its deadline on the
+    # trio clock: past it the question is denied as expired, and a callback
+    # still asking is cancelled. Not compared: they differ every time.
+    id: str = field(default="", compare=False)
+    deadline: float = field(default=float("inf"), compare=False)
 
 
 ApprovalCallback = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 
 
+@dataclass(frozen=True)
+class ToolCallScope:
+    """The tool call a context was made for, set by the agent for each call:
+    an approval asked during it names the call (``index``, ``call_id``,
+    ``arguments``) and is published into the turn's channel."""
+
+    index: int
+    call_id: str
+    arguments: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    publish: Publish | None = None
+
+
 @dataclass
 class ToolContext:
-    # None means nobody can be asked, so dangerous commands are refused unless yolo.
+    # Who answers approvals: a callback, and/or a person on the turn's
+    # surface (approvals, answered by id). With neither, nobody can be
+    # asked, so dangerous commands are refused unless yolo.
     approve: ApprovalCallback | None = None
     yolo: bool = False
     # Relative paths and commands resolve here; None means the process cwd.
@@ -58,6 +86,18 @@ class ToolContext:
     file_access: Literal["workdir", "anywhere"] = "workdir"
     # More directories the file tools may use (~ expanded, relative to cwd).
     file_roots: tuple[str, ...] = ()
+    # Asks the person on the turn's surface (set per turn by the agent from
+    # run_turn(approvals=...), or here for every turn of the context).
+    approvals: ApprovalChannel | None = None
+    # Seconds an approval waits when the channel does not say (callbacks too).
+    approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
+    # The call this context was made for (set by the agent per tool call).
+    call: ToolCallScope | None = None
+
+    @property
+    def can_ask(self) -> bool:
+        """Whether anyone can be asked for an approval."""
+        return self.approve is not None or self.approvals is not None
 
     def resolve_path(self, path: str) -> str:
         """``path`` as an absolute path, relative ones taken from ``cwd`` (``~`` expanded)."""

@@ -107,6 +107,29 @@ async def test_approval_times_out_as_a_denial(tmp_path: Path) -> None:
             assert "approved-ran" not in tool_results(server.requests[-1].json)[0]
 
 
+async def test_ctrl_c_at_the_question_cancels_it_and_the_prompt_comes_back(
+    tmp_path: Path,
+) -> None:
+    script = [
+        ToolCallReply(calls=[("terminal", {"command": DANGEROUS})]),
+        TextReply("Back again."),
+    ]
+    async with open_scripted_server(script) as server:
+        async with spawn_chat(server.base_url, tmp_path) as pty:
+            await pty.expect_prompt()
+            pty.sendline("clean up")
+            await pty.expect(r"Allow\?")
+            pty.interrupt()
+            await pty.expect("approval cancelled: the turn was interrupted")
+            await pty.expect("⏹ interrupted")
+            await pty.expect_prompt()
+            pty.sendline("go on")
+            await pty.expect(r"Back again\.")
+            # The call was never run, and the model is told it was cut off.
+            (result,) = tool_results(server.requests[-1].json)
+            assert result == "interrupted by the user before this tool finished"
+
+
 async def test_yolo_skips_approval_and_slash_commands_work(tmp_path: Path) -> None:
     script = [
         ToolCallReply(calls=[("terminal", {"command": DANGEROUS})]),

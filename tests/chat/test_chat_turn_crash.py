@@ -64,11 +64,11 @@ async def test_a_crashing_renderer_ends_the_turn_and_the_next_prompt_works(
     render = view.render_turn
     bugs = [RuntimeError("renderer bug")]
 
-    async def buggy(receive):  # type: ignore[no-untyped-def]
+    async def buggy(receive, **options):  # type: ignore[no-untyped-def]
         if bugs:
             await receive.receive()
             raise bugs.pop()
-        return await render(receive)
+        return await render(receive, **options)
 
     monkeypatch.setattr(view, "render_turn", buggy)
     async with agent_on_double([TextReply("lost"), TextReply("second answer")]) as (agent, _):

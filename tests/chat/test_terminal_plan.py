@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,6 +25,8 @@ from hermes_trio.consumers.terminal_plan import (
     tail_lines,
 )
 from hermes_trio.events import (
+    ApprovalRequested,
+    ApprovalResolved,
     Commentary,
     GatewayNotice,
     MessageChunk,
@@ -349,3 +352,52 @@ def test_plan_blocks_match_the_whole_text_for_any_batching(
     boxes = [o for o in ops if isinstance(o, OpenBox | CloseBox)]
     assert boxes == ([OpenBox(), CloseBox()] if text.strip() else [])
     assert not plan.live().in_box
+
+
+# --- approvals ----------------------------------------------------------------
+
+
+def _asked(approval_id: str = "mcpr_1", timeout: float = 300.0) -> ApprovalRequested:
+    return ApprovalRequested(
+        approval_id, "terminal", {"command": "reboot"}, "reboot", "rebooting", timeout, timeout
+    )
+
+
+def test_an_approval_question_is_shown_and_awaited_until_resolved() -> None:
+    plan = TerminalPlan(show_tools=False)  # the question shows even without tool lines
+    ops = plan.feed([ToolCallChunk("terminal", "reboot", {}, 0), _asked()], 0.0)
+    assert ops == [
+        Notice("⚠ terminal wants to run a dangerous command (rebooting)", "warning"),
+        Notice("    reboot", "question"),
+    ]
+    assert plan.awaiting("mcpr_1") and not plan.awaiting("mcpr_2")
+    assert plan.feed([ApprovalResolved("mcpr_1", "approved", "me")], 1.0) == [
+        Notice("✓ allowed once", "approved")
+    ]
+    assert not plan.awaiting("mcpr_1")
+
+
+@pytest.mark.parametrize(
+    ("resolved", "line"),
+    [
+        (
+            ApprovalResolved("mcpr_1", "approved", "me", always=True),
+            "✓ allowed for the rest of this session",
+        ),
+        (ApprovalResolved("mcpr_1", "denied", "me"), "✗ denied"),
+        (ApprovalResolved("mcpr_1", "denied", "me", "not today"), "✗ denied: not today"),
+        (ApprovalResolved("mcpr_1", "expired"), "✗ no answer in 90s: denied"),
+        (ApprovalResolved("mcpr_1", "cancelled"), "⏹ approval cancelled: the turn was interrupted"),
+    ],
+)
+def test_how_an_approval_ended_is_one_line(resolved: ApprovalResolved, line: str) -> None:
+    plan = TerminalPlan()
+    plan.feed([_asked(timeout=90.0)], 0.0)
+    (notice,) = plan.feed([resolved], 90.0)
+    assert isinstance(notice, Notice) and notice.text == line
+
+
+def test_a_resolution_in_the_same_batch_leaves_nothing_to_ask() -> None:
+    plan = TerminalPlan()
+    plan.feed([_asked(), ApprovalResolved("mcpr_1", "approved", "callback")], 0.0)
+    assert not plan.awaiting("mcpr_1")

@@ -30,8 +30,11 @@ CHAT = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "
 
 
 def workers_env(model: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
-    # max_concurrent is per worker: 2 x 150 turns at once.
-    (tmp_path / "config.yaml").write_text("api_server: {max_concurrent: 150}\n")
+    # max_concurrent is per worker: 2 x 150 turns at once; all from this
+    # one address, which may hold every connection a worker has.
+    (tmp_path / "config.yaml").write_text(
+        "api_server: {max_concurrent: 150, max_connections_per_client: 256}\n"
+    )
     return clean_env(
         HERMES_MODEL_BASE_URL=model.base_url,
         HERMES_DATA_DIR=str(tmp_path / "data"),

@@ -16,8 +16,8 @@ cancel can undo, and keeps one deadline per connection from
 lingering close). The accept loop bounds how many connections are open and
 answers the ones beyond with a 503, and how many one client address holds
 (so that one client cannot take every slot) and answers the ones beyond
-with a 429: the server is not full, that client is. Shutdown closes idle connections at
-once, gives busy ones the grace period, then cuts what is left from outside
+with a 429: the server is not full, that client is. Shutdown closes idle
+connections at once, gives busy ones the grace period, then cuts what is left from outside
 (hypercorn's writes are shielded, so a client that stopped reading would
 otherwise hold shutdown for ever).
 

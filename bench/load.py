@@ -60,7 +60,8 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
     with tempfile.TemporaryDirectory() as tmp:
         config = (
             f"model: {{base_url: '{model_url}', name: scripted}}\n"
-            "api_server: {port: 0, max_concurrent: 256}\n"
+            # The load generator is one client address: it may hold every connection.
+            "api_server: {port: 0, max_concurrent: 256, max_connections_per_client: 256}\n"
             f"store: {{data_dir: '{tmp}'}}\n"
         )
         await trio.Path(tmp, "config.yaml").write_text(config)

@@ -312,6 +312,9 @@ class ApiServerConfig(_HoldsSecrets):
     recently used one is dropped."""
     max_connections: int = 256
     """Client connections open at once; beyond, a connection gets 503 and is closed."""
+    max_connections_per_client: int | None = None
+    """Client connections one client address may hold open; beyond, a
+    connection gets 429 and is closed. Unset: half of ``max_connections``."""
     header_timeout: float = 10.0
     """Seconds a client has to send a request's headers (a new connection:
     from its accept); then 408 and the connection is closed."""
@@ -497,6 +500,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "API_SERVER_CORS_ORIGINS": "api_server.cors_origins",
     "API_SERVER_ALLOWED_HOSTS": "api_server.allowed_hosts",
     "API_SERVER_MAX_CONNECTIONS": "api_server.max_connections",
+    "API_SERVER_MAX_CONNECTIONS_PER_CLIENT": "api_server.max_connections_per_client",
     "API_SERVER_MODEL_NAME": "api_server.model_name",
     "API_SERVER_EXTRA_PARAMS": "api_server.extra_params",
     "TELEGRAM_BOT_TOKEN": "platforms.telegram.token",
@@ -850,6 +854,10 @@ def _check_api_edge(api: ApiServerConfig) -> None:
     """The settings of the server's HTTP edge: connections and the request gate."""
     if api.max_connections < 1:
         raise ConfigError("api_server.max_connections: expected an integer of at least 1")
+    if api.max_connections_per_client is not None and api.max_connections_per_client < 1:
+        raise ConfigError(
+            "api_server.max_connections_per_client: expected an integer of at least 1 (or none)"
+        )
     for key in ("header_timeout", "body_timeout", "body_total_timeout", "idle_timeout"):
         if getattr(api, key) <= 0:
             raise ConfigError(f"api_server.{key}: expected a number of seconds above 0")

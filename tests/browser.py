@@ -4,6 +4,11 @@ Playwright's sync API, never a browser Playwright downloads.
 Playwright's sync objects belong to the thread that made them, and trio
 tests must not block their event loop: every browser call runs on one
 dedicated thread (:meth:`Browser.call`), awaited from trio.
+
+Without a browser the tests that need one are skipped, with the reason in
+pytest's summary, so the README's test command passes on any machine; under
+CI (``CI`` set, as CI services and ``.ci/run`` do) the browser is required
+and its absence fails them.
 """
 
 from __future__ import annotations
@@ -13,14 +18,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+import pytest
 import trio
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser as PlaywrightBrowser
 
-__all__ = ["Browser", "artifacts_dir", "chromium_path", "open_browser"]
+__all__ = ["Browser", "artifacts_dir", "browser_required", "chromium_path", "open_browser"]
 
 T = TypeVar("T")
 
@@ -30,6 +36,18 @@ TESTS = Path(__file__).resolve().parent
 def chromium_path() -> str:
     """The browser binary (``HERMES_CHROMIUM``, else Debian's)."""
     return os.environ.get("HERMES_CHROMIUM", "/usr/bin/chromium")
+
+
+def browser_required() -> bool:
+    """CI must run the browser tests: ``CI`` set to anything but a no."""
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
+
+
+def _no_browser(why: str) -> NoReturn:
+    """Fail (under CI) or skip the test that needed a browser, saying why."""
+    if browser_required():
+        pytest.fail(f"{why} (CI is set, so the browser tests are required)", pytrace=False)
+    pytest.skip(f"{why}; the browser tests are skipped (under CI they are required)")
 
 
 def artifacts_dir() -> Path:
@@ -55,14 +73,18 @@ class Browser:
 
 @contextmanager
 def open_browser() -> Iterator[Browser]:
-    """Launch chromium; closed, with Playwright's driver, on leaving."""
+    """Launch chromium; closed, with Playwright's driver, on leaving. No
+    browser: the test is skipped, or fails under CI."""
     path = chromium_path()
     if not os.access(path, os.X_OK):
-        raise RuntimeError(
+        _no_browser(
             f"no browser at {path}: install Debian's chromium (apt-get install -y chromium; "
             ".ci/run does) or point HERMES_CHROMIUM at one"
         )
-    from playwright.sync_api import sync_playwright
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        _no_browser(f"Playwright cannot be imported ({exc}): pip install -e '.[test]'")
 
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser")
     try:

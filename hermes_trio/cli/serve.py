@@ -2,13 +2,21 @@
 
 The first signal stops accepting and lets open streams end for a few
 seconds; a second one stops waiting for anyone.
+
+At start the soft limit on open files is raised to the hard one (logged
+once), and ``api_server.max_connections`` is lowered to what that limit
+holds (:mod:`hermes_trio.serving.capacity`, logged once): past it a
+connection already accepted would fail mid-answer (``EMFILE``) where a new
+one should get a 503.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import logging
+import resource
 import signal
 
 import httpx
@@ -20,12 +28,14 @@ from ..redaction import shown_url
 from ..server.keys import KeyRing, keys_of
 from ..server.run import open_api_server, startup_problem
 from ..server.store import StoreOpenError
+from ..serving.capacity import connection_room
 from .demo import DEMO_BANNER, agent_for, is_demo
 from .shell import EXIT_USAGE, Failure, Shell
 
 __all__ = [
     "STOP_GRACE",
     "check_model_server",
+    "fit_open_files",
     "page_url",
     "reload_keys_on_sighup",
     "run_serve",
@@ -42,6 +52,8 @@ shell = Shell("serve")
 
 
 def run_serve(config: Config, args: argparse.Namespace) -> int:
+    # A worker inherits its supervisor's raised limit; the supervisor said it.
+    config = fit_open_files(config, announce=getattr(args, "worker_index", None) is None)
     if config.api_server.workers > 1 or getattr(args, "worker_index", None) is not None:
         # Imported here: it imports this module.
         from .workers import run_workers
@@ -50,6 +62,50 @@ def run_serve(config: Config, args: argparse.Namespace) -> int:
     return shell.run(
         _main, config, problem=startup_problem(config), failures=serve_failures(config)
     )
+
+
+def raise_open_files_limit(*, announce: bool) -> int:
+    """The soft limit on open files, raised to the hard one; returns the
+    soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 2**31 - 1
+    if hard != resource.RLIM_INFINITY and soft >= hard:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:
+        # macOS refuses an unlimited soft limit for files: stay as we are.
+        if announce:
+            log.warning(
+                "open-files limit stays %d: it cannot be raised to %s (%s)", soft, hard, exc
+            )
+        return soft
+    if announce:
+        log.info("open-files limit raised from %d to %d (the hard limit)", soft, hard)
+    return 2**31 - 1 if hard == resource.RLIM_INFINITY else hard
+
+
+def fit_open_files(config: Config, *, announce: bool) -> Config:
+    """``config`` with ``api_server.max_connections`` lowered to what the
+    (raised) open-files limit holds, per process."""
+    api = config.api_server
+    open_files = raise_open_files_limit(announce=announce)
+    room = connection_room(open_files, wanted=api.max_connections, turns=api.max_concurrent)
+    if not room.reduced:
+        return config
+    if announce:
+        log.warning(
+            "api_server.max_connections (%d) needs %d open files, more than this process's "
+            "limit of %d: at most %d connections are served (beyond: 503); raise the hard "
+            "limit (ulimit -Hn) or lower api_server.max_connections or max_concurrent",
+            api.max_connections,
+            room.needed,
+            open_files,
+            room.max_connections,
+        )
+    fitted = dataclasses.replace(api, max_connections=room.max_connections)
+    return dataclasses.replace(config, api_server=fitted)
 
 
 def serve_failures(config: Config) -> list[Failure]:

@@ -15,9 +15,14 @@ The supervisor and each worker share a socket pair, the *control* socket:
   a worker that failed at start-up (it ended before ``ready``) from one that
   died while serving;
 - the worker watches it for the end of the stream: the supervisor is gone
-  (even by SIGKILL), so the worker stops, the way SIGTERM stops it. A pipe
-  rather than ``PR_SET_PDEATHSIG``: trio starts processes from a worker
-  thread, and that signal follows the thread, not the process.
+  (even by SIGKILL), so the worker stops, the way SIGTERM stops it: its
+  streams end with the same last frame. A pipe rather than
+  ``PR_SET_PDEATHSIG``: trio starts processes from a worker thread, and that
+  signal follows the thread, not the process. The worker's stderr went to
+  the supervisor, so from then on it goes nowhere (a write to the closed
+  pipe would fail and cut the streams short); and the workers' figures
+  directory, which the supervisor removes when it ends, is removed by the
+  last worker to end (:class:`FiguresShare`).
 
 Workers run in their own session, so a Ctrl-C in the terminal reaches the
 supervisor only, which forwards one SIGTERM to each worker; whatever still
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import logging
 import os
 import re
@@ -73,6 +79,7 @@ __all__ = [
     "WORKER_GRACE",
     "WORKER_HEADER",
     "Ended",
+    "FiguresShare",
     "Supervisor",
     "WorkerFailed",
     "describe_exit",
@@ -396,6 +403,40 @@ async def _pass_on_hangups(supervisor: Supervisor) -> None:
                     os.kill(pid, signal.SIGHUP)
 
 
+class FiguresShare:
+    """A worker's hold on the figures directory the workers share
+    (``PROMETHEUS_MULTIPROC_DIR``): a shared ``flock`` on a file in it for
+    the worker's life. Once the supervisor is gone nobody else removes the
+    directory, so the last worker to leave does: the one that can take the
+    lock alone after letting go of its own."""
+
+    LOCK = "workers.lock"
+
+    def __init__(self, directory: str | None) -> None:
+        self.directory = directory
+        self._fd: int | None = None
+        if directory:
+            with contextlib.suppress(OSError):
+                self._fd = os.open(os.path.join(directory, self.LOCK), os.O_RDWR | os.O_CREAT)
+                fcntl.flock(self._fd, fcntl.LOCK_SH)
+
+    def leave(self, *, remove: bool) -> None:
+        """Let go; with ``remove``, the last to leave removes the directory."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            if remove and self.directory:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return  # another worker still runs: it removes it
+                shutil.rmtree(self.directory, ignore_errors=True)
+        finally:
+            os.close(fd)
+
+
 def _run_worker(config: Config, args: argparse.Namespace) -> int:
     index: int = args.worker_index
     fmt = f"%(asctime)s %(levelname)s %(name)s [worker {index}]%(request_id)s: %(message)s"
@@ -404,16 +445,28 @@ def _run_worker(config: Config, args: argparse.Namespace) -> int:
     worker_shell = Shell(f"serve worker {index}")
     listening = socket.socket(fileno=args.worker_socket)
     control = socket.socket(fileno=args.worker_control)
-    return worker_shell.run(
-        _serve_as_worker,
-        config,
-        index,
-        listening,
-        control,
-        worker_shell,
-        problem=startup_problem(config),
-        failures=serve_failures(config),
-    )
+    figures = FiguresShare(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+    orphaned = _Orphaned()
+    try:
+        return worker_shell.run(
+            _serve_as_worker,
+            config,
+            index,
+            listening,
+            control,
+            worker_shell,
+            orphaned,
+            problem=startup_problem(config),
+            failures=serve_failures(config),
+        )
+    finally:
+        figures.leave(remove=orphaned.gone)
+
+
+class _Orphaned:
+    """Whether this worker's supervisor is gone."""
+
+    gone = False
 
 
 async def _serve_as_worker(
@@ -422,13 +475,14 @@ async def _serve_as_worker(
     listening: socket.socket,
     control_socket: socket.socket,
     worker_shell: Shell,
+    orphaned: _Orphaned,
 ) -> int:
     listening.setblocking(False)
     with trio.socket.from_stdlib_socket(control_socket) as control:
 
         async def serve(stop: trio.Event) -> None:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_stop_without_supervisor, control)
+                nursery.start_soon(_stop_without_supervisor, control, orphaned)
                 async with (
                     agent_for(config) as agent,
                     open_api_server(
@@ -449,8 +503,15 @@ async def _serve_as_worker(
         return await worker_shell.until_stop_signal(serve, grace=WORKER_GRACE)
 
 
-async def _stop_without_supervisor(control: trio.socket.SocketType) -> None:
+async def _stop_without_supervisor(control: trio.socket.SocketType, orphaned: _Orphaned) -> None:
     """Stop this worker, as SIGTERM does, once the supervisor is gone."""
     while await control.recv(64):
         pass
+    orphaned.gone = True
+    # stderr was a pipe to the supervisor: a line written to it now (the
+    # signal's own) would fail, and that failure would end the worker at
+    # once, cutting its streams off without their last frame.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stderr.fileno())
+    os.close(devnull)
     os.kill(os.getpid(), signal.SIGTERM)

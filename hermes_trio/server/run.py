@@ -24,6 +24,7 @@ from ..agent import Agent, open_agent
 from ..config import Config
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
+from ..serving.capacity import per_client_limit
 from .app import asgi_app
 from .gate import is_loopback
 from .keys import KeyRing, keys_of
@@ -147,6 +148,9 @@ async def open_api_server(
                     stop,
                     limits=_connection_limits(config),
                     max_connections=api.max_connections,
+                    max_connections_per_client=per_client_limit(
+                        api.max_connections, api.max_connections_per_client
+                    ),
                     app_idle=state.slots.wait_idle,
                     before_close=partial(state.stop_turns, "the server is shutting down"),
                     settings="api_server",

@@ -111,7 +111,12 @@ class ConnectionLifetime:
         return Expiry.IDLE
 
 
-_REASONS = {400: "Bad Request", 408: "Request Timeout", 503: "Service Unavailable"}
+_REASONS = {
+    400: "Bad Request",
+    408: "Request Timeout",
+    429: "Too Many Requests",
+    503: "Service Unavailable",
+}
 
 
 def raw_error_response(

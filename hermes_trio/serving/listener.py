@@ -14,8 +14,10 @@ HTTP/1.1 protocol, turns ``Closed`` into a synchronous half-close that no
 cancel can undo, and keeps one deadline per connection from
 :class:`~.lifetime.ConnectionLifetime` (slow heads, idle keep-alive,
 lingering close). The accept loop bounds how many connections are open and
-answers the ones beyond with a 503. Shutdown closes idle connections at
-once, gives busy ones the grace period, then cuts what is left from outside
+answers the ones beyond with a 503, and how many one client address holds
+(so that one client cannot take every slot) and answers the ones beyond
+with a 429: the server is not full, that client is. Shutdown closes idle
+connections at once, gives busy ones the grace period, then cuts what is left from outside
 (hypercorn's writes are shielded, so a client that stopped reading would
 otherwise hold shutdown for ever).
 
@@ -37,8 +39,8 @@ import errno
 import json
 import logging
 import socket
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
-from functools import partial
 
 import h11
 import trio
@@ -154,6 +156,7 @@ class _Connection:
         stream: trio.SocketStream,
         limits: ConnectionLimits,
         registry: _Connections,
+        address: str = "",
     ) -> None:
         self.app = app
         self.config = config
@@ -161,6 +164,8 @@ class _Connection:
         self.state = state
         self.stream = stream
         self.registry = registry
+        self.address = address
+        """The client's address, as the per-address limit counts it."""
         self.lifetime = ConnectionLifetime(limits, trio.current_time())
         self.protocol: _H11
         self._send_lock = trio.Lock()
@@ -296,9 +301,12 @@ class _Connections:
         limits: ConnectionLimits,
         settings: str | None,
         headers: Mapping[str, str] | None = None,
+        per_client: int | None = None,
     ) -> None:
         headers = headers or {}
         self.limit = limit
+        self.per_client = per_client
+        self.by_address: Counter[str] = Counter()
         self.limits = limits
         self.settings = settings
         self.headers = tuple(
@@ -315,6 +323,7 @@ class _Connections:
         self._room = trio.Event()
         self._room.set()
         self._warned_at = -_WARN_EVERY
+        self._client_warned_at = -_WARN_EVERY
         self.slow_head = raw_error_response(
             408,
             "the request's headers did not arrive within "
@@ -329,6 +338,14 @@ class _Connections:
             code="too_many_connections",
             headers={"retry-after": "1", **headers},
         )
+        self.too_many_from_client = raw_error_response(
+            429,
+            "this client address already has "
+            f"{self.named('max_connections_per_client', str(per_client))} connections "
+            "open; close one or retry shortly",
+            code="too_many_client_connections",
+            headers={"retry-after": "1", **headers},
+        )
 
     def named(self, key: str, value: str) -> str:
         """``value``, with the setting that decides it when it has a name."""
@@ -338,13 +355,22 @@ class _Connections:
     def full(self) -> bool:
         return len(self.open) >= self.limit
 
+    def full_for(self, address: str) -> bool:
+        """The client at ``address`` holds all the connections it may."""
+        return self.per_client is not None and self.by_address[address] >= self.per_client
+
     def add(self, connection: _Connection) -> None:
         self.open.add(connection)
+        self.by_address[connection.address] += 1
         if self.empty.is_set():
             self.empty = trio.Event()
 
     def discard(self, connection: _Connection) -> None:
-        self.open.discard(connection)
+        if connection in self.open:
+            self.open.discard(connection)
+            self.by_address[connection.address] -= 1
+            if self.by_address[connection.address] <= 0:
+                del self.by_address[connection.address]
         if not self.open:
             self.empty.set()
         self.settle()
@@ -355,10 +381,20 @@ class _Connections:
         if self.terminating and all(c.lifetime.quiet for c in self.open):
             self.quiet.set()
 
-    def refusal_started(self) -> None:
+    def refusal_started(self, address: str | None = None) -> None:
+        """A connection is being refused: the server is full, or (with
+        ``address``) that client is."""
         self.refusing += 1
         now = trio.current_time()
-        if now - self._warned_at >= _WARN_EVERY:
+        if address is not None:
+            if now - self._client_warned_at >= _WARN_EVERY:
+                self._client_warned_at = now
+                log.warning(
+                    "%s reached by %s: its new connections get 429",
+                    self.named("max_connections_per_client", str(self.per_client)),
+                    address,
+                )
+        elif now - self._warned_at >= _WARN_EVERY:
             self._warned_at = now
             log.warning(
                 "%s reached: new connections get 503",
@@ -383,12 +419,12 @@ class _Connections:
             connection.close_now()
 
 
-async def _refuse(stream: trio.SocketStream, connections: _Connections) -> None:
-    """A clear 503 instead of a hang, then close (after letting the client
-    finish sending, so the answer is not lost to a reset)."""
+async def _refuse(stream: trio.SocketStream, connections: _Connections, answer: bytes) -> None:
+    """A clear 503 (or 429) instead of a hang, then close (after letting the
+    client finish sending, so the answer is not lost to a reset)."""
     try:
         with trio.move_on_after(REFUSAL_LINGER):
-            await stream.send_all(connections.too_many)
+            await stream.send_all(answer)
             stream.socket.shutdown(socket.SHUT_WR)
             while await stream.receive_some(MAX_RECV):
                 pass
@@ -402,7 +438,7 @@ async def _refuse(stream: trio.SocketStream, connections: _Connections) -> None:
 async def _accept(
     listener: trio.SocketListener,
     connections: _Connections,
-    serve: Callable[[trio.SocketStream], _Connection],
+    serve: Callable[[trio.SocketStream, str], _Connection],
     handlers: trio.Nursery,
     refusals: trio.Nursery,
 ) -> None:
@@ -416,7 +452,7 @@ async def _accept(
 async def _accept_until_cancelled(
     listener: trio.SocketListener,
     connections: _Connections,
-    serve: Callable[[trio.SocketStream], _Connection],
+    serve: Callable[[trio.SocketStream, str], _Connection],
     handlers: trio.Nursery,
     refusals: trio.Nursery,
 ) -> None:
@@ -430,11 +466,16 @@ async def _accept_until_cancelled(
             log.warning("cannot accept a connection (%s); retrying", exc.strerror or exc)
             await trio.sleep(0.1)
             continue
+        address = _client_address(stream)
         if connections.full:
             connections.refusal_started()
-            refusals.start_soon(_refuse, stream, connections)
+            refusals.start_soon(_refuse, stream, connections, connections.too_many)
             continue
-        connection = serve(stream)
+        if connections.full_for(address):
+            connections.refusal_started(address)
+            refusals.start_soon(_refuse, stream, connections, connections.too_many_from_client)
+            continue
+        connection = serve(stream, address)
         connections.add(connection)
 
         async def run(connection: _Connection) -> None:
@@ -444,6 +485,17 @@ async def _accept_until_cancelled(
                 connections.discard(connection)
 
         handlers.start_soon(run, connection)
+
+
+def _client_address(stream: trio.SocketStream) -> str:
+    """The client's IP address (an IPv4 one as itself on a dual-stack
+    socket); "" when it is gone already."""
+    try:
+        peer = stream.socket.getpeername()
+    except OSError:
+        return ""
+    address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+    return address.removeprefix("::ffff:") if "." in address else address
 
 
 def listening_socket(host: str, port: int, write_timeout: float = 10.0) -> socket.socket:
@@ -477,6 +529,7 @@ async def serve_hypercorn(
     *,
     limits: ConnectionLimits | None = None,
     max_connections: int = 256,
+    max_connections_per_client: int | None = None,
     app_idle: Callable[[], Awaitable[None]] | None = None,
     before_close: Callable[[], None] | None = None,
     settings: str | None = None,
@@ -486,8 +539,10 @@ async def serve_hypercorn(
     """Serve ``app`` on ``listener`` until ``stop`` is set, then shut down
     within ``config.graceful_timeout`` seconds whatever the clients do.
 
-    At most ``max_connections`` connections are open at once; ``limits``
-    bound how long each may take to ask and may sit idle. The grace period
+    At most ``max_connections`` connections are open at once (beyond: 503),
+    at most ``max_connections_per_client`` (if given) from one client
+    address (beyond: 429); ``limits`` bound how long each may take to ask
+    and may sit idle. The grace period
     ends early once no request is in flight and ``app_idle`` (if given)
     has returned: the app has no work left, also none without a client
     (a background job). ``before_close`` runs when the grace period is
@@ -502,16 +557,21 @@ async def serve_hypercorn(
     lifespan_state: LifespanState = {}
     lifespan = Lifespan(app, config, lifespan_state)
     context = WorkerContext(None)
-    connections = _Connections(max_connections, limits, settings, headers)
-    serve = partial(
-        _Connection,
-        app,
-        config,
-        context,
-        lifespan_state,
-        limits=limits,
-        registry=connections,
+    connections = _Connections(
+        max_connections, limits, settings, headers, per_client=max_connections_per_client
     )
+
+    def serve(stream: trio.SocketStream, address: str) -> _Connection:
+        return _Connection(
+            app,
+            config,
+            context,
+            lifespan_state,
+            stream,
+            limits=limits,
+            registry=connections,
+            address=address,
+        )
 
     async with trio.open_nursery() as lifespan_nursery:
         await lifespan_nursery.start(lifespan.handle_lifespan)

@@ -199,7 +199,8 @@ async def test_a_missing_body_gets_408_and_is_closed() -> None:
 
 
 async def test_beyond_max_connections_the_answer_is_503() -> None:
-    async with api_stack(api={"max_connections": 2}) as (api, _):
+    # Both from this one address: it may hold both.
+    async with api_stack(api={"max_connections": 2, "max_connections_per_client": 2}) as (api, _):
         host = f"127.0.0.1:{api.port}"
         held = [await connect(api), await connect(api)]
         # The listener has counted both before the third arrives.
@@ -243,6 +244,7 @@ async def test_header_only_connections_are_closed_by_the_server(tmp_path: Path) 
         "  header_timeout: 0.5\n"
         "  body_timeout: 0.5\n"
         "  max_connections: 400\n"
+        "  max_connections_per_client: 400\n"
     )
     async with open_scripted_server_with_answer() as model:
         env = clean_env(HERMES_DATA_DIR=str(tmp_path / "data"),

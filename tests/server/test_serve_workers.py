@@ -10,9 +10,11 @@ import os
 import re
 import signal
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 import trio
 from support import ServeProcess, clean_env, make_config, run_cli, start_serve
 from test_connections import Reader, eof, request_bytes
@@ -28,8 +30,11 @@ CHAT = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "
 
 
 def workers_env(model: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
-    # max_concurrent is per worker: 2 x 150 turns at once.
-    (tmp_path / "config.yaml").write_text("api_server: {max_concurrent: 150}\n")
+    # max_concurrent is per worker: 2 x 150 turns at once; all from this
+    # one address, which may hold every connection a worker has.
+    (tmp_path / "config.yaml").write_text(
+        "api_server: {max_concurrent: 150, max_connections_per_client: 256}\n"
+    )
     return clean_env(
         HERMES_MODEL_BASE_URL=model.base_url,
         HERMES_DATA_DIR=str(tmp_path / "data"),
@@ -184,6 +189,92 @@ async def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> Non
                 while any(running(pid) for pid in pids.values()):  # noqa: ASYNC110 (no event to wait on)
                     await trio.sleep(0.05)
             nursery.cancel_scope.cancel()
+
+
+def metrics_dir(pid: int) -> Path:
+    """The directory a worker writes its figures to (set by its supervisor)."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    for entry in environ:
+        if entry.startswith(b"PROMETHEUS_MULTIPROC_DIR="):
+            return Path(entry.split(b"=", 1)[1].decode())
+    raise AssertionError("the worker has no metrics directory")
+
+
+async def last_frames_when_stopped(
+    served: ServeProcess, stop: Callable[[], None], streams: int
+) -> list[list[str]]:
+    """Open ``streams`` chat streams, each on its own connection; once all
+    stream, ``stop()``; every stream's data frames, to its end."""
+    frames: list[list[str]] = [[] for _ in range(streams)]
+    started = 0
+    all_streaming = trio.Event()
+
+    async def stream(index: int) -> None:
+        nonlocal started
+        async with httpx.AsyncClient(base_url=served.base_url, timeout=20) as http:
+            async with http.stream("POST", "/chat/completions", json=CHAT) as reply:
+                assert reply.status_code == 200
+                try:
+                    async for line in reply.aiter_lines():
+                        if not line.startswith("data: "):
+                            continue
+                        if not frames[index]:
+                            started += 1
+                            if started == streams:
+                                all_streaming.set()
+                        frames[index].append(line[6:])
+                except httpx.RemoteProtocolError as exc:
+                    frames[index].append(f"(cut off: {exc})")
+
+    with trio.fail_after(STOP_GRACE + 10):
+        async with trio.open_nursery() as clients:
+            for index in range(streams):
+                clients.start_soon(stream, index)
+            await all_streaming.wait()
+            stop()
+    return frames
+
+
+SHUTTING_DOWN = {
+    "error": {
+        "message": "the server is shutting down",
+        "type": "interrupted",
+        "param": None,
+        "code": "interrupted",
+    }
+}
+
+
+def ended_as_on_shutdown(frames: list[str]) -> bool:
+    """The stream's last words: the "shutting down" error frame, after text."""
+    last = frames[-1] if len(frames) > 1 else ""
+    return last.startswith("{") and json.loads(last) == SHUTTING_DOWN
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+async def test_a_stopped_supervisor_leaves_streams_their_last_words_and_no_files(
+    tmp_path: Path, how: signal.Signals
+) -> None:
+    # SIGKILL: the supervisor can do nothing. Its workers end their streams
+    # as on SIGTERM, and the last of them removes the figures' directory.
+    slow = TextReply(tokens=[f"s{i} " for i in range(400)], delay=0.05)
+    async with open_scripted_server(default=slow) as model:
+        async with trio.open_nursery() as nursery:
+            served = await start_serve(nursery, workers_env(model, tmp_path), tmp_path)
+            pids = worker_pids(served)
+            figures = metrics_dir(pids[0])
+            assert figures.is_dir() and metrics_dir(pids[1]) == figures
+            frames = await last_frames_when_stopped(
+                served, lambda: served.process.send_signal(how), streams=6
+            )
+            with trio.fail_after(STOP_GRACE + 2):
+                await served.process.wait()
+                while any(running(pid) for pid in pids.values()):  # noqa: ASYNC110 (no event to wait on)
+                    await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()
+    cut = [i for i, stream in enumerate(frames) if not ended_as_on_shutdown(stream)]
+    assert not cut, [frames[i][-3:] for i in cut]
+    assert not figures.exists(), sorted(p.name for p in figures.iterdir())
 
 
 async def test_a_worker_that_cannot_start_ends_the_supervisor_in_one_line(

@@ -19,7 +19,14 @@ const QUOTE = /^ {0,3}>[ ]?(.*)$/;
 const ITEM = /^( *)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*)|[ \t]*)$/;
 const TABLE_RULE = /^ *\|? *:?-+:? *(\| *:?-+:? *)*\|? *$/;
 const URL_START = /^(?:https?:\/\/|mailto:)/i;
-const BARE_URL = /^https?:\/\/[^\s<>"'`]+/i;
+// Sticky: tried at one position of the text, never by slicing the rest off.
+const AUTOLINK_START = /(?:https?:\/\/|mailto:)/iy;
+const BARE_URL_START = /https?:\/\//iy;
+const NOT_IN_URL = /[\s<>"'`]/;
+const AUTHORITY_END = /[\s<>"'`/?#]/;
+// A bare URL's host (and user, port) longer than this is text: every
+// "http" inside one would read it again.
+const MAX_AUTHORITY = 512;
 const PUNCTUATION = /[!-\/:-@\[-`{-~]/;
 const SAFE_SCHEMES = new Set(["http:", "https:", "mailto:"]);
 // Nesting this deep is not text anyone writes; stop parsing structure there.
@@ -283,10 +290,18 @@ function table(parent, lines, start, depth) {
 
 // ---- inline ----
 
+// Every search below starts at the current position and either consumes
+// what it scanned or remembers its answer (misses, pairs), so the work is
+// linear in the text: a run of 2 MB of `<`, `[` or `http://[/` renders in
+// one pass (tests/server/test_markdown_work.py counts it).
 function inline(parent, text, depth) {
   // Where a search for each closing delimiter already failed: a later
   // search for it fails too, so text full of unmatched * or ` stays linear.
   const misses = new Map();
+  let pairs = null;
+  // Before this position a bare URL was tried and was not one: an "http"
+  // inside it is not tried again.
+  let notUrlBefore = 0;
   let plain = "";
   const flush = () => {
     if (plain) parent.append(document.createTextNode(plain));
@@ -337,7 +352,8 @@ function inline(parent, text, depth) {
       }
     }
     if (c === "[" || (c === "!" && text[i + 1] === "[")) {
-      const link = linkAt(text, i);
+      pairs = pairs || matchPairs(text);
+      const link = linkAt(text, i, pairs);
       if (link) {
         flush();
         const href = URL_START.test(link.target) || /^[/#.]/.test(link.target)
@@ -360,26 +376,24 @@ function inline(parent, text, depth) {
       }
     }
     if (c === "<") {
-      const close = text.indexOf(">", i);
+      const close = autolinkEnd(text, i);
       const inside = close > 0 ? text.slice(i + 1, close) : "";
-      if (URL_START.test(inside) && !/\s/.test(inside) && safeHref(inside)) {
+      if (inside && safeHref(inside)) {
         flush();
         parent.append(anchor(inside));
         i = close + 1;
         continue;
       }
     }
-    if ((c === "h" || c === "H") && !/\w/.test(text[i - 1] || "")) {
-      const match = BARE_URL.exec(text.slice(i));
-      if (match) {
-        const url = trimUrl(match[0]);
-        if (safeHref(url)) {
-          flush();
-          parent.append(anchor(url));
-          i += url.length;
-          continue;
-        }
+    if ((c === "h" || c === "H") && i >= notUrlBefore && !/\w/.test(text[i - 1] || "")) {
+      const found = bareUrlAt(text, i);
+      if (found.url) {
+        flush();
+        parent.append(anchor(found.url));
+        i += found.url.length;
+        continue;
       }
+      notUrlBefore = found.skip;
     }
     plain += c;
     i += 1;
@@ -395,17 +409,55 @@ function anchor(url) {
   return a;
 }
 
+// The bare URL that starts at `i`: {url}, or {skip} when there is none,
+// with the position before which no other one starts. The address is read
+// only once its host is known to be one: in "http://[/http://[/..." each
+// "http" costs the few characters up to its host's end, not the rest.
+function bareUrlAt(text, i) {
+  BARE_URL_START.lastIndex = i;
+  if (!BARE_URL_START.test(text)) return { skip: 0 };
+  const host = BARE_URL_START.lastIndex;
+  let k = host;
+  while (k < text.length && k - host <= MAX_AUTHORITY && !AUTHORITY_END.test(text[k])) k += 1;
+  if (k - host > MAX_AUTHORITY) return { skip: k };
+  const whole = k === text.length || NOT_IN_URL.test(text[k]);
+  if (!safeHref(whole ? trimUrl(text.slice(i, k)) : text.slice(i, k))) return { skip: 0 };
+  while (k < text.length && !NOT_IN_URL.test(text[k])) k += 1;
+  const url = trimUrl(text.slice(i, k));
+  // Rare (the host was fine): the rest is text, "http"s inside it too.
+  return safeHref(url) ? { url } : { skip: k };
+}
+
+// Where the autolink <scheme:address> that opens at `i` closes, or -1.
+// An address holds no space and no "<", so the scan stops at the next one:
+// a run of "<" costs one step each.
+function autolinkEnd(text, i) {
+  AUTOLINK_START.lastIndex = i + 1;
+  if (!AUTOLINK_START.test(text)) return -1;
+  for (let k = i + 1; k < text.length && k <= i + MAX_TARGET; k += 1) {
+    const ch = text[k];
+    if (ch === ">") return k;
+    if (ch === "<" || /\s/.test(ch)) return -1;
+  }
+  return -1;
+}
+
 // A bare URL without the punctuation that ends the sentence around it.
 function trimUrl(url) {
+  let opened = 0;
+  let closed = 0;
+  for (const ch of url) {
+    if (ch === "(") opened += 1;
+    else if (ch === ")") closed += 1;
+  }
   let end = url.length;
   while (end > 0) {
     const last = url[end - 1];
     if (/[.,;:!?*_~'"]/.test(last)) {
       end -= 1;
     } else if (last === ")") {
-      const opened = url.slice(0, end).split("(").length - 1;
-      const closed = url.slice(0, end).split(")").length - 1;
       if (closed <= opened) break;
+      closed -= 1;
       end -= 1;
     } else {
       break;
@@ -509,43 +561,50 @@ function findClose(text, from, delimiter, misses) {
   return -1;
 }
 
-// [label](target) or ![alt](target) at `i`: {label, target, image, end}, or null.
-function linkAt(text, i) {
-  const image = text[i] === "!";
-  const open = image ? i + 1 : i;
-  let level = 0;
-  let close = -1;
-  for (let k = open; k < Math.min(text.length, open + MAX_LABEL); k += 1) {
+// Every bracket's partner, found in one pass: `[` with its `]` (a
+// backslash escapes the next character) and `(` with its `)`, nested; and
+// where the next line break and the next blank line are. -1: none.
+function matchPairs(text) {
+  const partner = new Int32Array(text.length).fill(-1);
+  const nextBreak = new Int32Array(text.length + 1).fill(-1);
+  const nextBlank = new Int32Array(text.length + 1).fill(-1);
+  const squares = [];
+  const rounds = [];
+  for (let k = 0; k < text.length; k += 1) {
     const ch = text[k];
     if (ch === "\\") {
       k += 1;
     } else if (ch === "[") {
-      level += 1;
-    } else if (ch === "]") {
-      level -= 1;
-      if (level === 0) {
-        close = k;
-        break;
-      }
-    } else if (ch === "\n" && text[k + 1] === "\n") {
-      return null;
+      squares.push(k);
+    } else if (ch === "]" && squares.length) {
+      partner[squares.pop()] = k;
     }
   }
-  if (close < 0 || text[close + 1] !== "(") return null;
-  let depth = 0;
-  let end = -1;
-  for (let k = close + 1; k < Math.min(text.length, close + MAX_TARGET); k += 1) {
+  for (let k = 0; k < text.length; k += 1) {
     const ch = text[k];
-    if (ch === "(") depth += 1;
-    else if (ch === ")") {
-      depth -= 1;
-      if (depth === 0) {
-        end = k;
-        break;
-      }
-    } else if (ch === "\n") return null;
+    if (ch === "(") rounds.push(k);
+    else if (ch === ")" && rounds.length) partner[rounds.pop()] = k;
   }
-  if (end < 0) return null;
+  for (let k = text.length - 1; k >= 0; k -= 1) {
+    nextBreak[k] = text[k] === "\n" ? k : nextBreak[k + 1];
+    nextBlank[k] = text[k] === "\n" && text[k + 1] === "\n" ? k : nextBlank[k + 1];
+  }
+  return { partner, nextBreak, nextBlank };
+}
+
+// [label](target) or ![alt](target) at `i`: {label, target, image, end}, or null.
+function linkAt(text, i, pairs) {
+  const image = text[i] === "!";
+  const open = image ? i + 1 : i;
+  const close = pairs.partner[open];
+  if (close < 0 || close >= open + MAX_LABEL || text[close + 1] !== "(") return null;
+  // A blank line ends the label.
+  const blank = pairs.nextBlank[open];
+  if (blank >= 0 && blank < close) return null;
+  const end = pairs.partner[close + 1];
+  if (end < 0 || end >= close + MAX_TARGET) return null;
+  const lineBreak = pairs.nextBreak[close + 1];
+  if (lineBreak >= 0 && lineBreak < end) return null;
   let target = text.slice(close + 2, end).trim();
   // An optional title: kept out of the address, not shown.
   target = target.replace(/\s+("[^"]*"|'[^']*')$/, "");

@@ -40,9 +40,11 @@ log = logging.getLogger("hermes_trio.server.store")
 T = TypeVar("T")
 
 DB_FILENAME = "responses.sqlite3"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """2: events, reservations. 3: the item index. 4: runners, conversations,
-signals."""
+signals. 5: a response's own messages and a reference to the one it
+continues (``parent_id``, ``inherited``), instead of the whole conversation
+in every row."""
 
 # SQLite primary result codes -> (code, what it means for a client).
 _FAILURES: dict[int, tuple[str, str]] = {
@@ -131,6 +133,11 @@ CREATE TABLE signals (
 );
 CREATE INDEX signals_by_runner ON signals (runner);
 """
+_SCHEMA_V5 = """
+ALTER TABLE responses ADD COLUMN parent_id TEXT;
+ALTER TABLE responses ADD COLUMN inherited INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX responses_by_parent ON responses (parent_id);
+"""
 
 
 def _statements(script: str) -> list[str]:
@@ -152,9 +159,12 @@ _BACKFILL_ITEMS = [
     "DELETE FROM response_reservations WHERE response_id NOT IN (SELECT id FROM responses)",
 ]
 
-_MIGRATIONS: list[tuple[int, list[str]]] = [
-    (3, _statements(_SCHEMA_V3) + _BACKFILL_ITEMS),
-    (4, _statements(_SCHEMA_V4)),
+# A step is a statement, or a function run on the connection (rows the
+# new layout stores differently).
+_MIGRATIONS: list[tuple[int, list[str | Callable[[sql.Db], None]]]] = [
+    (3, [*_statements(_SCHEMA_V3), *_BACKFILL_ITEMS]),
+    (4, [*_statements(_SCHEMA_V4)]),
+    (5, [*_statements(_SCHEMA_V5), sql.compact_chains]),
 ]
 
 
@@ -174,7 +184,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
         for target, statements in _MIGRATIONS:
             if version < target:
                 for statement in statements:
-                    conn.execute(statement)
+                    if isinstance(statement, str):
+                        conn.execute(statement)
+                    else:
+                        statement(conn)
         conn.execute(f"PRAGMA user_version={max(version, SCHEMA_VERSION)}")
 
     _transaction(conn, migrate)

@@ -83,6 +83,7 @@ class LiveResponse:
     """The leading messages of ``conversation`` that the previous response
     holds (stored once, with it)."""
     previous: str | None = None
+    """The response those inherited messages come from."""
     held: list[ResponseEvent] = field(default_factory=list)
     """Built but not yet in the log: the ending, until the store has it."""
     store_error: StoreError | None = None

@@ -16,7 +16,7 @@ from test_responses_helpers import parse_sse, payloads
 from test_store_backends import OWNER, Stores, backend, pg_url, stores  # noqa: F401
 
 from hermes_trio.config import StoreConfig
-from hermes_trio.server.responses.remote import PAGE_EVENTS
+from hermes_trio.consumers.responses_sse import PAGE_EVENTS
 from hermes_trio.server.run import open_api_server
 from hermes_trio.server.store import StoredResponse, owner_scope, wall_clock
 from hermes_trio.server.store import postgres as pg_store

@@ -24,7 +24,7 @@ from ...wire.sse import KEEPALIVE
 from ..bodies import StreamedBody
 from ..store import Signal, Store, StoredResponse
 
-__all__ = ["FOLLOW_POLL", "PAGE_EVENTS", "StoredFollowBody", "stop_elsewhere"]
+__all__ = ["FOLLOW_POLL", "StoredFollowBody", "stop_elsewhere"]
 
 FOLLOW_POLL = 0.01
 # How often a follower checks that the response still exists (a DELETE

@@ -14,7 +14,16 @@ waiting into one batch (consecutive text deltas become one delta event), a
 follower returns everything new as one piece (one socket write, no added
 delay when idle), and a silent stream gets ``: keep-alive`` comments.
 
-Memory stays bounded by the length of one turn; while a primary reader is
+A stored response's log is *durable*: its events reach readers only once
+the store has them (whoever writes them to the store calls
+:meth:`EventLog.publish` after each commit), so a client never holds an
+event that a crash could take from the store, and a stream resumed after a
+restart continues exactly where its client left off. A log of a response
+that is not stored shows each event as it is appended.
+
+Memory stays bounded by the length of one turn; a follower hands out at
+most ``PAGE_EVENTS`` events per read, so a reader replaying a long log from
+its start does not copy it whole. While a primary reader is
 attached (a stream that is not ``background``), the writer waits when that
 reader falls more than ``window`` events behind, so a slow client slows the
 model read as on every other stream (bounded channels: backpressure, not
@@ -33,24 +42,32 @@ from ..events import StreamEvent, coalesce
 from ..wire.responses_out import ResponseBuilder, ResponseEvent
 from ..wire.sse import KEEPALIVE
 
-__all__ = ["EventLog", "LogFollower", "write_response_events"]
+__all__ = ["PAGE_EVENTS", "EventLog", "LogFollower", "write_response_events"]
 
 DEFAULT_WINDOW = 256
+PAGE_EVENTS = 512
+"""The most events one read of a follower returns (one socket write)."""
 
 
 class EventLog:
     """Every event of one response so far, with wake-ups for followers.
 
-    ``events[n].sequence_number == n`` always holds. Two separate wake-ups:
-    followers (and the store writer) wait for the log to grow, the writer
-    waits for the primary reader to catch up; neither wakes for the
-    other's news, so a token costs no task a pass it does not need.
+    ``events[n].sequence_number == n`` always holds; readers see the first
+    ``visible`` of them. Three separate wake-ups: followers wait for more to
+    be visible, the store writer (of a durable log) waits for the log to
+    grow, the writer waits for the primary reader to catch up; none wakes
+    for another's news, so a token costs no task a pass it does not need.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
         self.events: list[ResponseEvent] = []
+        self.durable = durable
+        """Events become visible through :meth:`publish` only (once stored)."""
+        self.visible = 0
+        """How many events readers may see."""
         self.closed = False
         self._grown = trio.Event()
+        self._shown = trio.Event()
         self._read = trio.Event()
         self.primary: int | None = None
         """How far the primary reader has read, while one is attached."""
@@ -61,6 +78,10 @@ class EventLog:
     def _notify_grown(self) -> None:
         self._grown.set()
         self._grown = trio.Event()
+
+    def _notify_shown(self) -> None:
+        self._shown.set()
+        self._shown = trio.Event()
 
     def _notify_read(self) -> None:
         self._read.set()
@@ -76,16 +97,45 @@ class EventLog:
                 f"event {events[0].sequence_number} appended at position {len(self.events)}"
             )
         self.events.extend(events)
-        self._notify_grown()
+        if self.durable:
+            self._notify_grown()
+        else:
+            self.publish(len(self.events))
+
+    def publish(self, upto: int) -> None:
+        """The events before position ``upto`` may reach readers (for a
+        durable log: the store has them)."""
+        upto = min(upto, len(self.events))
+        if upto > self.visible:
+            self.visible = upto
+            self._notify_shown()
+
+    def truncate(self, length: int) -> None:
+        """Forget the events from position ``length`` on; none of them may
+        have been visible (the store refused them: nobody will see them)."""
+        if length < self.visible:
+            raise ValueError(f"event {length} was visible already")
+        del self.events[length:]
 
     def close(self) -> None:
-        """No more events: followers finish once they have read them all."""
+        """No more events: every event in the log is visible now (whoever
+        closes it has stored them or decided they may be seen), and
+        followers finish once they have read them all."""
         if not self.closed:
             self.closed = True
+            self.visible = len(self.events)
+            self._notify_shown()
             self._notify_grown()
 
     async def wait_beyond(self, position: int) -> None:
-        """Return once there is an event at ``position`` or the log is closed."""
+        """Return once the event at ``position`` is visible or the log is
+        closed."""
+        while self.visible <= position and not self.closed:
+            await self._shown.wait()
+
+    async def wait_grown(self, position: int) -> None:
+        """Return once there is an event at ``position``, visible or not,
+        or the log is closed (the store writer's wait)."""
         while len(self.events) <= position and not self.closed:
             await self._grown.wait()
 
@@ -104,7 +154,8 @@ class EventLog:
 
     async def wait_for_primary(self, window: int) -> None:
         """Backpressure: wait while the primary reader is more than
-        ``window`` events behind."""
+        ``window`` events behind (of a durable log, the store's lag counts
+        too: the reader cannot read what is not stored yet)."""
         while self.primary is not None and len(self.events) - self.primary > window:
             await self._read.wait()
 
@@ -167,13 +218,13 @@ class LogFollower:
             log.advance_primary(self.position)
         with trio.move_on_after(self.keepalive):
             await log.wait_beyond(self.position)
-        events = log.events
-        if len(events) <= self.position:
+        if log.visible <= self.position:
             if log.closed:
                 raise trio.EndOfChannel
             return KEEPALIVE
-        batch = events[self.position :]
-        self.position = len(events)
+        end = min(log.visible, self.position + PAGE_EVENTS)
+        batch = log.events[self.position : end]
+        self.position = end
         if self.primary:
             log.advance_primary(self.position)
         return b"".join(event.frame for event in batch)

@@ -7,7 +7,12 @@ import pytest
 import trio
 import trio.testing
 
-from hermes_trio.consumers.responses_sse import EventLog, LogFollower, write_response_events
+from hermes_trio.consumers.responses_sse import (
+    PAGE_EVENTS,
+    EventLog,
+    LogFollower,
+    write_response_events,
+)
 from hermes_trio.events import (
     MessageChunk,
     MessageStop,
@@ -97,6 +102,30 @@ async def test_whole_log_and_past_the_end() -> None:
     log.close()
     assert numbers(b"".join(await read_all(LogFollower(log)))) == [0, 1, 2]
     assert await read_all(LogFollower(log, after=10)) == []
+
+
+async def test_a_long_log_is_replayed_a_page_per_read() -> None:
+    log = EventLog()
+    log.extend(events(2 * PAGE_EVENTS + 3))
+    log.close()
+    pieces = await read_all(LogFollower(log))
+    assert [len(numbers(piece)) for piece in pieces] == [PAGE_EVENTS, PAGE_EVENTS, 3]
+    assert [n for piece in pieces for n in numbers(piece)] == list(range(2 * PAGE_EVENTS + 3))
+
+
+async def test_a_durable_log_shows_what_was_published() -> None:
+    log = EventLog(durable=True)
+    log.extend(events(4))
+    follower = LogFollower(log, keepalive=60)
+    assert log.visible == 0
+    log.publish(2)
+    assert numbers(await follower.receive()) == [0, 1]
+    with pytest.raises(ValueError):
+        log.truncate(1)
+    log.truncate(3)
+    # Closing shows the rest: whoever closes has stored it.
+    log.close()
+    assert numbers(b"".join(await read_all(follower))) == [2]
 
 
 async def test_keepalive_while_silent(autojump_clock: trio.testing.MockClock) -> None:

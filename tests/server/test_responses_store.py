@@ -14,7 +14,6 @@ from hermes_trio.config import Config, StoreConfig
 from hermes_trio.events import MessageChunk, MessageStop
 from hermes_trio.server.store import (
     DB_FILENAME,
-    RESERVE_AHEAD,
     SQLiteStore,
     Store,
     StoredResponse,
@@ -267,16 +266,24 @@ async def test_a_cancelled_write_still_completes(tmp_path) -> None:
         await store.aclose()
 
 
-async def test_recovery_numbers_its_ending_above_the_reservation(tmp_path) -> None:
+async def test_recovery_numbers_its_ending_above_an_old_reservation(tmp_path) -> None:
     store = await opened_store(tmp_path)
     try:
-        await store.create(
-            record("resp_r", status="in_progress", runner=GONE), reserved=RESERVE_AHEAD
-        )
+        await store.create(record("resp_r", status="in_progress", runner=GONE))
         await store.append_events("resp_r", [event(0), event(1)])
-        # Clients may have seen up to 5000 before the crash.
-        await store.reserve("resp_r", 5000)
-        await store.create(record("resp_done", status="in_progress", runner=GONE), reserved=10)
+
+        def reserve(seq: int, response_id: str) -> Any:
+            def run(conn: sqlite3.Connection) -> None:
+                conn.execute(
+                    "INSERT INTO response_reservations VALUES (?, ?)", (response_id, seq)
+                )
+
+            return store._write(run)
+
+        # A version before schema 6 ran it: clients may have seen up to 5000.
+        await reserve(5000, "resp_r")
+        await store.create(record("resp_done", status="in_progress", runner=GONE))
+        await reserve(10, "resp_done")
         await store.finish(
             "resp_done", status="completed", response={"id": "resp_done"}, messages=[]
         )
@@ -320,7 +327,7 @@ async def test_refusals_are_store_errors_with_a_code(tmp_path, caplog) -> None:
         await store.append_events("resp_1", big)
         await pragma("PRAGMA query_only=1")
         with pytest.raises(StoreError) as read_only:
-            await store.reserve("resp_1", 10)
+            await store.append_events("resp_1", [event(9)])
         # Reads go on.
         assert len(await store.events_after("resp_1", -1)) == 4
         await pragma("PRAGMA query_only=0")

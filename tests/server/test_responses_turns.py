@@ -15,9 +15,8 @@ from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.server.responses import live as responses_live
-from hermes_trio.server.store import SQLiteStore, StoreError
+from hermes_trio.server.store import SQLiteStore
 from hermes_trio.testing import RawReply, TextReply
-from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 
 SLOW = " ".join(["word"] * 30)
 
@@ -98,47 +97,6 @@ async def test_a_crashing_responses_writer_is_a_500_internal_error(monkeypatch) 
     assert plain.status_code == 500, plain.text
     assert plain.json()["error"]["code"] == "internal_error"
     assert stored["status"] == "failed"
-
-
-async def test_the_event_writer_retries_after_a_store_refusal(monkeypatch) -> None:
-    monkeypatch.setattr(responses_live, "PERSIST_BACKOFF", (0.05, 0.1), raising=False)
-    tokens = [f"w{i} " for i in range(80)]
-    async with api_stack([TextReply(tokens=tokens, delay=0.02)]) as (api, _):
-        store = api.state.store
-        assert isinstance(store, SQLiteStore)
-        original = store.append_events
-        refusals = 0
-        appended = trio.Event()
-
-        async def flaky(response_id: str, events: Any) -> None:
-            nonlocal refusals
-            if refusals < 3:
-                refusals += 1
-                raise StoreError("store_busy", "the response store is locked by another program")
-            await original(response_id, events)
-            appended.set()
-
-        monkeypatch.setattr(store, "append_events", flaky)
-        async with http_for(api) as http:
-            with trio.fail_after(15):
-                body = {"model": "m", "input": "go", "stream": True}
-                seen: list[dict[str, Any]] = []
-                decoder = SSEDecoder()
-                resumed_mid_stream = False
-                async with http.stream("POST", "/responses", json=body) as reply:
-                    async for piece in reply.aiter_bytes():
-                        for event in decoder.feed(piece):
-                            if isinstance(event, SSEEvent):
-                                seen.append(json.loads(event.data))
-                        if seen and seen[-1]["type"] == "response.completed":
-                            # The last write is store.finish: an append that
-                            # got through before it is the writer resuming.
-                            resumed_mid_stream = appended.is_set()
-                stored = await store.events_after(seen[0]["response"]["id"], -1)
-    assert refusals == 3
-    assert resumed_mid_stream
-    assert seen[-1]["type"] == "response.completed"
-    assert [e.sequence_number for e in stored] == list(range(len(seen)))
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:

@@ -16,7 +16,6 @@ import trio
 from hermes_trio.config import Config, StoreConfig
 from hermes_trio.events import MessageChunk, MessageStop, TurnFinished
 from hermes_trio.server.store import (
-    RESERVE_AHEAD,
     PostgresStore,
     Signal,
     SQLiteStore,
@@ -140,8 +139,8 @@ async def test_events_finish_and_what_another_process_reads(stores: Stores) -> N
     events = builder.start() + builder.feed(MessageChunk("Hello"))
     live = record("resp_e", status="in_progress")
     live.response = builder.snapshot()
-    await runner.create(live, reserved=RESERVE_AHEAD)
-    await runner.append_events("resp_e", events)
+    await runner.create(live, events=events[:1])
+    await runner.append_events("resp_e", events[1:])
     # Another process sees the running response with its output so far.
     seen = await reader.get("resp_e", OWNER)
     assert seen is not None and seen.status == "in_progress" and seen.runner == runner.runner.id
@@ -169,13 +168,16 @@ async def test_events_finish_and_what_another_process_reads(stores: Stores) -> N
 async def test_recovery_ends_only_what_dead_processes_ran(stores: Stores) -> None:
     alive, other = await stores.open(), await stores.open()
     await alive.create(record("resp_mine", status="in_progress"))
-    await alive.create(record("resp_dead", status="in_progress", runner=GONE), reserved=10)
+    builder = ResponseBuilder("resp_dead", created_at=1, model="m")
+    started = builder.start()
+    await alive.create(record("resp_dead", status="in_progress", runner=GONE), events=started)
     assert await other.recover_interrupted() == 1
     mine, dead = await other.get("resp_mine", OWNER), await other.get("resp_dead", OWNER)
     assert mine is not None and mine.status == "in_progress"
     assert dead is not None and dead.status == "incomplete"
-    ending = await other.events_after("resp_dead", -1)
-    assert [(e.sequence_number, e.type) for e in ending] == [(11, "response.incomplete")]
+    # Clients saw only stored events: the ending comes right after them.
+    ending = await other.events_after("resp_dead", len(started) - 1)
+    assert [(e.sequence_number, e.type) for e in ending] == [(len(started), "response.incomplete")]
     # Once this process is gone (closed: it retired), its work is recovered.
     await alive.aclose()
     stores.opened.remove(alive)

@@ -28,7 +28,6 @@ from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.config import StoreConfig
-from hermes_trio.server.responses import live as responses_live
 from hermes_trio.server.run import open_api_server
 from hermes_trio.server.store import DB_FILENAME, SQLiteStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server
@@ -311,11 +310,7 @@ async def test_a_refused_final_write_fails_the_non_streamed_response(tmp_path) -
     assert fetched.json()["status"] == "failed"
 
 
-async def test_a_refused_reservation_fails_the_stream(
-    monkeypatch,
-) -> None:
-    # A reservation write every few events, so one falls mid-stream.
-    monkeypatch.setattr(responses_live, "RESERVE_AHEAD", 4)
+async def test_a_refused_event_write_fails_the_stream_after_what_is_stored() -> None:
     tokens = [f"t{i} " for i in range(60)]
     async with api_stack([TextReply(tokens=tokens, delay=0.02)]) as (api, _):
         store = api.state.store
@@ -335,9 +330,12 @@ async def test_a_refused_reservation_fails_the_stream(
                             await _pragma(store, "PRAGMA query_only=1")
                 rid = seen[0]["response"]["id"]
                 fetched = await http.get(f"/responses/{rid}")
+                stored = await store.events_after(rid, -1)
                 await _pragma(store, "PRAGMA query_only=0")
     assert [e["type"] for e in seen[-2:]] == ["error", "response.failed"]
     assert seen[-2]["code"] == "store_read_only"
     assert [e["sequence_number"] for e in seen] == list(range(len(seen)))
+    # Up to its ending the client saw exactly what the store holds.
+    assert [e.payload() for e in stored] == seen[:-2]
     assert len(seen) < len(tokens)
     assert fetched.json()["status"] == "failed"

@@ -142,11 +142,10 @@ async def test_no_event_rows_outlive_a_deleted_response(tmp_path: Path) -> None:
     await store.open()
     try:
         await store.create(StoredResponse("r1", "o", "in_progress", 1.0, {"output": []}),
-                           reserved=10)
+                           events=[ResponseEvent.make(0, "w", "{}")])
         assert await store.delete("r1", "o")
         # The turn was still running: its late writes find no row.
-        await store.append_events("r1", [ResponseEvent.make(0, "x", "{}")])
-        await store.reserve("r1", 2048)
+        await store.append_events("r1", [ResponseEvent.make(1, "x", "{}")])
         await store.finish("r1", status="incomplete", response={"output": [_item("z")]},
                            messages=[], events=[ResponseEvent.make(1, "y", "{}")])
     finally:

@@ -10,16 +10,26 @@ disconnect cancels the turn. Either way the response ends in the store as
 ``completed``, ``failed``, ``incomplete`` or ``cancelled`` — the last write
 runs shielded, so a shutdown records the interruption too.
 
-The client and the store agree on how a stored response ended:
+The client and the store agree on what a stored response holds — durable,
+then visible:
 
-- no event reaches a reader beyond the store's reservation for the response
-  (one small write every ``RESERVE_AHEAD`` events), so recovery after a
-  crash can number its ending above anything a client saw;
+- an event reaches readers only once the store has it: the response's log
+  is durable, and the store writer publishes each batch after its
+  transaction committed (the batches of all running responses are written
+  together, ``store/grouped.py``). After a crash the client's events are a
+  prefix of the stored stream; recovery numbers its ending right after the
+  last stored event, so a stream resumed from the client's last sequence
+  number continues without a gap or a repeat;
 - the ending (``response.completed`` and the like) reaches readers only
-  after the store accepted it. If the store refuses (disk full, read-only),
-  readers get ``response.failed`` with the store's error code instead; this
-  process keeps that response in memory, so ``GET`` says ``failed`` too, and
-  the next start's recovery ends the row the store still has as running.
+  after the store accepted it, with the response's final state. If the
+  store refuses (disk full, read-only), the events it does not have are
+  dropped unseen and readers get ``response.failed`` with the store's error
+  code after the stored ones; this process keeps that response in memory,
+  so ``GET`` says ``failed`` too, and the next start's recovery ends the
+  row the store still has as running.
+
+A response with ``store: false`` has no store to wait for: its events are
+visible as they are built.
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent
 from ..bodies import StreamedBody
 from ..request_log import current_record
 from ..state import ServerState
-from ..store import RESERVE_AHEAD, StoredResponse, StoreError, wall_clock
+from ..store import StoredResponse, StoreError, wall_clock
 from ..turns import TurnHold, turn_options
 from .request import ResponsesRequest
 
@@ -54,9 +64,6 @@ FINALIZE_GRACE = 5.0
 STOP_WAIT = 5.0
 # Responses the store refused to finish, answered from memory until restart.
 UNSTORED_KEPT = 64
-# Seconds the event writer waits after a refused write before it tries
-# again, by how many refusals in a row (the last one repeats).
-PERSIST_BACKOFF = (0.25, 0.5, 1.0, 2.0, 5.0)
 
 
 @dataclass(eq=False)
@@ -71,12 +78,14 @@ class LiveResponse:
     """Its ``done`` is set once the response's end is recorded (the turn
     that runs it replaces this placeholder as it starts)."""
     persisted: int = 0
-    """Events up to here are in the store."""
-    reserved: int = -1
-    """Events up to this sequence number may reach readers unstored."""
+    """Events before this position are in the store (and visible)."""
+    inherited: int = 0
+    """The leading messages of ``conversation`` that the previous response
+    holds (stored once, with it)."""
+    previous: str | None = None
+    """The response those inherited messages come from."""
     held: list[ResponseEvent] = field(default_factory=list)
-    """Built but not yet in the log: the ending until the store has it, or
-    events a cancel caught while their reservation was being written."""
+    """Built but not yet in the log: the ending, until the store has it."""
     store_error: StoreError | None = None
     """Set when the store refused this response: it ends ``failed``."""
     cancelled: bool = False
@@ -139,11 +148,14 @@ class LiveResponses:
         owner: str,
         conversation: list[dict[str, Any]],
         *,
+        inherited: int = 0,
         tool_events: bool = False,
     ) -> LiveResponse:
         """Start a response's turn; returns once the response is stored (when
         it is to be) and running, so a store failure is the request's error.
-        ``tool_events`` shows the agent's own tool runs in its stream."""
+        The first ``inherited`` messages of ``conversation`` are the previous
+        response's. ``tool_events`` shows the agent's own tool runs in its
+        stream."""
         state = self.state
         # Streamed upstream whenever someone may watch the events.
         model, kwargs = turn_options(
@@ -157,7 +169,16 @@ class LiveResponses:
             clock=wall_clock,
             tool_events=tool_events,
         )
-        live = LiveResponse(builder.id, owner, builder, conversation, background=req.background)
+        live = LiveResponse(
+            builder.id,
+            owner,
+            builder,
+            conversation,
+            background=req.background,
+            log=EventLog(durable=req.store),
+            inherited=inherited,
+            previous=req.previous_response_id if inherited else None,
+        )
         live.log.extend(builder.start())
         # The hold (a slot, the key's place) is the turn's from here on:
         # given back when it ends, however long after this reply (or here
@@ -175,13 +196,16 @@ class LiveResponses:
                     messages=conversation,
                     input_items=req.input_items,
                     background=req.background,
+                    parent=live.previous,
+                    inherited=live.inherited,
                 )
-                live.reserved = len(live.log) + RESERVE_AHEAD
                 # A failure here is the request's own error. Shielded: once
                 # the row exists, a turn must run to record its end, even
                 # for a client that is gone already.
                 with trio.CancelScope(shield=True):
-                    await state.store.create(record, reserved=live.reserved)
+                    await state.store.create(record, events=live.log.events)
+                live.persisted = len(live.log)
+                live.log.publish(live.persisted)
                 self.running[live.id] = live
             live.turn = hold.start(
                 state.nursery,
@@ -263,51 +287,38 @@ class LiveResponses:
             self.running.pop(live.id, None)
 
     async def _admit(self, live: LiveResponse, events: list[ResponseEvent]) -> list[ResponseEvent]:
-        """What readers of a stored response may see of ``events`` now: not
-        its ending (:meth:`_finalize` publishes that once stored), and
-        nothing beyond the store's reservation, which grows ahead of need."""
+        """What goes into the log of a stored response now: not its ending
+        (:meth:`_finalize` stores that with the response's final state),
+        and nothing once the store has refused the response."""
         held = live.held
         held += events
         if live.store_error is not None:
             return []
         cut = _ending_start(held)
-        if cut and held[cut - 1].sequence_number > live.reserved:
-            reserve = held[cut - 1].sequence_number + RESERVE_AHEAD
-            try:
-                await self.state.store.reserve(live.id, reserve)
-            except StoreError as exc:
-                live.store_error = exc
-                live.turn.cancel("the response store failed")
-                return []
-            live.reserved = reserve
         ready = held[:cut]
         del held[:cut]
         return ready
 
     async def _persist(self, live: LiveResponse) -> None:
-        """Write the response's events to the store in batches as they come.
-        A refused write is tried again after a pause (the outage may pass:
-        a lock held by another program, a disk freed); the turn goes on
-        meanwhile, and the final write takes whatever is still missing."""
+        """Write the response's events to the store as they come, and show
+        each batch to readers once it is stored. A refused write fails the
+        response (the store already waited out a lock for its busy timeout):
+        nothing more could be shown anyway."""
         store = self.state.store
-        refusals = 0
         while True:
-            await live.log.wait_beyond(live.persisted)
+            await live.log.wait_grown(live.persisted)
             batch = live.log.events[live.persisted :]
             if not batch:
                 return
             try:
                 await store.append_events(live.id, batch)
-            except StoreError:
+            except StoreError as exc:
                 # Logged by the store, once per outage.
-                await trio.sleep(PERSIST_BACKOFF[min(refusals, len(PERSIST_BACKOFF) - 1)])
-                refusals += 1
-                continue
-            except Exception:
-                log.exception("could not store events of response %s", live.id)
+                live.store_error = exc
+                live.turn.cancel("the response store failed")
                 return
-            refusals = 0
             live.persisted += len(batch)
+            live.log.publish(live.persisted)
 
     async def _finalize(self, live: LiveResponse, failure: str | None, *, stored: bool) -> None:
         builder = live.builder
@@ -355,13 +366,13 @@ class LiveResponses:
 
     def _refused(self, live: LiveResponse, exc: StoreError) -> None:
         """The store would not take the response's end: its readers get
-        ``response.failed`` with the store's code, and this process keeps
-        the response to answer later requests the same way."""
+        ``response.failed`` with the store's code right after the events the
+        store has (the rest were never visible and are dropped), and this
+        process keeps the response to answer later requests the same way."""
         live.store_error = exc
-        cut = _ending_start(live.held)
-        if cut < len(live.held):
-            _rewind(live.builder, live.held[cut].sequence_number)
-        live.held[cut:] = _store_failure(live.builder, exc)
+        live.log.truncate(live.persisted)
+        _rewind(live.builder, live.persisted)
+        live.held = _store_failure(live.builder, exc)
         self.unstored[live.id] = live
         while len(self.unstored) > UNSTORED_KEPT:
             del self.unstored[next(iter(self.unstored))]

@@ -8,12 +8,17 @@ A resumed stream there follows the stored events, polled every
 after its process stored it (which it does as the events come, in batches).
 Stopping it is a signal to its process, then a wait until the store says it
 ended.
+
+A finished response's stream is replayed from the store the same way,
+without the waiting: in pages of :data:`PAGE_EVENTS` events, one query and
+one socket write each, so a reader of a long stream never holds it whole.
 """
 
 from __future__ import annotations
 
 import trio
 
+from ...consumers.responses_sse import PAGE_EVENTS
 from ...wire.responses_out import TERMINAL_TYPES
 from ...wire.sse import KEEPALIVE
 from ..bodies import StreamedBody
@@ -28,11 +33,19 @@ _EXISTS_EVERY = 1.0
 
 
 class StoredFollowBody(StreamedBody):
-    """An SSE body of a stored response's events after ``after``, following
-    new ones until its ending."""
+    """An SSE body of a stored response's events after ``after``, a page at
+    a time; with ``follow`` it waits for new ones until its ending, without
+    it ends with the last stored event."""
 
     def __init__(
-        self, store: Store, response_id: str, owner: str, after: int, keepalive: float
+        self,
+        store: Store,
+        response_id: str,
+        owner: str,
+        after: int,
+        keepalive: float,
+        *,
+        follow: bool = True,
     ) -> None:
         super().__init__(_nothing)
         self._store = store
@@ -40,6 +53,7 @@ class StoredFollowBody(StreamedBody):
         self._owner = owner
         self._after = after
         self._keepalive = keepalive
+        self._follow = follow
         self._ended = False
 
     def close(self) -> None:
@@ -51,11 +65,15 @@ class StoredFollowBody(StreamedBody):
         quiet_since = trio.current_time()
         next_check = quiet_since + _EXISTS_EVERY
         while True:
-            events = await self._store.events_after(self._id, self._after)
+            events = await self._store.events_after(self._id, self._after, limit=PAGE_EVENTS)
             if events:
                 self._after = events[-1].sequence_number
-                self._ended = any(event.type in TERMINAL_TYPES for event in events)
+                self._ended = any(event.type in TERMINAL_TYPES for event in events) or (
+                    not self._follow and len(events) < PAGE_EVENTS
+                )
                 return b"".join(event.frame for event in events)
+            if not self._follow:
+                raise StopAsyncIteration
             now = trio.current_time()
             if self._keepalive > 0 and now - quiet_since >= self._keepalive:
                 return KEEPALIVE

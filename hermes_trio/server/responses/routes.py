@@ -78,8 +78,10 @@ class _Responses:
         if isinstance(value, dict):
             value = await self._resolve_references(value, owner)
         req = await validate_body(parse, value, body.size)
-        conversation = await self._conversation(req, owner)
-        live = await self.live.start(req, owner, conversation, tool_events="tools" in extensions)
+        conversation, inherited = await self._conversation(req, owner)
+        live = await self.live.start(
+            req, owner, conversation, inherited=inherited, tool_events="tools" in extensions
+        )
         builder = live.builder
         if req.stream:
             return sse_response(self.live.follow(live, owns_turn=not req.background))
@@ -109,9 +111,12 @@ class _Responses:
         stored = await self.store.find_items(owner, ids)
         return {**body, "input": resolve_references(body["input"], stored)}
 
-    async def _conversation(self, req: ResponsesRequest, owner: str) -> list[dict[str, Any]]:
+    async def _conversation(
+        self, req: ResponsesRequest, owner: str
+    ) -> tuple[list[dict[str, Any]], int]:
         """What the new response's turn continues from: the previous
-        response's conversation, then this request's input."""
+        response's conversation, then this request's input; and how many
+        messages of it are the previous response's."""
         conversation: list[dict[str, Any]] = []
         if req.previous_response_id is not None:
             previous = await self.store.get(req.previous_response_id, owner)
@@ -139,32 +144,39 @@ class _Responses:
                     code="previous_response_in_progress",
                 )
             conversation = list(previous.messages)
+        inherited = len(conversation)
         conversation += req.messages
         check_tool_outputs(conversation)
-        return conversation
+        return conversation, inherited
 
     async def retrieve(self, response_id: str) -> Response:
         owner = request_owner()
         query = parse_retrieve_query(request.args)
         live = self.live.find(response_id, owner)
         if live is not None:
-            if not query.stream:
+            if query.stream:
+                return sse_response(self.live.follow(live, after=query.after))
+            if live.store_error is not None:
+                # Its end exists only here (the store refused it).
                 return json_response(live.builder.snapshot())
-            return sse_response(self.live.follow(live, after=query.after))
+            # Running here: the store says as much as its stream has shown.
         row = await self.store.get(response_id, owner)
         if row is None:
             raise _not_found(response_id)
         if not query.stream:
             return json_response(row.response)
-        if row.status == "in_progress":
-            # Running in another process: follow what it stores.
-            return sse_response(
-                StoredFollowBody(
-                    self.store, response_id, owner, query.after, self.keepalive
-                )
+        # Replayed a page at a time; one still running (in another process)
+        # is followed as it stores more.
+        return sse_response(
+            StoredFollowBody(
+                self.store,
+                response_id,
+                owner,
+                query.after,
+                self.keepalive,
+                follow=row.status == "in_progress",
             )
-        events = await self.store.events_after(response_id, query.after)
-        return sse_response(b"".join(event.frame for event in events))
+        )
 
     async def delete(self, response_id: str) -> Response:
         owner = request_owner()

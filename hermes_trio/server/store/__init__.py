@@ -9,22 +9,29 @@ gateway. See :mod:`.runners` for how a process that died is noticed and
 :mod:`.duties` for the signals by which processes ask each other to stop a
 turn.
 
-Stored responses. A row holds the response object, the conversation that a
-later ``previous_response_id`` continues, the request's input items, the
-owner (a hash of the API key that created it; reads and deletes of another
-owner's row behave as if it did not exist) and, while it runs, its runner.
-Stream events live in their own table, keyed by (response id, sequence
-number), so a dropped client can resume after the last event it saw — from
-any process; they are written only while their response's row exists. The
-input and output items are indexed by (owner, item id).
+Stored responses. A row holds the response object, its own part of the
+conversation that a later ``previous_response_id`` continues, the
+request's input items, the owner (a hash of the API key that created it;
+reads and deletes of another owner's row behave as if it did not exist)
+and, while it runs, its runner. A response that continues another stores
+only the messages its own turn added (its input and what the turn said)
+with a reference to the previous one (``parent_id``, and ``inherited``: how
+many messages come from there); the whole conversation is the chain read in
+one query. Deleting a response that others continue moves its messages
+into them first, so a chain never breaks. Stream events live in their own
+table, keyed by (response id, sequence number), so a dropped client can
+resume after the last event it saw — from any process, a page at a time;
+they are written only while their response's row exists. The input and
+output items are indexed by (owner, item id).
 
-Events reach clients before they are stored (they are written in batches),
-so a running response also has a *reservation*: the highest sequence number
-its clients may see before it is stored, written ahead of the stream every
-:data:`RESERVE_AHEAD` events. After a crash, recovery rebuilds the response
-from the events that were stored and numbers its ``response.incomplete``
-above the reservation, so a client resuming from the last event it saw gets
-that ending, never an empty stream or a number it already had.
+Events reach clients only once they are stored (the server's event log
+shows a batch after its transaction committed), so after a crash a
+client's events are a prefix of the stored stream; recovery rebuilds the
+response from the stored events and numbers its ``response.incomplete``
+right after the last one, so a client resuming from the last event it saw
+continues without a gap or a repeat. (Versions before schema 6 showed
+events ahead of the store and wrote a *reservation* instead; recovery still
+numbers above one such a process left.)
 
 Conversations. One row per API session (``api:<owner>:<session id>``) or
 chat (``chat:<platform>:<chat>:<thread>``): the history up to the last
@@ -40,7 +47,6 @@ naming ``store.data_dir`` or ``store.url``.
 from __future__ import annotations
 
 from .base import (
-    RESERVE_AHEAD,
     Claim,
     Signal,
     Store,
@@ -57,7 +63,6 @@ from .sqlite import DB_FILENAME, SQLiteStore, store_failure
 
 __all__ = [
     "DB_FILENAME",
-    "RESERVE_AHEAD",
     "SIGNAL_POLL",
     "Claim",
     "PostgresStore",

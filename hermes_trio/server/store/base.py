@@ -20,7 +20,6 @@ from ..errors import APIError
 from .runners import Runner
 
 __all__ = [
-    "RESERVE_AHEAD",
     "Claim",
     "Signal",
     "Store",
@@ -31,10 +30,6 @@ __all__ = [
     "owner_scope",
     "wall_clock",
 ]
-
-# Sequence numbers reserved per reservation write: one small write per this
-# many events, never one per token.
-RESERVE_AHEAD = 1024
 
 _std_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -89,10 +84,16 @@ class StoredResponse:
     created_at: float
     response: dict[str, Any]
     messages: list[dict[str, Any]] = field(default_factory=list)
+    """The whole conversation a later turn continues."""
     input_items: list[dict[str, Any]] = field(default_factory=list)
     background: bool = False
     runner: str | None = None
     """The process running it while it is ``in_progress``."""
+    parent: str | None = None
+    """The stored response whose conversation ``messages`` continues (its
+    ``previous_response_id``, while that exists): the first ``inherited``
+    messages are stored there, once, not again with this one."""
+    inherited: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,20 +129,18 @@ class Store(Protocol):
 
     # -- responses --------------------------------------------------------
 
-    async def create(self, record: StoredResponse, *, reserved: int = -1) -> None:
+    async def create(self, record: StoredResponse, *, events: Sequence[ResponseEvent] = ()) -> None:
         """Record a new response (normally ``in_progress``, run by this
-        process) with its first reservation (see :meth:`reserve`)."""
-
-    async def reserve(self, response_id: str, seq: int) -> None:
-        """Events up to sequence number ``seq`` may reach clients before
-        they are stored: recovery numbers its ending above it."""
+        process) with its first stream events. A ``record.parent`` that is
+        gone (or another owner's) is not referenced: the whole conversation
+        is stored with this response instead."""
 
     async def append_events(self, response_id: str, events: Sequence[ResponseEvent]) -> None:
         """Add stream events; an event already stored is left as it is.
 
-        Returns once they are stored. Under load the events of all running
-        responses are written together, one write per
-        ``grouped.EVENT_WRITE_INTERVAL``."""
+        Returns once they are committed (only then may a client see them).
+        Under load the events of all running responses are written
+        together, one write per ``grouped.EVENT_WRITE_INTERVAL``."""
 
     async def finish(
         self,
@@ -152,7 +151,9 @@ class Store(Protocol):
         messages: list[dict[str, Any]],
         events: Sequence[ResponseEvent] = (),
     ) -> None:
-        """Store the final state and the last events, all at once."""
+        """Store the final state and the last events, all at once.
+        ``messages`` is the whole conversation; what the parent holds is
+        not stored again."""
 
     async def get(self, response_id: str, owner: str) -> StoredResponse | None:
         """The stored response; one still running has the output its stored
@@ -162,8 +163,11 @@ class Store(Protocol):
         """The stored input and output items of ``owner``'s responses with
         these ids (the newest response's where several share an id)."""
 
-    async def events_after(self, response_id: str, after: int) -> list[ResponseEvent]:
-        """Stored events with a sequence number above ``after``, in order."""
+    async def events_after(
+        self, response_id: str, after: int, *, limit: int | None = None
+    ) -> list[ResponseEvent]:
+        """Stored events with a sequence number above ``after``, in order;
+        the first ``limit`` of them when given (a page)."""
 
     async def delete(self, response_id: str, owner: str) -> bool: ...
 

@@ -7,11 +7,14 @@ CPU than the rest of the token's path. :class:`GroupedWrites` writes them in
 groups instead: at most one transaction per ``interval``, holding every
 batch that arrived meanwhile. A batch that arrives after a quiet spell is
 written at once; under load a batch waits at most ``interval`` (plus the
-write), which is what a resumed stream in another process may lag behind
-(it polls the store: ``server/responses/remote.py``).
+write).
 
-Every caller returns once its own batch is stored, or raises the store's
-error for the group, exactly as if it had written alone.
+Every caller returns once its own batch is committed, or raises the store's
+error for the group, exactly as if it had written alone. Only then does the
+server show those events to anyone (durable, then visible:
+``server/responses/live.py``), so under load a client gets each batch up to
+``interval`` plus one write after it was made; after a quiet spell, one
+write after.
 """
 
 from __future__ import annotations

@@ -106,9 +106,10 @@ CREATE TABLE IF NOT EXISTS signals (
 );
 CREATE INDEX IF NOT EXISTS signals_by_runner ON signals (runner)
 """
-# version -> the statements that bring the schema from the one before to it.
-# The first PostgreSQL schema starts at the SQLite file's current version.
-_MIGRATIONS: list[tuple[int, list[str]]] = [
+# version -> the statements that bring the schema from the one before to it
+# (or functions run on the connection). The first PostgreSQL schema started
+# at the SQLite file's version 4.
+_MIGRATIONS: list[tuple[int, list[str | Callable[[sql.Db], None]]]] = [
     (4, [part.strip() for part in _SCHEMA.split(";") if part.strip()]),
     (
         5,
@@ -117,11 +118,23 @@ _MIGRATIONS: list[tuple[int, list[str]]] = [
             "value TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL)"
         ],
     ),
+    (
+        6,
+        [
+            "ALTER TABLE responses ADD COLUMN parent_id TEXT",
+            "ALTER TABLE responses ADD COLUMN inherited INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX responses_by_parent ON responses (parent_id)",
+            sql.compact_chains,
+        ],
+    ),
 ]
 
 
 class _PgDb:
     """A psycopg connection speaking the statements' ``?`` placeholders."""
+
+    # Transactions run side by side: the statements lock rows they share.
+    row_locks = True
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
@@ -168,7 +181,10 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
         for target, statements in _MIGRATIONS:
             if version < target:
                 for statement in statements:
-                    conn.execute(statement)
+                    if isinstance(statement, str):
+                        conn.execute(statement)
+                    else:
+                        statement(_PgDb(conn))
         if version < SCHEMA_VERSION:
             conn.execute("DELETE FROM hermes_schema")
             conn.execute("INSERT INTO hermes_schema VALUES (%s)", (SCHEMA_VERSION,))

@@ -58,16 +58,14 @@ class SQLStore:
 
     # -- responses --------------------------------------------------------
 
-    async def create(self, record: StoredResponse, *, reserved: int = -1) -> None:
+    async def create(self, record: StoredResponse, *, events: Sequence[ResponseEvent] = ()) -> None:
         if record.runner is None and record.status == "in_progress":
             record.runner = self.runner.id
-        await self._write(partial(sql.create, record=record, now=self.clock(), reserved=reserved))
+        rows = sql.event_rows(record.id, events)
+        await self._write(partial(sql.create, record=record, now=self.clock(), rows=rows))
         self._since_prune += 1
         if self._since_prune >= PRUNE_EVERY:
             await self.prune()
-
-    async def reserve(self, response_id: str, seq: int) -> None:
-        await self._write(partial(sql.reserve, response_id=response_id, seq=seq))
 
     async def append_events(self, response_id: str, events: Sequence[ResponseEvent]) -> None:
         if events:
@@ -106,8 +104,12 @@ class SQLStore:
             return {}
         return await self._read(partial(sql.find_items, owner=owner, wanted=wanted))
 
-    async def events_after(self, response_id: str, after: int) -> list[ResponseEvent]:
-        rows = await self._read(partial(sql.events_after, response_id=response_id, after=after))
+    async def events_after(
+        self, response_id: str, after: int, *, limit: int | None = None
+    ) -> list[ResponseEvent]:
+        rows = await self._read(
+            partial(sql.events_after, response_id=response_id, after=after, limit=limit)
+        )
         return [ResponseEvent.make(seq, type_, data) for seq, type_, data in rows]
 
     async def delete(self, response_id: str, owner: str) -> bool:

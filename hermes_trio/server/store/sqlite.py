@@ -40,9 +40,11 @@ log = logging.getLogger("hermes_trio.server.store")
 T = TypeVar("T")
 
 DB_FILENAME = "responses.sqlite3"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """2: events, reservations. 3: the item index. 4: runners, conversations,
-signals. 5: chat settings."""
+signals. 5: chat settings. 6: a response's own messages and a reference to the one it
+continues (``parent_id``, ``inherited``), instead of the whole conversation
+in every row."""
 
 # SQLite primary result codes -> (code, what it means for a client).
 _FAILURES: dict[int, tuple[str, str]] = {
@@ -131,6 +133,11 @@ CREATE TABLE signals (
 );
 CREATE INDEX signals_by_runner ON signals (runner);
 """
+_SCHEMA_V6 = """
+ALTER TABLE responses ADD COLUMN parent_id TEXT;
+ALTER TABLE responses ADD COLUMN inherited INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX responses_by_parent ON responses (parent_id);
+"""
 
 # The gateway's small settings that outlive a restart (``/verbose`` per chat,
 # the long-tool hint a user has seen), by key.
@@ -162,10 +169,13 @@ _BACKFILL_ITEMS = [
     "DELETE FROM response_reservations WHERE response_id NOT IN (SELECT id FROM responses)",
 ]
 
-_MIGRATIONS: list[tuple[int, list[str]]] = [
-    (3, _statements(_SCHEMA_V3) + _BACKFILL_ITEMS),
-    (4, _statements(_SCHEMA_V4)),
-    (5, _statements(_SCHEMA_V5_CHAT_SETTINGS)),
+# A step is a statement, or a function run on the connection (rows the
+# new layout stores differently).
+_MIGRATIONS: list[tuple[int, list[str | Callable[[sql.Db], None]]]] = [
+    (3, [*_statements(_SCHEMA_V3), *_BACKFILL_ITEMS]),
+    (4, [*_statements(_SCHEMA_V4)]),
+    (5, [*_statements(_SCHEMA_V5_CHAT_SETTINGS)]),
+    (6, [*_statements(_SCHEMA_V6), sql.compact_chains]),
 ]
 
 
@@ -185,7 +195,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
         for target, statements in _MIGRATIONS:
             if version < target:
                 for statement in statements:
-                    conn.execute(statement)
+                    if isinstance(statement, str):
+                        conn.execute(statement)
+                    else:
+                        statement(conn)
         conn.execute(f"PRAGMA user_version={max(version, SCHEMA_VERSION)}")
 
     _transaction(conn, migrate)

@@ -5,7 +5,9 @@ worker thread's, never the event loop's). The SQL keeps to what both
 databases accept (``?`` placeholders, which the PostgreSQL connection
 rewrites; ``INSERT … ON CONFLICT``; no ``%``): the two backends differ in
 how they connect, create their schema and name their errors, not in what
-they store.
+they store. Where PostgreSQL runs two transactions side by side and they
+touch the same row (a response and the one it continues), the statements
+lock that row (:func:`_locking`); SQLite runs one write at a time.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ Rows = list[tuple[str, int, str, str]]
 ITEM_SOURCES = ("input_items", "response")
 # No limit, as both databases write it.
 _ALL = 2**62
+# The longest previous_response_id chain read back (a guard against a
+# damaged store, far beyond any real conversation).
+MAX_CHAIN = 1_000_000
 
 
 class Cursor(Protocol):
@@ -63,18 +68,29 @@ FORGET_ITEMS = "DELETE FROM response_items WHERE response_id = ?"
 INSERT_EVENTS = (
     "INSERT INTO response_events VALUES (?, ?, ?, ?) ON CONFLICT (response_id, seq) DO NOTHING"
 )
-# Its own small table: updating a column of the response row would rewrite
-# the whole row, conversation included.
-RESERVE = (
-    "INSERT INTO response_reservations VALUES (?, ?) "
-    "ON CONFLICT (response_id) DO UPDATE SET seq = excluded.seq"
-)
+# Reservations were written by versions before schema 6 (their clients saw
+# events before they were stored); recovery still numbers above one.
 FORGET_RESERVATION = "DELETE FROM response_reservations WHERE response_id = ?"
 FINISH_RESPONSE = (
     "UPDATE responses SET status = ?, updated_at = ?, response = ?, messages = ?, "
     "runner = NULL WHERE id = ?"
 )
 _ITEM_MARKS = ("response.output_item.added", "response.output_item.done")
+# A response's whole conversation: its own messages after those of the
+# responses it continues, oldest first.
+CHAIN = (
+    "WITH RECURSIVE chain (id, parent_id, depth) AS ("
+    "SELECT id, parent_id, 0 FROM responses WHERE id = ? "
+    "UNION ALL SELECT r.id, r.parent_id, chain.depth + 1 FROM responses r, chain "
+    "WHERE r.id = chain.parent_id AND chain.depth < ?) "
+    "SELECT r.messages FROM chain, responses r WHERE r.id = chain.id ORDER BY chain.depth DESC"
+)
+
+
+def _locking(db: Db, mode: str) -> str:
+    """`` FOR SHARE`` / `` FOR UPDATE`` where the database runs writers
+    side by side (PostgreSQL's connection says so), nothing for SQLite."""
+    return f" FOR {mode}" if getattr(db, "row_locks", False) else ""
 
 
 def event_rows(response_id: str, events: Sequence[ResponseEvent]) -> Rows:
@@ -97,10 +113,21 @@ def exists(db: Db, response_id: str) -> bool:
 # -- responses ---------------------------------------------------------------
 
 
-def create(db: Db, record: StoredResponse, now: float, reserved: int) -> None:
+def create(db: Db, record: StoredResponse, now: float, rows: Rows) -> None:
+    parent, inherited = None, 0
+    if record.parent is not None and record.inherited > 0:
+        # Locked until this row is in: a delete of the parent waits, then
+        # hands its messages down to this one too (see delete).
+        found = db.execute(
+            "SELECT 1 FROM responses WHERE id = ? AND owner = ?" + _locking(db, "SHARE"),
+            (record.parent, record.owner),
+        ).fetchone()
+        if found is not None:
+            parent, inherited = record.parent, record.inherited
     db.execute(
         "INSERT INTO responses (id, owner, status, created_at, updated_at, background, "
-        "response, messages, input_items, runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "response, messages, input_items, runner, parent_id, inherited) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.id,
             record.owner,
@@ -109,9 +136,11 @@ def create(db: Db, record: StoredResponse, now: float, reserved: int) -> None:
             now,
             int(record.background),
             dumps(record.response),
-            dumps(record.messages),
+            dumps(record.messages[inherited:]),
             dumps(record.input_items),
             record.runner,
+            parent,
+            inherited,
         ),
     )
     db.executemany(
@@ -125,13 +154,7 @@ def create(db: Db, record: StoredResponse, now: float, reserved: int) -> None:
             for item_id in ids
         ],
     )
-    if reserved >= 0:
-        db.execute(RESERVE, (record.id, reserved))
-
-
-def reserve(db: Db, response_id: str, seq: int) -> None:
-    if exists(db, response_id):
-        db.execute(RESERVE, (response_id, seq))
+    db.executemany(INSERT_EVENTS, rows)
 
 
 def append_events(db: Db, response_id: str, rows: Rows) -> None:
@@ -155,10 +178,14 @@ def finish(
     rows: Rows,
     now: float,
 ) -> None:
-    update = (status, now, dumps(response), dumps(messages), response_id)
     # The row first: a response deleted while its turn ran gets no events or
-    # items back.
-    if db.execute(FINISH_RESPONSE, update).rowcount:
+    # items back. Locked: a delete of its parent may hand messages down.
+    row = db.execute(
+        "SELECT inherited FROM responses WHERE id = ?" + _locking(db, "UPDATE"), (response_id,)
+    ).fetchone()
+    if row is not None:
+        own = dumps(messages[row[0] :])
+        db.execute(FINISH_RESPONSE, (status, now, dumps(response), own, response_id))
         db.executemany(INSERT_EVENTS, rows)
         db.executemany(INDEX_OUTPUT, [(i, response_id) for i in item_ids(response.get("output"))])
     db.execute(FORGET_RESERVATION, (response_id,))
@@ -166,8 +193,8 @@ def finish(
 
 def get(db: Db, response_id: str, owner: str) -> StoredResponse | None:
     row = db.execute(
-        "SELECT id, owner, status, created_at, response, messages, input_items, "
-        "background, runner FROM responses WHERE id = ? AND owner = ?",
+        "SELECT id, owner, status, created_at, response, input_items, "
+        "background, runner, parent_id, inherited FROM responses WHERE id = ? AND owner = ?",
         (response_id, owner),
     ).fetchone()
     if row is None:
@@ -183,11 +210,22 @@ def get(db: Db, response_id: str, owner: str) -> StoredResponse | None:
         status=row[2],
         created_at=row[3],
         response=response,
-        messages=json.loads(row[5]),
-        input_items=json.loads(row[6]),
-        background=bool(row[7]),
-        runner=row[8],
+        messages=conversation_of(db, response_id),
+        input_items=json.loads(row[5]),
+        background=bool(row[6]),
+        runner=row[7],
+        parent=row[8],
+        inherited=row[9],
     )
+
+
+def conversation_of(db: Db, response_id: str) -> list[dict[str, Any]]:
+    """The whole conversation of a stored response: one query down its
+    chain, each response's own messages decoded once."""
+    messages: list[dict[str, Any]] = []
+    for (own,) in db.execute(CHAIN, (response_id, MAX_CHAIN)):
+        messages += json.loads(own)
+    return messages
 
 
 def find_items(db: Db, owner: str, wanted: list[str]) -> dict[str, dict[str, Any]]:
@@ -228,21 +266,58 @@ def find_items(db: Db, owner: str, wanted: list[str]) -> dict[str, dict[str, Any
     return found
 
 
-def events_after(db: Db, response_id: str, after: int) -> list[tuple[int, str, str]]:
+def events_after(
+    db: Db, response_id: str, after: int, limit: int | None = None
+) -> list[tuple[int, str, str]]:
     return list(
         db.execute(
             "SELECT seq, type, data FROM response_events "
-            "WHERE response_id = ? AND seq > ? ORDER BY seq",
-            (response_id, after),
+            "WHERE response_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (response_id, after, _ALL if limit is None else limit),
         ).fetchall()
     )
 
 
 def delete(db: Db, response_id: str, owner: str) -> bool:
-    cursor = db.execute("DELETE FROM responses WHERE id = ? AND owner = ?", (response_id, owner))
-    if cursor.rowcount == 0:
+    if not _delete_one(db, response_id, owner):
         return False
     _forget_rest(db, [(response_id,)])
+    return True
+
+
+def _delete_one(db: Db, response_id: str, owner: str | None = None) -> bool:
+    """Delete one response row; the responses continuing it take over its
+    messages and its parent, so their conversations stay whole.
+
+    The row goes first: on PostgreSQL that waits for a response being
+    created on top of it (which holds it ``FOR SHARE``), and the children
+    are read after, so that one is among them."""
+    where, params = (
+        ("id = ?", (response_id,))
+        if owner is None
+        else (
+            "id = ? AND owner = ?",
+            (response_id, owner),
+        )
+    )
+    row = db.execute(
+        f"DELETE FROM responses WHERE {where} RETURNING parent_id, messages", params
+    ).fetchone()
+    if row is None:
+        return False
+    parent, own_json = row
+    children = db.execute(
+        "SELECT id, messages, inherited FROM responses WHERE parent_id = ?"
+        + _locking(db, "UPDATE"),
+        (response_id,),
+    ).fetchall()
+    if children:
+        own = json.loads(own_json)
+        for child, messages, inherited in children:
+            db.execute(
+                "UPDATE responses SET parent_id = ?, inherited = ?, messages = ? WHERE id = ?",
+                (parent, inherited - len(own), dumps(own + json.loads(messages)), child),
+            )
     return True
 
 
@@ -261,7 +336,8 @@ def prune(db: Db, cutoff: float, keep: int) -> int:
         (cutoff, _ALL, keep),
     ).fetchall()
     ids = [(row[0],) for row in old]
-    db.executemany("DELETE FROM responses WHERE id = ?", ids)
+    for (response_id,) in ids:
+        _delete_one(db, response_id)
     _forget_rest(db, ids)
     return len(ids)
 
@@ -294,13 +370,17 @@ def stored_output(db: Db, response_id: str) -> list[dict[str, Any]]:
     return replay_output(events)
 
 
-def _recover_one(
-    db: Db, response_id: str, response_json: str, messages_json: str, now: float
-) -> None:
+def _recover_one(db: Db, response_id: str, response_json: str, now: float) -> None:
     """End one orphaned response as ``incomplete``: its output is what the
-    stored events had built, and a ``response.incomplete`` event numbered
-    above anything its clients may have seen closes its stream."""
+    stored events had built, and a ``response.incomplete`` event right after
+    the last stored one (its clients saw no more) closes its stream — above
+    the reservation, where a version before schema 6 left one."""
     response = json.loads(response_json)
+    row = db.execute(
+        "SELECT messages FROM responses WHERE id = ?" + _locking(db, "UPDATE"), (response_id,)
+    ).fetchone()
+    if row is None:
+        return
     (last,) = db.execute(
         "SELECT MAX(seq) FROM response_events WHERE response_id = ?", (response_id,)
     ).fetchone()
@@ -315,7 +395,7 @@ def _recover_one(
         output=output,
         output_text=text,
     )
-    messages = json.loads(messages_json)
+    messages = json.loads(row[0])
     # The stored conversation ends with this turn's input; an assistant
     # message keeps it valid for a turn that continues from here.
     messages.append(
@@ -328,6 +408,37 @@ def _recover_one(
     db.execute(FINISH_RESPONSE, ("incomplete", now, dumps(response), dumps(messages), response_id))
     db.executemany(INDEX_OUTPUT, [(i, response_id) for i in item_ids(output)])
     db.execute(FORGET_RESERVATION, (response_id,))
+
+
+def compact_chains(db: Db) -> None:
+    """Schema 5: responses stored before it hold their whole conversation,
+    the previous response's included. Each finished one whose conversation
+    starts with its ``previous_response_id``'s keeps only its own part and
+    references that one. Newest first, one pair at a time: the previous
+    response still holds its whole conversation when it is compared."""
+    rows = db.execute(
+        "SELECT id, owner FROM responses WHERE parent_id IS NULL AND status != 'in_progress' "
+        "ORDER BY created_at DESC, id DESC"
+    ).fetchall()
+    for response_id, owner in rows:
+        (response_json, messages_json) = db.execute(
+            "SELECT response, messages FROM responses WHERE id = ?", (response_id,)
+        ).fetchone()
+        previous = json.loads(response_json).get("previous_response_id")
+        if (
+            not isinstance(previous, str)
+            or not db.execute(
+                "SELECT 1 FROM responses WHERE id = ? AND owner = ?", (previous, owner)
+            ).fetchone()
+        ):
+            continue
+        before = conversation_of(db, previous)
+        messages = json.loads(messages_json)
+        if before and messages[: len(before)] == before:
+            db.execute(
+                "UPDATE responses SET parent_id = ?, inherited = ?, messages = ? WHERE id = ?",
+                (previous, len(before), dumps(messages[len(before) :]), response_id),
+            )
 
 
 # -- runners -------------------------------------------------------------------
@@ -362,13 +473,13 @@ def retire(db: Db, me: Runner) -> None:
 def recover(db: Db, me: Runner, now: float) -> int:
     """End the running responses of dead runners; forget those runners."""
     rows = db.execute(
-        "SELECT id, response, messages, runner FROM responses WHERE status = 'in_progress'"
+        "SELECT id, response, runner FROM responses WHERE status = 'in_progress'"
     ).fetchall()
-    dead = dead_runners(db, me, now, {row[3] for row in rows})
+    dead = dead_runners(db, me, now, {row[2] for row in rows})
     count = 0
-    for response_id, response_json, messages_json, runner in rows:
+    for response_id, response_json, runner in rows:
         if runner in dead:
-            _recover_one(db, response_id, response_json, messages_json, now)
+            _recover_one(db, response_id, response_json, now)
             count += 1
     gone = [(runner_id,) for runner_id, row in _runner_rows(db).items() if is_dead(row, me, now)]
     db.executemany("DELETE FROM runners WHERE id = ?", gone)

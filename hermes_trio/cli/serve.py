@@ -72,7 +72,7 @@ async def _main(config: Config) -> int:
             agent_for(config) as agent,
             open_api_server(config, agent=agent, shutdown=stop) as server,
         ):
-            say_listening(config, server.base_url, server.port)
+            say_listening(config, server.base_url, server.port, keyed=server.state.keys.required)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(check_model_server, server.state.agent)
                 nursery.start_soon(reload_keys_on_sighup, config, server.state.keys)
@@ -82,11 +82,19 @@ async def _main(config: Config) -> int:
     return await shell.until_stop_signal(serve, grace=STOP_GRACE)
 
 
-def say_listening(config: Config, base_url: str, port: int) -> None:
+def say_listening(config: Config, base_url: str, port: int, *, keyed: bool | None = None) -> None:
     """The lines that say the server is up: where, which model server, and
-    (last, what to open) the chat page."""
+    (last, what to open) the chat page. ``keyed``: whether the server asks
+    for a key (``api_server.key`` or named keys); read from the settings
+    when not given."""
     api = config.api_server
-    auth = "an API key is required" if api.key else "no API key required"
+    if keyed is None:
+        try:
+            keyed = bool(keys_of(api))
+        except ConfigError:
+            # The start was refused for it already; never claim "no key".
+            keyed = True
+    auth = "an API key is required" if keyed else "no API key required"
     shell.say(f"listening on {base_url} (model '{api.model_name}', {auth})")
     shell.say(
         f"model server {shown_url(config.model.base_url or '')} "

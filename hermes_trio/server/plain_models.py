@@ -23,6 +23,7 @@ import orjson
 import trio
 from quart import Response
 
+from ..llm.endpoints import endpoint
 from ..llm.http_body import open_body
 from .bodies import StreamedBody, json_response, sse_response
 from .errors import APIError
@@ -150,7 +151,7 @@ async def _relay_task(
     # A slot like a turn's (429 when none is free), given back as this ends.
     state.slots.acquire()
     config = state.agent.config.model
-    url = (config.base_url or "").rstrip("/") + "/chat/completions"
+    url = endpoint(config.base_url or "", "/chat/completions")
     headers = {"Content-Type": "application/json"}
     if config.api_key:
         headers["Authorization"] = f"Bearer {config.api_key}"

@@ -72,10 +72,14 @@ async def _main(config: Config) -> int:
             agent_for(config) as agent,
             open_api_server(config, agent=agent, shutdown=stop) as server,
         ):
-            say_listening(config, server.base_url, server.port, keyed=server.state.keys.required)
             async with trio.open_nursery() as nursery:
+                # Before the server says it listens: a SIGHUP that comes
+                # before the handler would end the process.
+                await nursery.start(reload_keys_on_sighup, config, server.state.keys)
+                say_listening(
+                    config, server.base_url, server.port, keyed=server.state.keys.required
+                )
                 nursery.start_soon(check_model_server, server.state.agent)
-                nursery.start_soon(reload_keys_on_sighup, config, server.state.keys)
                 await stop.wait()
                 nursery.cancel_scope.cancel()
 
@@ -119,10 +123,14 @@ def page_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
-async def reload_keys_on_sighup(config: Config, ring: KeyRing) -> None:
+async def reload_keys_on_sighup(
+    config: Config, ring: KeyRing, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     """SIGHUP: the API keys again from the config file and the keys file,
-    no restart; a bad file is one logged line and the keys stay as they were."""
+    no restart; a bad file is one logged line and the keys stay as they were.
+    Started (``nursery.start``) once the signal is caught."""
     with trio.open_signal_receiver(signal.SIGHUP) as hangups:
+        task_status.started()
         async for _ in hangups:
             try:
                 fresh = load_config(config.source) if config.source else config

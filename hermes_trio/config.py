@@ -623,8 +623,32 @@ def _build(cls: type, data: Any, prefix: str) -> Any:
         raise ConfigError(
             f"{prefix}{unknown[0]}: unknown key (known keys here: {', '.join(sorted(names))})"
         )
-    values = {name: _convert(hints[name], data[name], f"{prefix}{name}") for name in data}
+    secret = {f.name for f in dataclasses.fields(cls) if f.metadata.get("holds") == "secret"}
+    values = {
+        name: (_convert_secret if name in secret else _convert)(
+            hints[name], data[name], f"{prefix}{name}"
+        )
+        for name in data
+    }
     return cls(**values)
+
+
+def _convert_secret(tp: Any, value: Any, key: str) -> Any:
+    """:func:`_convert` for a field that holds a secret: a wrong value is
+    named by its kind only, never quoted (it may be the key itself)."""
+    try:
+        return _convert(tp, value, key)
+    except ConfigError:
+        raise ConfigError(
+            f"{key}: expected a string, got {_kind(value)} (the value is not shown)"
+        ) from None
+
+
+def _kind(value: Any) -> str:
+    """What :func:`_describe` says of a value, without the value."""
+    if isinstance(value, dict | list) or value is None:
+        return _describe(value)
+    return type(value).__name__
 
 
 def _convert(tp: Any, value: Any, key: str) -> Any:
@@ -840,13 +864,29 @@ def load_keys_file(path: str) -> list[ApiKeyConfig]:
     except OSError as exc:
         raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{where}: not valid YAML ({exc})") from None
+        # Where, never what: YAML's own message quotes the text around the
+        # error, and in this file that text is a key.
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(
+            f"{where}: not valid YAML{at} (its text is not shown: it holds keys)"
+        ) from None
     if isinstance(raw, dict):
         raw = raw.get("keys")
     if not isinstance(raw, list):
         raise ConfigError(f"{where}: expected a list of keys (name, key, limits)")
-    keys = [_build(ApiKeyConfig, entry, f"keys_file[{i}].") for i, entry in enumerate(raw)]
-    check_keys(keys, "keys_file")
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            # A bare key in the list is the likely mistake: never quote it.
+            raise ConfigError(
+                f"{where}: keys_file[{i}]: expected a mapping (name, key, limits), got "
+                f"{_kind(entry)} (the value is not shown)"
+            )
+    try:
+        keys = [_build(ApiKeyConfig, entry, f"keys_file[{i}].") for i, entry in enumerate(raw)]
+        check_keys(keys, "keys_file")
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     return keys
 
 

@@ -20,7 +20,8 @@ server's.
 
 What counts as a leak:
 
-- the whole secret, or its URL-quoted form;
+- the whole secret, or its URL-quoted form (and, for a URL's user
+  information, the Base64 form of HTTP ``Basic`` authentication);
 - for secrets of at least :data:`PARTIAL_FROM` characters, a truncated
   echo: a run of at least :data:`MIN_LENGTH` characters, without
   whitespace, that is the secret's start (``sk-abc123…``) or end
@@ -35,6 +36,7 @@ This module imports nothing of hermes-trio's, so every layer may use it.
 
 from __future__ import annotations
 
+import base64
 import logging
 import urllib.parse
 from typing import Any
@@ -108,7 +110,9 @@ _CREDENTIAL_PARAMS = ("key", "token", "secret", "password", "passwd", "sig", "si
 
 def register_url(url: str | None) -> None:
     """Register the credentials a URL carries: its user information (whole,
-    and the password alone) and the values of query parameters named like
+    the password alone, and the Base64 form ``Basic`` authentication
+    sends; a user name without a password only when it is long enough to
+    be a token) and the values of query parameters named like
     a credential (``api_key``, ``access_token``, …)."""
     if not url:
         return
@@ -117,13 +121,23 @@ def register_url(url: str | None) -> None:
     except ValueError:
         return
     userinfo, at, _ = parts.netloc.rpartition("@")
-    if at:
+    # A user name alone (``postgresql://postgres@…``) is no secret, and
+    # registered it would redact every "postgres" in every log line; a long
+    # one is a token used as the user name (``https://<token>@host``).
+    if at and (":" in userinfo or len(userinfo) >= PARTIAL_FROM):
         register_secret(userinfo)
         register_secret(urllib.parse.unquote(userinfo))
-        _, colon, password = userinfo.partition(":")
+        user, colon, password = userinfo.partition(":")
         if colon:
             register_secret(password)
             register_secret(urllib.parse.unquote(password))
+        # httpx sends user information as ``Authorization: Basic <base64>``,
+        # which a server may echo: that form is the same secret.
+        plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+        for raw in {plain, userinfo}:
+            encoded = base64.b64encode(raw.encode()).decode()
+            register_secret(encoded)
+            register_secret(encoded.rstrip("="))
     for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=False):
         lowered = name.lower()
         if any(word in lowered for word in _CREDENTIAL_PARAMS):

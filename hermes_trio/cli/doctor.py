@@ -22,6 +22,7 @@ import trio
 from ..config import Config
 from ..consumers.messenger import PlatformError
 from ..llm import NO_MODEL_SERVER
+from ..llm.endpoints import endpoint
 from ..redaction import shown_url
 from .shell import EXIT_FAILED, EXIT_OK, Shell
 
@@ -75,11 +76,11 @@ async def _model_server(config: Config, http: httpx.AsyncClient) -> list[Check]:
     if not model.base_url:
         return [Check("model server", False, NO_MODEL_SERVER)]
     where = shown_url(model.base_url)
-    base = model.base_url.rstrip("/")
+    base = model.base_url
     headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
     try:
         with trio.fail_after(CHECK_TIMEOUT):
-            listed = await http.get(f"{base}/models", headers=headers)
+            listed = await http.get(endpoint(base, "/models"), headers=headers)
     except (httpx.HTTPError, trio.TooSlowError) as exc:
         return [Check("model server", False, f"{where} is not reachable ({_why(exc)})")]
     if listed.status_code != 200:
@@ -112,7 +113,7 @@ async def _streams(http: httpx.AsyncClient, base: str, headers: dict[str, str], 
     try:
         with trio.fail_after(CHECK_TIMEOUT):
             async with http.stream(
-                "POST", f"{base}/chat/completions", json=body, headers=headers
+                "POST", endpoint(base, "/chat/completions"), json=body, headers=headers
             ) as reply:
                 if reply.status_code != 200:
                     await reply.aread()
@@ -152,7 +153,7 @@ async def _calls_tools(
     }
     try:
         with trio.fail_after(CHECK_TIMEOUT):
-            reply = await http.post(f"{base}/chat/completions", json=body, headers=headers)
+            reply = await http.post(endpoint(base, "/chat/completions"), json=body, headers=headers)
     except (httpx.HTTPError, trio.TooSlowError) as exc:
         return Check("tool calling", False, _why(exc))
     if reply.status_code != 200:
@@ -189,16 +190,23 @@ async def _store(config: Config) -> list[Check]:
 
 
 async def _api_server(config: Config) -> list[Check]:
+    from ..server.keys import keys_of
     from ..server.run import startup_problem
 
     api = config.api_server
-    # The model server has its own check: only the API server's settings here.
+    # The model server has its own check: only the API server's settings
+    # (and the keys file they name) here.
     problem = startup_problem(
         config.replace(model=dataclasses.replace(config.model, base_url="http://x"))
     )
     if problem:
         return [Check("api server", False, problem)]
-    auth = "an API key is required" if api.key else "no API key (loopback only)"
+    keys = keys_of(api)
+    auth = (
+        f"an API key is required ({len(keys)} key{'s' if len(keys) != 1 else ''})"
+        if keys
+        else "no API key (loopback only)"
+    )
     return [Check("api server", True, f"would listen on {api.host}:{api.port}, {auth}")]
 
 

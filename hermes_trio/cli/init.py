@@ -22,6 +22,7 @@ import httpx
 import yaml
 
 from ..config import Config
+from ..llm.endpoints import endpoint
 from .discovery import discover, local_servers
 
 __all__ = ["Answers", "check_model_server", "check_telegram", "render", "run_init"]
@@ -52,7 +53,7 @@ def check_model_server(base_url: str, api_key: str | None) -> list[str]:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         with httpx.Client(timeout=TIMEOUT, trust_env=False) as http:
-            reply = http.get(base_url.rstrip("/") + "/models", headers=headers)
+            reply = http.get(endpoint(base_url, "/models"), headers=headers)
     except httpx.HTTPError as exc:
         raise Refused(f"cannot reach {base_url} ({type(exc).__name__})") from None
     if reply.status_code in (401, 403):

@@ -128,21 +128,33 @@ async def _main(config: Config) -> int:
             agent_for(config) as agent,
             open_api_server(config, agent=agent, shutdown=stop) as server,
         ):
-            say_listening(config, server.base_url, server.port)
             async with trio.open_nursery() as nursery:
+                # Before the server says it listens: a SIGHUP that comes
+                # before the handler would end the process.
+                await nursery.start(reload_keys_on_sighup, config, server.state.keys)
+                say_listening(
+                    config, server.base_url, server.port, keyed=server.state.keys.required
+                )
                 nursery.start_soon(check_model_server, server.state.agent)
-                nursery.start_soon(reload_keys_on_sighup, config, server.state.keys)
                 await stop.wait()
                 nursery.cancel_scope.cancel()
 
     return await shell.until_stop_signal(serve, grace=STOP_GRACE)
 
 
-def say_listening(config: Config, base_url: str, port: int) -> None:
+def say_listening(config: Config, base_url: str, port: int, *, keyed: bool | None = None) -> None:
     """The lines that say the server is up: where, which model server, and
-    (last, what to open) the chat page."""
+    (last, what to open) the chat page. ``keyed``: whether the server asks
+    for a key (``api_server.key`` or named keys); read from the settings
+    when not given."""
     api = config.api_server
-    auth = "an API key is required" if api.key else "no API key required"
+    if keyed is None:
+        try:
+            keyed = bool(keys_of(api))
+        except ConfigError:
+            # The start was refused for it already; never claim "no key".
+            keyed = True
+    auth = "an API key is required" if keyed else "no API key required"
     shell.say(f"listening on {base_url} (model '{api.model_name}', {auth})")
     shell.say(
         f"model server {shown_url(config.model.base_url or '')} "
@@ -167,10 +179,14 @@ def page_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
-async def reload_keys_on_sighup(config: Config, ring: KeyRing) -> None:
+async def reload_keys_on_sighup(
+    config: Config, ring: KeyRing, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     """SIGHUP: the API keys again from the config file and the keys file,
-    no restart; a bad file is one logged line and the keys stay as they were."""
+    no restart; a bad file is one logged line and the keys stay as they were.
+    Started (``nursery.start``) once the signal is caught."""
     with trio.open_signal_receiver(signal.SIGHUP) as hangups:
+        task_status.started()
         async for _ in hangups:
             try:
                 fresh = load_config(config.source) if config.source else config

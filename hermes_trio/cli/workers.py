@@ -387,16 +387,19 @@ async def _supervise_with(config: Config, command: list[str], count: int) -> int
 
         async def run(stop: trio.Event) -> None:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_pass_on_hangups, supervisor)
+                await nursery.start(_pass_on_hangups, supervisor)
                 await supervisor.run(stop)
                 nursery.cancel_scope.cancel()
 
         return await shell.until_stop_signal(run, grace=STOP_GRACE)
 
 
-async def _pass_on_hangups(supervisor: Supervisor) -> None:
+async def _pass_on_hangups(
+    supervisor: Supervisor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     """SIGHUP (reload the API keys) goes to every worker."""
     with trio.open_signal_receiver(signal.SIGHUP) as hangups:
+        task_status.started()
         async for _ in hangups:
             for pid in list(supervisor.pids.values()):
                 with contextlib.suppress(ProcessLookupError):
@@ -493,10 +496,11 @@ async def _serve_as_worker(
                         headers={WORKER_HEADER: str(index)},
                     ) as server,
                 ):
+                    # SIGHUP is caught before the worker says it serves.
+                    await nursery.start(reload_keys_on_sighup, config, server.state.keys)
                     await control.send(READY)
                     if index == 0:
                         nursery.start_soon(check_model_server, server.state.agent)
-                    nursery.start_soon(reload_keys_on_sighup, config, server.state.keys)
                     await stop.wait()
                 nursery.cancel_scope.cancel()
 

@@ -45,6 +45,7 @@ from ..wire.sse import SSEDecoder, SSEError, SSEEvent
 from ..wire.upstream_fields import ChunkError, ProviderError
 from ..wire.upstream_json import loads_upstream
 from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
+from .endpoints import endpoint
 from .errors import NO_MODEL_SERVER, ModelError, request_refused
 from .http_body import open_body
 from .pool import PooledTransport
@@ -431,7 +432,7 @@ class ModelClient:
         ``ValueError`` when its answer is not a model list."""
         base_url = self.config.base_url or ""
         headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
-        url = base_url.rstrip("/") + "/models"
+        url = endpoint(base_url, "/models")
         async with self.http.stream("GET", url, headers=headers) as response:
             raw = await _read_capped(response, _MAX_ERROR_BYTES * 16)
             status = response.status_code
@@ -532,7 +533,7 @@ class ModelClient:
 
     def _url(self, target: Target) -> str:
         path = "/responses" if target.api_mode == "responses" else "/chat/completions"
-        return target.base_url.rstrip("/") + path
+        return endpoint(target.base_url, path)
 
     async def _stream_once(
         self, target: Target, request: ModelRequest, delivery: _Delivery

@@ -168,16 +168,21 @@ def create_app(state: ServerState) -> QuartTrio:
     return app
 
 
-def asgi_app(state: ServerState) -> Front:
+def asgi_app(state: ServerState, *, session_key: bytes | None = None) -> Front:
     """The whole server as one ASGI app: the gate and the body deadlines in
-    front of :func:`create_app`'s routes."""
+    front of :func:`create_app`'s routes. ``session_key`` keys the session
+    hashes of the request log (a random one when not given)."""
     api = state.settings
     gate = GateSettings.of(
         key=api.key, allowed_hosts=api.allowed_hosts, cors_origins=api.cors_origins
     )
+    keys = state.keys
     return Front(
         create_app(state),
         gate,
         body_timeout=api.body_timeout,
         body_total_timeout=api.body_total_timeout,
+        # Named keys count as much as api_server.key, also after a reload.
+        key_required=lambda: keys.required,
+        session_key=session_key,
     )

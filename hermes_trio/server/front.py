@@ -18,6 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import secrets
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -106,11 +109,25 @@ class Front:
         *,
         body_timeout: float = math.inf,
         body_total_timeout: float = math.inf,
+        key_required: Callable[[], bool] | None = None,
+        session_key: bytes | None = None,
     ) -> None:
         self.app = app
         self.settings = settings
         self.body_timeout = body_timeout
         self.body_total_timeout = body_total_timeout
+        self.key_required = key_required
+        """Whether the server has a key now (its keys may be reloaded);
+        None: ``settings.key_required`` says."""
+        self.session_key = session_key or secrets.token_bytes(32)
+
+    def _gate_settings(self) -> GateSettings:
+        settings = self.settings
+        if self.key_required is not None:
+            required = self.key_required()
+            if required != settings.key_required:
+                settings = replace(settings, key_required=required)
+        return settings
 
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
@@ -128,7 +145,7 @@ class Front:
             str(scope.get("method", "GET")),
             str(scope.get("path", "")),
             trio.current_time(),
-            session=session_hash(headers.get("x-session-id")),
+            session=session_hash(headers.get("x-session-id"), self.session_key),
         )
         extensions: dict[str, Any] = scope.setdefault("extensions", {})
         extensions[SCOPE_KEY] = record
@@ -166,7 +183,7 @@ class Front:
         record: RequestRecord | None = None,
     ) -> None:
         kind = scope["type"]
-        decision = decide(gate_request(scope), self.settings)
+        decision = decide(gate_request(scope), self._gate_settings())
         if isinstance(decision, Refuse):
             if record is not None:
                 record.error_code = decision.code

@@ -26,7 +26,7 @@ from collections import deque
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from ..config import ApiKeyConfig, ApiServerConfig, load_keys_file
+from ..config import ApiKeyConfig, ApiServerConfig, ConfigError, load_keys_file
 
 __all__ = [
     "WINDOW",
@@ -111,10 +111,28 @@ class Budget:
 
 def keys_of(settings: ApiServerConfig) -> list[NamedKey]:
     """Every key the settings name; raises ``ConfigError`` for a bad keys
-    file."""
-    listed: list[ApiKeyConfig] = list(settings.keys)
+    file, and for a name or a key given twice across ``api_server.key``
+    (named ``default``), ``api_server.keys`` and the keys file: a name is
+    how the log and the limits tell keys apart, so two keys under one name
+    would share one budget and one line."""
+    listed: list[tuple[ApiKeyConfig, str]] = [(k, "api_server.keys") for k in settings.keys]
     if settings.keys_file:
-        listed += load_keys_file(settings.keys_file)
+        where = f"api_server.keys_file {settings.keys_file}"
+        listed += [(k, where) for k in load_keys_file(settings.keys_file)]
+    names: dict[str, str] = {"default": "api_server.key"} if settings.key else {}
+    secrets: dict[str, str] = {settings.key: "api_server.key"} if settings.key else {}
+    for entry, where in listed:
+        if entry.name in names:
+            raise ConfigError(
+                f"{where}: the key name {entry.name!r} is also used by {names[entry.name]} "
+                "(each key needs a name of its own)"
+            )
+        if entry.key and entry.key in secrets:
+            raise ConfigError(
+                f"{where}: the key named {entry.name!r} is also listed in {secrets[entry.key]}"
+            )
+        names[entry.name] = where
+        secrets[entry.key or ""] = f"{where} (as {entry.name!r})"
     keys = [
         NamedKey(
             k.name,
@@ -123,7 +141,7 @@ def keys_of(settings: ApiServerConfig) -> list[NamedKey]:
             k.requests_per_minute,
             k.tokens_per_minute,
         )
-        for k in listed
+        for k, _ in listed
     ]
     if settings.key:
         keys.insert(0, NamedKey("default", settings.key.encode()))

@@ -31,6 +31,7 @@ import orjson
 import trio
 from quart import Response
 
+from ..llm.endpoints import endpoint
 from ..llm.http_body import open_body
 from ..redaction import shown_url
 from ..wire.relay import (
@@ -206,7 +207,7 @@ async def _relay_task(
 ) -> None:
     config = state.agent.config.model
     where = _where(state)
-    url = (config.base_url or "").rstrip("/") + "/chat/completions"
+    url = endpoint(config.base_url or "", "/chat/completions")
     headers = {"Content-Type": "application/json"}
     if config.api_key:
         headers["Authorization"] = f"Bearer {config.api_key}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import hmac
 import json
 import logging
 import re
@@ -31,6 +32,7 @@ __all__ = [
     "RequestRecord",
     "current_record",
     "current_request_id",
+    "escape_controls",
     "request_id",
     "session_hash",
 ]
@@ -57,11 +59,34 @@ def request_id(given: str | None) -> str:
     return "req_" + secrets.token_hex(12)
 
 
-def session_hash(session_id: str | None) -> str | None:
-    """What the log says of a session: a hash, never the id itself."""
+def session_hash(session_id: str | None, key: bytes) -> str | None:
+    """What the log says of a session: an HMAC under this install's secret
+    ``key``, never the id itself. A bare hash of a short or guessable id
+    would be reversed by trying ids; the same id still gives the same
+    hash across restarts, so a session's lines can be followed."""
     if not session_id:
         return None
-    return hashlib.sha256(session_id.encode()).hexdigest()[:12]
+    return hmac.new(key, session_id.encode(), hashlib.sha256).hexdigest()[:12]
+
+
+def _escaped(char: str) -> str:
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every character that is not printable written as a
+    visible escape (``\\x0a``): a request's path and headers are the
+    client's words, and a newline (``%0a``), an escape sequence for the
+    terminal, a line separator a log shipper splits on (U+2028, U+0085) or
+    a bidirectional override must not forge or disguise a log line."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(char) for char in text)
 
 
 @dataclass
@@ -113,10 +138,14 @@ class RequestRecord:
         }
 
     def line(self, ended: float, *, as_json: bool) -> str:
-        fields = {k: v for k, v in self.fields(ended).items() if v is not None}
+        fields = {
+            k: escape_controls(v) if isinstance(v, str) else v
+            for k, v in self.fields(ended).items()
+            if v is not None
+        }
         if as_json:
             return json.dumps(fields, ensure_ascii=False)
-        head = f"{self.method} {self.path} {self.status} {fields.pop('duration_ms')}ms"
+        head = f"{fields['method']} {fields['path']} {self.status} {fields.pop('duration_ms')}ms"
         for key in ("method", "path", "status"):
             fields.pop(key)
         return head + "".join(f" {k}={v}" for k, v in fields.items())

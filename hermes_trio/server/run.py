@@ -9,11 +9,13 @@ embed it all start it this way.
 from __future__ import annotations
 
 import logging
+import secrets
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TypeVar
 
 import trio
@@ -21,7 +23,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.utils import wrap_app
 
 from ..agent import Agent, open_agent
-from ..config import Config
+from ..config import Config, ConfigError
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from ..serving.capacity import per_client_limit
@@ -30,10 +32,17 @@ from .gate import is_loopback
 from .keys import KeyRing, keys_of
 from .sessions import SESSION_INTERRUPTED, SessionStore
 from .state import ServerState
-from .store import SignalHandlers, Store, keep_store, open_store, wall_clock
+from .store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
 from .turns import TurnSlots
 
-__all__ = ["ApiServer", "StoreInUse", "open_api_server", "open_shared_store", "startup_problem"]
+__all__ = [
+    "ApiServer",
+    "StoreInUse",
+    "open_api_server",
+    "open_shared_store",
+    "session_key",
+    "startup_problem",
+]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -61,12 +70,44 @@ def startup_problem(config: Config) -> str | None:
     if not config.model.base_url:
         return NO_MODEL_SERVER
     api = config.api_server
-    if not is_loopback(api.host) and not (api.key or api.keys or api.keys_file):
+    try:
+        # The keys file is read here too: a broken one stops the start in
+        # one line, and a file that lists no key is no key.
+        keyed = bool(keys_of(api))
+    except ConfigError as exc:
+        return str(exc)
+    if not is_loopback(api.host) and not keyed:
         return (
             f"api_server.host is {api.host}, which is not a loopback address: set an API key "
-            "(api_server.key or API_SERVER_KEY) before listening beyond this machine"
+            "(api_server.key or API_SERVER_KEY, or named keys in api_server.keys or "
+            "api_server.keys_file) before listening beyond this machine"
         )
     return None
+
+
+def session_key(config: Config) -> bytes:
+    """The key of the session hashes in the request log: this install's
+    secret in ``store.data_dir``, so the same session has the same hash
+    after a restart and nobody without the secret can tell which id it was.
+    A data directory that cannot hold it gives a key of this process only
+    (hashes change at each restart), with a warning."""
+    directory = Path(config.store.data_dir).expanduser()
+    try:
+        secret, changed = install_secret(directory)
+    except OSError as exc:
+        log.warning(
+            "no install secret in store.data_dir %s (%s): session hashes in the request log "
+            "change at each restart",
+            directory,
+            exc.strerror or exc,
+        )
+        return secrets.token_bytes(32)
+    if changed:
+        log.warning(
+            "the install secret was readable by other users of this machine; made private: %s",
+            ", ".join(changed),
+        )
+    return secret
 
 
 def _hypercorn_config() -> HypercornConfig:
@@ -134,7 +175,7 @@ async def open_api_server(
         )
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
         in_use.signals.busy = lambda: bool(state.turns)
-        app = asgi_app(state)
+        app = asgi_app(state, session_key=await trio.to_thread.run_sync(session_key, config))
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config()
         stop = shutdown if shutdown is not None else trio.Event()

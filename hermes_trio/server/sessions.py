@@ -205,7 +205,9 @@ class SessionStore:
         with trio.move_on_after(RELEASE_GRACE, shield=True):
             try:
                 if not await self.store.release_conversation(key, turn, messages):
-                    log.warning("session %s was taken over; this turn's history is dropped", key)
+                    # Not the key: it holds the client's session id. The
+                    # line's request id leads to the request's hashed one.
+                    log.warning("a session was taken over; this turn's history is dropped")
             except StoreError:
                 # Logged by the store; the history stays as before the turn.
                 pass

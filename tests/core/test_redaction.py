@@ -307,3 +307,17 @@ async def test_a_platform_error_echoing_part_of_its_token_is_redacted() -> None:
             await adapter.check()
     assert "invalid token" in str(info.value)
     assert token[:14] not in str(info.value) and token[-9:] not in str(info.value)
+
+
+def test_the_basic_form_of_url_credentials_is_a_secret_and_a_bare_user_name_is_not() -> None:
+    import base64
+
+    ModelConfig(base_url="http://basicuser:Basic-Passw0rd-77@basic.test/v1")
+    basic = base64.b64encode(b"basicuser:Basic-Passw0rd-77").decode()
+    for leaked in (f"Authorization: Basic {basic}", f"echoed {basic.rstrip('=')}"):
+        assert basic.rstrip("=") not in redaction.redact(leaked)
+    # A token as the user name is a secret; an ordinary user name is not.
+    redaction.register_url("https://Tok3n-As-The-User-Name-0123@git.test/repo")
+    assert "Tok3n-As-The-User-Name-0123" not in redaction.redact("Tok3n-As-The-User-Name-0123")
+    redaction.register_url("postgresql://plainuser@db.test:5432/hermes")
+    assert redaction.redact("postgresql://plainuser@db.test") == "postgresql://plainuser@db.test"

@@ -178,3 +178,27 @@ async def test_least_recently_used_sessions_go_beyond_the_limit() -> None:
         m["content"] for m in model.model_requests[-1].json["messages"] if m["role"] != "system"
     ]
     assert sent == ["I am s1"]
+
+
+async def test_a_session_taken_over_is_logged_without_its_id(tmp_path: Any, caplog: Any) -> None:
+    """The session id is the client's secret and its words: the request log
+    shows only a keyed hash of it, and no other line shows it at all."""
+    import logging
+
+    from hermes_trio.server.sessions import SessionStore
+    from hermes_trio.server.store import SQLiteStore, owner_scope
+
+    store = SQLiteStore(tmp_path / "s.sqlite3")
+    await store.open()
+    try:
+        sessions = SessionStore(store, ttl=60)
+        key = SessionStore.key(owner_scope("k"), "secret-session-id\nFORGED")
+        await sessions.claim(key, "turn-1")
+        caplog.set_level(logging.WARNING, logger="hermes_trio.server")
+        # Another turn's release: this one no longer holds the session.
+        await sessions.release(key, "turn-2", [{"role": "user", "content": "x"}])
+    finally:
+        await store.aclose()
+    said = [r.getMessage() for r in caplog.records if "taken over" in r.getMessage()]
+    assert len(said) == 1
+    assert "secret-session-id" not in said[0] and "\n" not in said[0]

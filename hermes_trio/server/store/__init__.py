@@ -59,6 +59,7 @@ from .base import (
 from .duties import SIGNAL_POLL, SignalHandlers, keep_store
 from .opening import open_store, store_path
 from .postgres import PostgresStore
+from .private import install_secret
 from .sqlite import DB_FILENAME, SQLiteStore, store_failure
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "StoreError",
     "StoreOpenError",
     "StoredResponse",
+    "install_secret",
     "keep_store",
     "open_store",
     "owner_scope",

@@ -49,7 +49,8 @@ def _make_data_dir(directory: Path) -> None:
     """Create the data directory, or say in one line why not."""
     where = f"store.data_dir {directory}"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        # Private from the start: it will hold every conversation.
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise StoreOpenError(f"{where} is not a directory {_FIX}") from None
     except OSError as exc:
@@ -94,10 +95,13 @@ async def open_store(
     ends what processes that are gone left running, as ``incomplete``.
     Several processes may have the same store open.
 
-    Raises :class:`StoreOpenError` when it cannot be opened.
+    Raises :class:`StoreOpenError` when it cannot be opened. A PostgreSQL
+    store's probe (:meth:`PostgresStore.keep_reachable`) runs for the life
+    of the block.
     """
     settings = config.store
     store: SQLStore
+    pg: PostgresStore | None = None
     if settings.url:
         pg = PostgresStore(
             settings.url,
@@ -110,7 +114,13 @@ async def open_store(
     else:
         store = await _open_sqlite(settings, recover=recover, clock=clock)
     try:
-        yield store
+        async with trio.open_nursery() as probe:
+            if pg is not None:
+                await probe.start(pg.keep_reachable)
+            try:
+                yield store
+            finally:
+                probe.cancel_scope.cancel()
     finally:
         # Closing waits for a running statement; shielded so a cancelled
         # server still releases the store cleanly.

@@ -14,6 +14,12 @@ never one per token; signals are polled only while turns run), so the
 thread's cost stays off the per-token path, and a transaction in a thread
 always runs to its end, whatever is cancelled meanwhile.
 
+When the database server cannot be reached, the first failed connection
+opens a circuit breaker (:mod:`.reachability`): statements are refused at
+once with a 503 ``store_unreachable`` instead of each waiting for the
+pool's timeout, until a background probe (:meth:`PostgresStore.keep_reachable`,
+run by :func:`~.opening.open_store`) connects again.
+
 The schema lives in the connection's ``search_path`` (a ``?options=-c
 search_path=…`` in the URL picks a schema). Its version is the one row of
 ``hermes_schema``; opening migrates an older schema under an advisory lock
@@ -34,6 +40,7 @@ from psycopg import errors as pg_errors
 from ...redaction import shown_url
 from . import statements as sql
 from .base import StoreError, StoreOpenError, wall_clock
+from .reachability import Reachability
 from .runners import Runner, this_runner
 from .shared import SQLStore
 from .sqlite import SCHEMA_VERSION
@@ -45,6 +52,9 @@ log = logging.getLogger("hermes_trio.server.store")
 T = TypeVar("T")
 
 POOL_SIZE = 8
+# How long the probe's connection attempt may take (libpq's least).
+PROBE_CONNECT_TIMEOUT = 2
+UNREACHABLE = "store_unreachable", "the response store's database cannot be reached"
 # The advisory lock that serialises migrations between processes.
 _MIGRATION_LOCK = 0x6865726D6573
 
@@ -161,7 +171,7 @@ def _failure(exc: Exception) -> tuple[str, str]:
     ):
         return "store_busy", "the response store is busy"
     if isinstance(exc, psycopg_pool.PoolTimeout | psycopg.OperationalError):
-        return "store_unreachable", "the response store's database cannot be reached"
+        return UNREACHABLE
     if isinstance(exc, pg_errors.DataCorrupted):
         return "store_corrupt", "the response store is damaged"
     return "store_error", "the response store failed"
@@ -214,6 +224,9 @@ class PostgresStore(SQLStore):
         self._limiter = trio.CapacityLimiter(pool_size)
         self._pool_size = pool_size
         self._failing: str | None = None
+        self.reachability = Reachability()
+        # Set when an outage begins: wakes the probe.
+        self._outage = trio.Event()
 
     def _refused(self, exc: Exception) -> StoreError:
         code, message = _failure(exc)
@@ -232,6 +245,10 @@ class PostgresStore(SQLStore):
         pool = self._pool
         if pool is None:
             raise RuntimeError("the response store is closed")
+        if not self.reachability.up:
+            # Logged when the outage began; the probe says when it ends.
+            code, message = UNREACHABLE
+            raise StoreError(code, f"{message}; try again later")
 
         def run() -> T:
             with pool.connection() as conn, conn.transaction():
@@ -241,7 +258,14 @@ class PostgresStore(SQLStore):
             # Never abandoned on cancel: the transaction runs to its end.
             result = await trio.to_thread.run_sync(run, limiter=self._limiter)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise self._refused(exc) from exc
+            if pool is not self._pool:
+                # A pool the probe replaced since says nothing of now.
+                code, message = _failure(exc)
+                raise StoreError(code, f"{message}; try again later") from exc
+            refused = self._refused(exc)
+            if refused.code == UNREACHABLE[0] and self.reachability.lost(trio.current_time()):
+                self._outage.set()
+            raise refused from exc
         if write and self._failing is not None:
             self._failing = None
             log.warning("the response store works again (%s)", shown_url(self.url))
@@ -261,17 +285,7 @@ class PostgresStore(SQLStore):
         def connect() -> psycopg_pool.ConnectionPool[Any]:
             with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn:
                 _migrate(conn)
-            pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
-                self.url,
-                min_size=1,
-                max_size=self._pool_size,
-                kwargs={"autocommit": True},
-                open=False,
-                timeout=10.0,
-                name="hermes-store",
-            )
-            pool.open(wait=True, timeout=10.0)
-            return pool
+            return self._new_pool(10.0)
 
         try:
             self._pool = await trio.to_thread.run_sync(connect)
@@ -286,6 +300,85 @@ class PostgresStore(SQLStore):
         await self.prune()
         if recover:
             await self.recover_interrupted()
+
+    async def keep_reachable(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """While the database cannot be reached, try a fresh connection now
+        and then (:class:`~.reachability.Reachability` says when); the first
+        that works lets statements through again. Runs for the life of the
+        store."""
+        task_status.started()
+        while True:
+            while self.reachability.up:
+                self._outage = trio.Event()
+                await self._outage.wait()
+            when = self.reachability.next_probe
+            if when is not None:
+                await trio.sleep_until(when)
+            works = await self._probe_once()
+            now = trio.current_time()
+            if not works:
+                self.reachability.probe_failed(now)
+                continue
+            lasted = self.reachability.found(now)
+            self._failing = None
+            log.warning(
+                "the response store works again (%s; unreachable for %.1f s)",
+                shown_url(self.url),
+                lasted,
+            )
+
+    def _new_pool(self, timeout: float) -> psycopg_pool.ConnectionPool[Any]:
+        """An open pool with its first connection made (raises
+        ``PoolTimeout`` when that takes over ``timeout`` seconds)."""
+        pool: psycopg_pool.ConnectionPool[Any] = psycopg_pool.ConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=self._pool_size,
+            kwargs={"autocommit": True},
+            open=False,
+            timeout=10.0,
+            name="hermes-store",
+        )
+        try:
+            pool.open(wait=True, timeout=timeout)
+        except BaseException:
+            pool.close()
+            raise
+        return pool
+
+    async def _probe_once(self) -> bool:
+        """Whether the database answers a fresh connection; if it does, the
+        store's pool is replaced by a fresh one. The old pool's connections
+        died with the outage, and its own reconnection attempts back off for
+        minutes: kept, it would fail or stall the first requests after it."""
+        # Abandoned if the store closes meanwhile: the attempt ends by
+        # itself within its connect timeout.
+        if not await trio.to_thread.run_sync(self._answers, abandon_on_cancel=True):
+            return False
+        # Shielded: a pool once opened is either the store's or closed.
+        with trio.CancelScope(shield=True):
+            try:
+                fresh = await trio.to_thread.run_sync(self._new_pool, float(PROBE_CONNECT_TIMEOUT))
+            except psycopg.Error:
+                return False
+            old, self._pool = self._pool, fresh
+            # A store closed meanwhile closes the fresh pool too.
+            await trio.to_thread.run_sync((fresh if old is None else old).close)
+            if old is None:
+                self._pool = None
+        return True
+
+    def _answers(self) -> bool:
+        try:
+            with psycopg.connect(
+                self.url, autocommit=True, connect_timeout=PROBE_CONNECT_TIMEOUT
+            ) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error:
+            return False
+        return True
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None

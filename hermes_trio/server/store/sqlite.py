@@ -30,6 +30,7 @@ import trio
 
 from . import statements as sql
 from .base import StoreError, wall_clock
+from .private import private_dir, private_file
 from .runners import Runner, this_runner
 from .shared import SQLStore
 
@@ -312,7 +313,7 @@ class SQLiteStore(SQLStore):
         ``recover``, end what processes that are gone left running."""
 
         def connect() -> tuple[sqlite3.Connection, sqlite3.Connection | None]:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._make_private()
             conn = _connect(self.path)
             reader = None
             try:
@@ -337,6 +338,10 @@ class SQLiteStore(SQLStore):
                 self._conn, self._reader = await trio.to_thread.run_sync(connect)
             except sqlite3.Error as exc:
                 raise self._refused(exc) from exc
+            except OSError as exc:
+                raise StoreError(
+                    "store_io_error", f"the response store could not use its files ({exc})"
+                ) from exc
             except NewerSchema as exc:
                 raise StoreError(
                     "store_newer", f"the response store was written by a newer version ({exc})"
@@ -347,6 +352,22 @@ class SQLiteStore(SQLStore):
                 await self.recover_interrupted()
         finally:
             self._quiet = False
+
+    def _make_private(self) -> None:
+        """The directory ``0700``, the file and its ``-wal`` and ``-shm``
+        ``0600`` (SQLite gives those two the file's mode when it makes
+        them); wider modes left by an older version are tightened, in one
+        line."""
+        changed = private_dir(self.path.parent)
+        changed += private_file(self.path)
+        for suffix in ("-wal", "-shm", "-journal"):
+            changed += private_file(self.path.with_name(self.path.name + suffix), create=False)
+        if changed:
+            log.warning(
+                "the store's files were readable by other users of this machine; made "
+                "private (they hold every conversation): %s",
+                ", ".join(changed),
+            )
 
     async def aclose(self) -> None:
         if self._conn is not None:

@@ -25,7 +25,14 @@ from typing import TypeVar, cast
 import trio
 
 from ..events import ApprovalRequested, ApprovalResolved, StreamEvent
-from .messenger import Button, ButtonMessenger, Messenger, PlatformError, RateLimited
+from .messenger import (
+    Button,
+    ButtonMessenger,
+    ButtonsRefused,
+    Messenger,
+    PlatformError,
+    RateLimited,
+)
 
 __all__ = [
     "PROMPT_GRACE",
@@ -127,6 +134,8 @@ class _Shown:
     event: ApprovalRequested
     message_id: str | None
     """None: the prompt could not be sent."""
+    buttons: bool
+    """Shown with buttons (else it asks for a typed answer)."""
 
 
 class ApprovalPrompts:
@@ -159,29 +168,38 @@ class ApprovalPrompts:
 
     async def ask(self, event: ApprovalRequested) -> None:
         buttons = self._messenger.capabilities.buttons
-        text = prompt_text(event, typed=not buttons)
         message_id: str | None = None
         try:
             if buttons:
                 with_buttons = cast(ButtonMessenger, self._messenger)
-                message_id = await _retrying(
-                    lambda: with_buttons.send_buttons(
-                        text,
-                        (
-                            Button("Approve", button_data(event.id, True)),
-                            Button("Deny", button_data(event.id, False), danger=True),
-                        ),
+                text = prompt_text(event, typed=False)
+                try:
+                    message_id = await _retrying(
+                        lambda: with_buttons.send_buttons(
+                            text,
+                            (
+                                Button("Approve", button_data(event.id, True)),
+                                Button("Deny", button_data(event.id, False), danger=True),
+                            ),
+                        )
                     )
-                )
-            else:
+                except ButtonsRefused:
+                    buttons = False
+            if not buttons:
+                text = prompt_text(event, typed=True)
                 message_id = await _retrying(lambda: self._messenger.send(text))
         except PlatformError as exc:
             # The question still waits and may be answered elsewhere (an
             # approver); it expires on its own otherwise.
             log.warning("could not show an approval prompt: %s", exc)
-        self.shown[event.id] = _Shown(event, message_id)
-        if not buttons and self._typed is not None:
-            self._typed(event.id)
+        self.shown[event.id] = _Shown(event, message_id, buttons)
+        self._tell_typed()
+
+    def _tell_typed(self) -> None:
+        # The newest open question without buttons is the one "yes" answers.
+        if self._typed is not None:
+            typed = [key for key, shown in self.shown.items() if not shown.buttons]
+            self._typed(typed[-1] if typed else None)
 
     async def settle(self, resolved: ApprovalResolved) -> None:
         shown = self.shown.pop(resolved.id, None)
@@ -199,13 +217,12 @@ class ApprovalPrompts:
             await self._show(shown, outcome_text(shown.event, "cancelled", why=why))
 
     async def _show(self, shown: _Shown, text: str) -> None:
-        if self._typed is not None and not self.shown:
-            self._typed(None)
+        self._tell_typed()
         if shown.message_id is None:
             return
         message_id = shown.message_id
         try:
-            if self._messenger.capabilities.buttons:
+            if shown.buttons:
                 with_buttons = cast(ButtonMessenger, self._messenger)
                 await _retrying(lambda: with_buttons.close_buttons(message_id, text))
             elif self._messenger.capabilities.can_edit:

@@ -20,6 +20,7 @@ from typing import Literal, Protocol
 __all__ = [
     "Button",
     "ButtonMessenger",
+    "ButtonsRefused",
     "Capabilities",
     "DraftMessenger",
     "DraftRefused",
@@ -120,13 +121,20 @@ class Button:
     """Drawn as a destructive choice where the platform can (red)."""
 
 
+class ButtonsRefused(PlatformError):
+    """These buttons, or this text with buttons, are beyond what the
+    platform shows (WhatsApp: three buttons, 20-character titles, a
+    1024-character text): send it without buttons instead."""
+
+
 class ButtonMessenger(Messenger, Protocol):
     """A messenger whose platform shows buttons under a message and tells
     the bot who pressed one (Telegram inline keyboards, Discord components,
     Slack Block Kit, WhatsApp reply buttons)."""
 
     async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
-        """Send ``text`` with ``buttons`` under it; returns its id."""
+        """Send ``text`` with ``buttons`` under it; returns its id. Raises
+        ``ButtonsRefused`` when the platform cannot show them."""
         ...
 
     async def close_buttons(self, message_id: str, text: str) -> None:

@@ -16,6 +16,7 @@ from hermes_trio.config import (
     ApprovalsConfig,
     HomeAssistantConfig,
     PlatformsConfig,
+    UserId,
     WhatsAppConfig,
 )
 from hermes_trio.gateway import Gateway
@@ -85,7 +86,7 @@ async def test_whatsapp_reply_buttons(tmp_path: Path) -> None:
         gateway_stack(
             script,
             platforms=whatsapp_platforms(whatsapp),
-            approvals=ApprovalsConfig(approvers=[f"whatsapp:{OTHER}"]),
+            approvals=ApprovalsConfig(approvers=[UserId(f"whatsapp:{OTHER}")]),
         ) as (gateway, _),
     ):
         url = webhook(gateway, "whatsapp")

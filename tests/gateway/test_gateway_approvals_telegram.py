@@ -35,6 +35,14 @@ def tool_turn(marker: Path, answer: str) -> list[Any]:
 async def running(
     tmp_path: Path, script: list[Any], **env: str
 ) -> AsyncIterator[tuple[FakeTelegram, Any]]:
+    async with running_process(tmp_path, script, **env) as (telegram, model, _):
+        yield telegram, model
+
+
+@asynccontextmanager
+async def running_process(
+    tmp_path: Path, script: list[Any], **env: str
+) -> AsyncIterator[tuple[FakeTelegram, Any, trio.Process]]:
     async with (
         open_scripted_server(script) as model,
         open_fake_telegram(TOKEN) as telegram,
@@ -53,7 +61,7 @@ async def running(
                 await out.wait_for(b"running telegram")
             assert not waiting.cancelled_caught, f"no ready line; stderr: {err.text()}"
             try:
-                yield telegram, model
+                yield telegram, model, process
             finally:
                 process.send_signal(signal.SIGTERM)
                 with trio.fail_after(10):
@@ -182,3 +190,27 @@ async def test_a_press_after_the_timeout_runs_nothing(tmp_path: Path) -> None:
         (late,) = answered(telegram)
         assert late["text"] == "This request is no longer pending."
         assert not marker.exists()
+
+
+async def test_stop_and_shutdown_cancel_the_question(tmp_path: Path) -> None:
+    stopped, shut = tmp_path / "stopped", tmp_path / "shut"
+    script = [
+        ToolCallReply([("terminal", {"command": flagged(stopped)})]),
+        ToolCallReply([("terminal", {"command": flagged(shut)})]),
+    ]
+    async with running_process(tmp_path, script) as (telegram, _, process):
+        telegram.push_message(chat_id=REQUESTER, user_id=REQUESTER, text="clean up")
+        first = await shown_prompt(telegram, REQUESTER)
+        telegram.push_message(chat_id=REQUESTER, user_id=REQUESTER, text="/stop")
+        with trio.fail_after(10):
+            await telegram.wait_until(lambda: not first.keyboard)
+        assert first.text.startswith("🚫 Cancelled (stopped)")
+
+        telegram.push_message(chat_id=REQUESTER, user_id=REQUESTER, text="again")
+        second = await shown_prompt(telegram, REQUESTER)
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(10):
+            assert await process.wait() == 0
+        assert second.keyboard == []
+        assert second.text.startswith("🚫 Cancelled (the gateway is stopping)")
+    assert not stopped.exists() and not shut.exists()

@@ -210,7 +210,8 @@ class ApprovalsConfig:
     name)."""
     approvers: list[UserId] = field(default_factory=list)
     """Who may answer any approval besides the person who asked (user ids
-    on the chat platforms, API key names on the API server)."""
+    on the chat platforms, API key names on the API server). On the chat
+    platforms an entry ``telegram:123`` counts on that platform only."""
     per_platform: ApprovalTimeoutsConfig = field(default_factory=ApprovalTimeoutsConfig)
 
 

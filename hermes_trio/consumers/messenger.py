@@ -13,10 +13,14 @@ messages.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 __all__ = [
+    "Button",
+    "ButtonMessenger",
+    "ButtonsRefused",
     "Capabilities",
     "DraftMessenger",
     "DraftRefused",
@@ -44,6 +48,8 @@ class Capabilities:
     """True: the messenger is a ``DraftMessenger``; text that is still
     growing is shown in a draft (ephemeral, no message id), final text is
     sent as messages, and nothing is edited."""
+    buttons: bool = False
+    """True: the messenger is a ``ButtonMessenger``."""
 
 
 def measure(text: str, unit: LengthUnit) -> int:
@@ -100,4 +106,38 @@ class DraftMessenger(Messenger, Protocol):
     async def draft(self, text: str) -> None:
         """Show ``text`` in this answer's draft. Raises ``DraftRefused``
         when the platform will not show drafts here."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    """A button under a message: ``label`` is shown, ``data`` comes back
+    in the press (:class:`hermes_trio.platforms.base.ButtonPress`), kept
+    within every platform's limit (Telegram's callback_data: 64 bytes)."""
+
+    label: str
+    data: str
+    danger: bool = False
+    """Drawn as a destructive choice where the platform can (red)."""
+
+
+class ButtonsRefused(PlatformError):
+    """These buttons, or this text with buttons, are beyond what the
+    platform shows (WhatsApp: three buttons, 20-character titles, a
+    1024-character text): send it without buttons instead."""
+
+
+class ButtonMessenger(Messenger, Protocol):
+    """A messenger whose platform shows buttons under a message and tells
+    the bot who pressed one (Telegram inline keyboards, Discord components,
+    Slack Block Kit, WhatsApp reply buttons)."""
+
+    async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
+        """Send ``text`` with ``buttons`` under it; returns its id. Raises
+        ``ButtonsRefused`` when the platform cannot show them."""
+        ...
+
+    async def close_buttons(self, message_id: str, text: str) -> None:
+        """Show ``text`` in the message and take its buttons away (a
+        platform whose messages cannot change sends ``text`` anew)."""
         ...

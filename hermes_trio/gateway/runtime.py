@@ -190,7 +190,9 @@ class Gateway:
         happen in session workers, so a slow chat can't stall the inbound flow."""
         if platform not in self.adapters:
             raise ValueError(f"no adapter named {platform!r}")
-        if self._access.is_allowed(platform, message.user_id):
+        # A press is answered whoever pressed: the approval decides whether
+        # it counts, and tells anyone else so.
+        if message.press is not None or self._access.is_allowed(platform, message.user_id):
             self._chats.handle(platform, message)
             return
         refusal = self._access.refuse(platform, message)

@@ -22,9 +22,11 @@ whose chat hides tool progress is told once, the first time a tool runs
 long, that ``/verbose`` shows it (``LONG_TOOL_HINT``; remembered in the
 store, so a restart does not repeat it).
 
-Dangerous-command approval: chat platforms have no interactive approval yet,
-so a session's ``ToolContext`` has no ``approve`` callback and dangerous
-commands are refused unless ``agent.yolo`` is set.
+Dangerous-command approval: each turn asks the user who sent the message
+(and the platform's approvers; ``approval_answers``). The question is shown
+in the chat by ``consumers/approval_prompts`` in front of the editor, with
+buttons where the platform has them; a typed "yes" or "no" answers it
+where it has none (and is not taken as a new message).
 """
 
 from __future__ import annotations
@@ -40,14 +42,20 @@ import trio
 
 from ..agent import Agent
 from ..config import Config
+from ..consumers.approval_prompts import (
+    ApprovalPrompts,
+    parse_typed_answer,
+    with_approval_prompts,
+)
 from ..consumers.editor import EditorControl, run_editor
 from ..consumers.editor_plan import EditorReport, EditorSettings
 from ..consumers.messenger import Messenger, PlatformError, RateLimited
 from ..events import GatewayNotice, StreamEvent
-from ..platforms.base import InboundMessage
+from ..platforms.base import ButtonPress, InboundMessage
 from ..platforms.registry import edit_interval_for
 from ..tools import ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
+from .approval_answers import UserNames, acknowledge_press, answer, approval_channel
 from .chat_settings import ChatSettings, hint_key, verbose_key
 from .history import ChatHistory, MemoryHistory, chat_key
 from .user_content import user_content
@@ -154,6 +162,9 @@ class Session:
     working: bool = False
     turns_done: int = 0
     last_report: EditorReport | None = None
+    typed_approval: str | None = None
+    """The approval the running turn waits on that a typed "yes"/"no"
+    answers (its prompt has no buttons)."""
 
 
 class ChatSessions:
@@ -186,6 +197,7 @@ class ChatSessions:
         self._messenger = messenger
         self._notify = notify
         self._wall_clock = wall_clock
+        self.names = UserNames()
 
     def get(
         self, platform: str, chat_id: str | int, thread_id: str | int | None = None
@@ -200,7 +212,19 @@ class ChatSessions:
     def handle(self, platform: str, message: InboundMessage) -> None:
         """Queue an allowed message (or run its command) in its chat's
         session. Never waits: platform calls and turns happen in the worker."""
+        self.names.remember(platform, message.user_id, message.user_name)
+        if message.press is not None:
+            self._nursery.start_soon(self._press, platform, message.user_id, message.press)
+            return
         session = self._session(platform, message.chat_id, message.thread_id)
+        typed = parse_typed_answer(message.text) if session.typed_approval else None
+        if typed is not None and session.typed_approval is not None:
+            notice = answer(session.typed_approval, typed, message.user_id)
+            if notice is not None:
+                self._nursery.start_soon(
+                    self.say, platform, message.chat_id, notice, message.thread_id
+                )
+            return
         command = _command(message.text)
         if command == "/stop":
             had_work = self._cancel(session)
@@ -227,6 +251,12 @@ class ChatSessions:
                 session.turn.cancel("interrupted by a new message")
             session.pending.append(message)
         self._wake(session)
+
+    async def _press(self, platform: str, user_id: str, press: ButtonPress) -> None:
+        try:
+            await acknowledge_press(platform, user_id, press)
+        finally:
+            self._notify()
 
     def _session(self, platform: str, chat_id: str, thread_id: str | None) -> Session:
         key = (platform, chat_id, thread_id)
@@ -416,17 +446,33 @@ class ChatSessions:
             # stopping cancels a turn from outside.
             return RESTART_NOTICE if turn.interrupted is None else None
 
-        async def show(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
-            reports.append(
-                await run_editor(
-                    receive,
-                    messenger,
-                    settings,
-                    notices=notices,
-                    interrupt_notice=cut_off,
-                    control=control,
-                )
+        def why_cancelled() -> str:
+            if turn.interrupted is None:
+                return "the gateway is stopping"
+            return turn.interrupted
+
+        def typed(approval_id: str | None) -> None:
+            session.typed_approval = approval_id
+
+        prompts = ApprovalPrompts(
+            messenger,
+            who=lambda user_id: self.names.name(platform, user_id),
+            why_cancelled=why_cancelled,
+            typed=typed,
+        )
+
+        async def edit(receive: trio.MemoryReceiveChannel[StreamEvent]) -> EditorReport:
+            return await run_editor(
+                receive,
+                messenger,
+                settings,
+                notices=notices,
+                interrupt_notice=cut_off,
+                control=control,
             )
+
+        async def show(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+            reports.append(await with_approval_prompts(receive, edit, prompts))
 
         log.info("%s chat %s: turn started", platform, chat_id)
         began = trio.current_time()
@@ -444,8 +490,10 @@ class ChatSessions:
                 turn=turn,
                 stream=stream,
                 tool_context=session.tool_context,
+                approvals=approval_channel(self.agent, platform, batch[-1].user_id),
             )
         finally:
+            session.typed_approval = None
             session.turn = None
             session.control = None
             session.turns_done += 1

@@ -16,7 +16,13 @@ import trio
 
 from ..consumers.messenger import Messenger, PlatformError
 
-__all__ = ["Attachment", "CredentialsRejected", "InboundMessage", "PlatformAdapter"]
+__all__ = [
+    "Attachment",
+    "ButtonPress",
+    "CredentialsRejected",
+    "InboundMessage",
+    "PlatformAdapter",
+]
 
 
 class CredentialsRejected(PlatformError):
@@ -48,6 +54,28 @@ class Attachment:
         return (self.mime_type or "").lower().startswith("image/")
 
 
+async def _nothing_to_acknowledge(notice: str | None) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ButtonPress:
+    """Someone pressed a button the bot sent (``Button.data`` comes back as
+    ``data``), on the message ``message_id``.
+
+    ``acknowledge`` must be awaited once, soon (Discord allows 3 seconds):
+    ``None`` when the press was taken (the message itself will be updated),
+    else a short notice shown to the presser alone where the platform can
+    (Telegram's callback answer, Discord's ephemeral reply, Slack's
+    ephemeral message)."""
+
+    data: str
+    message_id: str | None = None
+    acknowledge: Callable[[str | None], Awaitable[None]] = field(
+        default=_nothing_to_acknowledge, compare=False, repr=False
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
     platform: str
@@ -64,6 +92,8 @@ class InboundMessage:
     attachments: tuple[Attachment, ...] = ()
     sent_at: float | None = None
     """When the user sent it, in Unix seconds by the platform's clock."""
+    press: ButtonPress | None = None
+    """Set when this is a button press, not a message (``text`` is empty)."""
 
 
 class PlatformAdapter(Protocol):

@@ -20,8 +20,9 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any, Protocol
 
 import httpx
@@ -29,9 +30,9 @@ import trio
 import trio_websocket
 
 from ..config import DiscordConfig
-from ..consumers.messenger import Capabilities, PlatformError
+from ..consumers.messenger import Button, Capabilities, PlatformError
 from ..retry import Backoff
-from .base import CredentialsRejected, InboundMessage
+from .base import ButtonPress, CredentialsRejected, InboundMessage
 from .discord_gateway import (
     RESUME_CLOSE_CODE,
     Dispatch,
@@ -59,7 +60,17 @@ log = logging.getLogger(__name__)
 # Discord's API is written in Python and measures content with len(), in
 # code points (staff answer in discord/discord-api-docs#1315): "chars".
 # Counting UTF-16 units instead would split emoji-heavy answers early.
-DISCORD_CAPABILITIES = Capabilities(can_edit=True, max_length=2000, length_unit="chars")
+DISCORD_CAPABILITIES = Capabilities(
+    can_edit=True, max_length=2000, length_unit="chars", buttons=True
+)
+
+# Message components and interactions (Discord API v10).
+_ACTION_ROW, _BUTTON = 1, 2
+_SUCCESS, _DANGER = 3, 4
+_MESSAGE_COMPONENT = 3
+"""An interaction's ``type`` when a button was pressed."""
+_CHANNEL_MESSAGE, _DEFERRED_UPDATE = 4, 6
+_EPHEMERAL = 1 << 6
 
 # A READY for a bot in many servers is large; trio-websocket's default (1 MiB)
 # would close the connection on it.
@@ -312,6 +323,65 @@ class DiscordAdapter:
             self._session_live(event)
         elif event.name == "MESSAGE_CREATE":
             await self._message(event.data, inbound)
+        elif event.name == "INTERACTION_CREATE":
+            await self._interaction(event.data, inbound)
+
+    async def _interaction(
+        self, data: Any, inbound: trio.MemorySendChannel[InboundMessage]
+    ) -> None:
+        """A press on one of our buttons (an interaction of type 3); it must
+        be answered within 3 seconds (``ButtonPress.acknowledge``)."""
+        if not isinstance(data, dict) or data.get("type") != _MESSAGE_COMPONENT:
+            return
+        member = data.get("member")
+        user = member.get("user") if isinstance(member, dict) else data.get("user")
+        component = data.get("data")
+        message = data.get("message")
+        if (
+            not isinstance(user, dict)
+            or not isinstance(component, dict)
+            or not all(isinstance(data.get(k), str) for k in ("id", "token", "channel_id"))
+        ):
+            return
+        message_id = message.get("id") if isinstance(message, dict) else None
+        press = InboundMessage(
+            platform="discord",
+            chat_id=str(data["channel_id"]),
+            user_id=str(user.get("id")),
+            text="",
+            message_id=None if message_id is None else str(message_id),
+            user_name=user.get("global_name") or user.get("username"),
+            raw=data,
+            press=ButtonPress(
+                data=str(component.get("custom_id") or ""),
+                message_id=None if message_id is None else str(message_id),
+                acknowledge=partial(self._acknowledge, data["id"], data["token"]),
+            ),
+        )
+        try:
+            await inbound.send(press)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise _Stop from None
+
+    async def _acknowledge(
+        self, interaction_id: str, interaction_token: str, notice: str | None
+    ) -> None:
+        # Taken: type 6 acknowledges without a reply (the prompt is edited
+        # next); refused: a reply only the presser sees.
+        body: dict[str, Any] = {"type": _DEFERRED_UPDATE}
+        if notice:
+            body = {
+                "type": _CHANNEL_MESSAGE,
+                "data": {"content": notice, "flags": _EPHEMERAL, "allowed_mentions": NO_PINGS},
+            }
+        await self.rest.call(
+            "POST",
+            "/interactions/{interaction_id}/{interaction_token}/callback",
+            major=interaction_id,
+            interaction_id=interaction_id,
+            interaction_token=interaction_token,
+            json=body,
+        )
 
     def _session_live(self, event: Dispatch) -> None:
         self.connected = True
@@ -419,6 +489,40 @@ class DiscordMessenger:
             channel_id=self.chat_id,
             message_id=message_id,
             json={"content": text, "allowed_mentions": NO_PINGS},
+        )
+
+    async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
+        row = {
+            "type": _ACTION_ROW,
+            "components": [
+                {
+                    "type": _BUTTON,
+                    "style": _DANGER if button.danger else _SUCCESS,
+                    "label": button.label,
+                    "custom_id": button.data,
+                }
+                for button in buttons
+            ],
+        }
+        answer = await self._rest.call(
+            "POST",
+            "/channels/{channel_id}/messages",
+            major=self.chat_id,
+            channel_id=self.chat_id,
+            json={"content": text, "allowed_mentions": NO_PINGS, "components": [row]},
+        )
+        if not isinstance(answer, dict) or answer.get("id") is None:
+            raise PlatformError("discord: a sent message came back without an id")
+        return str(answer["id"])
+
+    async def close_buttons(self, message_id: str, text: str) -> None:
+        await self._rest.call(
+            "PATCH",
+            "/channels/{channel_id}/messages/{message_id}",
+            major=self.chat_id,
+            channel_id=self.chat_id,
+            message_id=message_id,
+            json={"content": text, "allowed_mentions": NO_PINGS, "components": []},
         )
 
     async def delete(self, message_id: str) -> None:

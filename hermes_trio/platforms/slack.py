@@ -36,7 +36,7 @@ from ..consumers.messenger import Messenger, PlatformError
 from ..exception_groups import leaves
 from ..redaction import redact
 from ..retry import Backoff
-from .base import Attachment, InboundMessage
+from .base import Attachment, ButtonPress, InboundMessage
 from .http import allow_list, user_allowed
 from .slack_api import SlackTokenRejected, SlackWebApi, TokenKind
 from .slack_events import EventSieve, SlackQuestion
@@ -268,7 +268,54 @@ class SlackAdapter:
             return None
         elif kind == "events_api":
             await self._deliver(envelope, inbound)
+        elif kind == "interactive":
+            press = self._press(envelope.get("payload"))
+            if press is not None:
+                await inbound.send(press)
         return _GO_ON
+
+    def _press(self, payload: Any) -> InboundMessage | None:
+        """A ``block_actions`` payload: someone pressed one of our buttons
+        (already acknowledged with its envelope)."""
+        if not isinstance(payload, dict) or payload.get("type") != "block_actions":
+            return None
+        user = payload.get("user") or {}
+        channel = (payload.get("channel") or {}).get("id")
+        container = payload.get("container") or {}
+        actions = payload.get("actions") or []
+        if not isinstance(user.get("id"), str) or not isinstance(channel, str) or not actions:
+            return None
+        action = actions[0]
+        if not isinstance(action, dict) or action.get("type") != "button":
+            return None
+        message = payload.get("message") or {}
+        ts = container.get("message_ts") or message.get("ts")
+        thread = message.get("thread_ts")
+        return InboundMessage(
+            platform="slack",
+            chat_id=channel,
+            user_id=user["id"],
+            text="",
+            message_id=ts if isinstance(ts, str) else None,
+            user_name=user.get("name") or user.get("username"),
+            raw=payload,
+            thread_id=thread if isinstance(thread, str) else None,
+            press=ButtonPress(
+                data=str(action.get("value") or ""),
+                message_id=ts if isinstance(ts, str) else None,
+                acknowledge=partial(self._tell_presser, channel, user["id"], thread),
+            ),
+        )
+
+    async def _tell_presser(self, channel: str, user: str, thread: Any, notice: str | None) -> None:
+        # The envelope was acknowledged on arrival; a refusal is shown to
+        # the presser alone.
+        if notice is None:
+            return
+        params: dict[str, Any] = {"channel": channel, "user": user, "text": notice}
+        if isinstance(thread, str):
+            params["thread_ts"] = thread
+        await self.call("chat.postEphemeral", params)
 
     async def _stop_idle_streams(self) -> None:
         """Stop native streams nobody has touched for ``stream_idle_stop`` s."""

@@ -26,12 +26,13 @@ Slack has no typing indicator for bots, so ``typing`` does nothing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..consumers.messenger import Capabilities, PlatformError, RateLimited
+from ..consumers.messenger import Button, Capabilities, PlatformError, RateLimited
 from .slack_api import SlackApiError
 from .slack_format import to_mrkdwn
 
@@ -52,10 +53,12 @@ log = logging.getLogger("hermes_trio.platforms.slack")
 
 # Slack takes 40,000 characters, but asks for messages under 4,000: longer
 # ones are cut in some clients.
-SLACK_CAPABILITIES = Capabilities(can_edit=True, max_length=4000, can_type=False)
+SLACK_CAPABILITIES = Capabilities(can_edit=True, max_length=4000, can_type=False, buttons=True)
 SLACK_STREAM_CAPABILITIES = Capabilities(
-    can_edit=True, max_length=4000, can_type=False, shows_cursor=False
+    can_edit=True, max_length=4000, can_type=False, shows_cursor=False, buttons=True
 )
+SECTION_MAX = 3000
+"""Characters a section block's text may hold."""
 # The workspace (or the token) does not offer the streaming methods.
 NO_STREAMS = frozenset(
     {
@@ -96,6 +99,42 @@ class SlackMessenger:
     async def edit(self, message_id: str, text: str, *, final: bool = False) -> None:
         await self._adapter.call(
             "chat.update", {"channel": self.channel, "ts": message_id, "text": to_mrkdwn(text)}
+        )
+
+    async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
+        shown = to_mrkdwn(text)
+        blocks = [
+            {"type": "section", "text": {"type": "mrkdwn", "text": shown[:SECTION_MAX]}},
+            {
+                "type": "actions",
+                "elements": [
+                    {
+                        "type": "button",
+                        "text": {"type": "plain_text", "text": button.label},
+                        "action_id": f"hermes_button_{index}",
+                        "value": button.data,
+                        "style": "danger" if button.danger else "primary",
+                    }
+                    for index, button in enumerate(buttons)
+                ],
+            },
+        ]
+        # ``text`` stays: notifications and screen readers use it.
+        params: dict[str, Any] = {"channel": self.channel, "text": shown, "blocks": blocks}
+        if self.thread is not None:
+            params["thread_ts"] = self.thread
+        answer = await self._adapter.call("chat.postMessage", params)
+        ts = answer.get("ts")
+        if not isinstance(ts, str):
+            raise PlatformError("slack chat.postMessage: answer without a message ts")
+        return ts
+
+    async def close_buttons(self, message_id: str, text: str) -> None:
+        # An empty ``blocks`` takes the old ones (the buttons) away; left
+        # out, Slack would keep them.
+        await self._adapter.call(
+            "chat.update",
+            {"channel": self.channel, "ts": message_id, "text": to_mrkdwn(text), "blocks": []},
         )
 
     async def delete(self, message_id: str) -> None:

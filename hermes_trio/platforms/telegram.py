@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -48,10 +48,16 @@ import httpx
 import trio
 
 from ..config import TelegramConfig
-from ..consumers.messenger import Capabilities, DraftRefused, PlatformError, RateLimited
+from ..consumers.messenger import (
+    Button,
+    Capabilities,
+    DraftRefused,
+    PlatformError,
+    RateLimited,
+)
 from ..redaction import redact, register_secret
 from ..retry import Backoff, parse_retry_after
-from .base import Attachment, CredentialsRejected, InboundMessage
+from .base import Attachment, ButtonPress, CredentialsRejected, InboundMessage
 from .http import allow_list, download, send_request, user_allowed
 from .telegram_format import to_markdown_v2
 
@@ -67,11 +73,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TELEGRAM_CAPABILITIES = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")
+TELEGRAM_CAPABILITIES = Capabilities(
+    can_edit=True, max_length=4096, length_unit="utf16", buttons=True
+)
 # A draft takes the same 4096 characters; the cursor stays reserved in case
 # the chat turns to edits.
 TELEGRAM_DRAFT_CAPABILITIES = Capabilities(
-    can_edit=True, max_length=4096, length_unit="utf16", drafts=True
+    can_edit=True, max_length=4096, length_unit="utf16", drafts=True, buttons=True
 )
 # The confirming call on stop answers at once (timeout 0); this only bounds
 # an unreachable Bot API, so stopping stays quick.
@@ -296,7 +304,8 @@ class TelegramAdapter:
         while True:
             params: dict[str, Any] = {
                 "timeout": self.config.poll_timeout,
-                "allowed_updates": ["message"],
+                # callback_query: presses on the buttons the bot sent.
+                "allowed_updates": ["message", "callback_query"],
             }
             if self._offset is not None:
                 params["offset"] = self._offset
@@ -370,6 +379,8 @@ class TelegramAdapter:
             return
         update_id = update.get("update_id")
         message = _to_inbound(update.get("message"), self._fetcher)
+        if message is None:
+            message = self._press(update.get("callback_query"))
         # allowed_users are ints in the config, so compare as ints.
         if message is not None and not user_allowed(self._allowed, message.user_id, int):
             log.info("telegram: ignoring a message from user %s (not allowed)", message.user_id)
@@ -381,6 +392,42 @@ class TelegramAdapter:
             await inbound.send(message)
         if isinstance(update_id, int):
             self._offset = max(self._offset or 0, update_id + 1)
+
+    def _press(self, query: Any) -> InboundMessage | None:
+        """A ``callback_query``: someone pressed one of our inline buttons."""
+        if not isinstance(query, dict) or not isinstance(query.get("id"), str):
+            return None
+        sender = query.get("from") or {}
+        message = query.get("message") or {}
+        chat = message.get("chat") or {}
+        if "id" not in sender or "id" not in chat:
+            return None
+        name = sender.get("username") or " ".join(
+            part for part in (sender.get("first_name"), sender.get("last_name")) if part
+        )
+        message_id = message.get("message_id")
+        return InboundMessage(
+            platform="telegram",
+            chat_id=str(chat["id"]),
+            user_id=str(sender["id"]),
+            text="",
+            message_id=None if message_id is None else str(message_id),
+            user_name=name or None,
+            raw=query,
+            thread_id=_topic(message),
+            press=ButtonPress(
+                data=str(query.get("data") or ""),
+                message_id=None if message_id is None else str(message_id),
+                acknowledge=partial(self._answer_callback, query["id"]),
+            ),
+        )
+
+    async def _answer_callback(self, query_id: str, notice: str | None) -> None:
+        # Telegram shows a spinner on the button until the query is answered.
+        params: dict[str, Any] = {"callback_query_id": query_id}
+        if notice:
+            params["text"] = notice[:200]
+        await self.call("answerCallbackQuery", params)
 
     def _fetcher(self, file_id: str) -> Callable[[], Awaitable[bytes]]:
         return partial(self.download, file_id)
@@ -553,6 +600,21 @@ class TelegramMessenger:
             if "message is not modified" in exc.description:
                 return
             raise
+
+    async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
+        keyboard = {
+            "inline_keyboard": [
+                [{"text": button.label, "callback_data": button.data} for button in buttons]
+            ]
+        }
+        result = await self._call_text(
+            "sendMessage", {**self._where, "reply_markup": keyboard}, text
+        )
+        return str(result["message_id"])
+
+    async def close_buttons(self, message_id: str, text: str) -> None:
+        # An edit without reply_markup takes the inline keyboard away.
+        await self.edit(message_id, text, final=True)
 
     async def delete(self, message_id: str) -> None:
         params = {"chat_id": _chat_ref(self.chat_id), "message_id": _message_ref(message_id)}

@@ -15,7 +15,8 @@ Meta only calls https URLs):
   ``document`` as an ``Attachment`` (the caption is the text) fetched only
   when the gateway uses it — ``GET {api_base_url}/{media id}`` gives a
   short-lived ``url``, downloaded with the same bearer token; a button or
-  list reply as its title, a shared location as a line of text; any other
+  list reply as its title (a reply button's press also as a
+  ``ButtonPress`` of its id), a shared location as a line of text; any other
   kind (contacts, orders, "unsupported") as an attachment the agent cannot
   use, so the user is told so. Reactions and statuses are acknowledged and
   ignored. Meta redelivers on timeouts, so message ids seen recently are
@@ -24,7 +25,10 @@ Meta only calls https URLs):
 Outbound: ``POST {api_base_url}/{phone_number_id}/messages`` with
 ``Authorization: Bearer {access_token}`` and
 ``{"messaging_product": "whatsapp", "to": ..., "type": "text",
-"text": {"body": ...}}``. Sent messages cannot be edited or deleted.
+"text": {"body": ...}}``; buttons as an ``interactive`` message of type
+``button`` (at most 3 reply buttons, titles of at most 20 characters, a
+body of at most 1024: beyond that ``ButtonsRefused``). Sent messages cannot
+be edited or deleted.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import hmac
 import json
 import logging
 from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -43,10 +49,10 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ..config import WhatsAppConfig
-from ..consumers.messenger import PlatformError, RateLimited
+from ..consumers.messenger import Button, ButtonsRefused, PlatformError, RateLimited
 from ..redaction import redact
 from ..retry import parse_retry_after
-from .base import Attachment, CredentialsRejected, InboundMessage
+from .base import Attachment, ButtonPress, CredentialsRejected, InboundMessage
 from .http import allow_list, download, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import check_then_serve, webhook_app
@@ -61,7 +67,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-WHATSAPP_CAPABILITIES = SEND_ONLY_CAPABILITIES
+WHATSAPP_CAPABILITIES = replace(SEND_ONLY_CAPABILITIES, buttons=True)
+# Interactive reply-button messages (Cloud API): at most this many buttons,
+# titles and body text of at most this many characters.
+MAX_BUTTONS = 3
+MAX_BUTTON_TITLE = 20
+MAX_BUTTON_BODY = 1024
 WEBHOOK_PATH = "/webhook"
 MAX_BODY = 1024 * 1024
 # Graph error codes that mean "slow down" even when the status is not 429.
@@ -269,7 +280,30 @@ class WhatsAppAdapter:
             user_name=name if isinstance(name, str) else None,
             raw=msg,
             attachments=attachments,
+            press=self._press(kind, msg, str(sender)),
         )
+
+    def _press(self, kind: str, msg: dict[str, Any], sender: str) -> ButtonPress | None:
+        """A press on one of our reply buttons (``interactive.button_reply``)."""
+        part = msg.get(kind)
+        if kind != "interactive" or not isinstance(part, dict):
+            return None
+        reply = part.get("button_reply")
+        if part.get("type") != "button_reply" or not isinstance(reply, dict):
+            return None
+        context = msg.get("context")
+        replied_to = context.get("id") if isinstance(context, dict) else None
+        return ButtonPress(
+            data=str(reply.get("id") or ""),
+            message_id=replied_to if isinstance(replied_to, str) else None,
+            acknowledge=partial(self._tell_presser, sender),
+        )
+
+    async def _tell_presser(self, to: str, notice: str | None) -> None:
+        # Nothing to acknowledge on WhatsApp; a refusal is a message (the
+        # chat is the presser's own).
+        if notice:
+            await self.send_text(to, notice)
 
     def _content(self, kind: str, msg: dict[str, Any]) -> tuple[str, tuple[Attachment, ...]] | None:
         """The message's text and files; None when it holds nothing to answer."""
@@ -339,6 +373,36 @@ class WhatsAppAdapter:
             "to": to,
             "type": "text",
             "text": {"body": text, "preview_url": False},
+        }
+        body = await self._graph("POST", "messages", "send", json=payload)
+        try:
+            return str(body["messages"][0]["id"])
+        except (KeyError, IndexError, TypeError):
+            raise PlatformError("whatsapp send: answer without a message id") from None
+
+    async def send_buttons(self, to: str, text: str, buttons: list[Button]) -> str:
+        """Send ``text`` with reply buttons; returns the new message id."""
+        if (
+            not 1 <= len(buttons) <= MAX_BUTTONS
+            or len(text) > MAX_BUTTON_BODY
+            or any(len(b.label) > MAX_BUTTON_TITLE or len(b.data) > 256 for b in buttons)
+        ):
+            raise ButtonsRefused("whatsapp: more than reply buttons can show")
+        payload = {
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": to,
+            "type": "interactive",
+            "interactive": {
+                "type": "button",
+                "body": {"text": text},
+                "action": {
+                    "buttons": [
+                        {"type": "reply", "reply": {"id": b.data, "title": b.label}}
+                        for b in buttons
+                    ]
+                },
+            },
         }
         body = await self._graph("POST", "messages", "send", json=payload)
         try:
@@ -430,3 +494,12 @@ class WhatsAppMessenger(SendOnlyMessenger):
     an inbound message id."""
 
     platform = "whatsapp"
+    capabilities = WHATSAPP_CAPABILITIES
+    _adapter: WhatsAppAdapter
+
+    async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
+        return await self._adapter.send_buttons(self.chat_id, text, list(buttons))
+
+    async def close_buttons(self, message_id: str, text: str) -> None:
+        # Sent messages stay as they are: the outcome is a message of its own.
+        await self.send(text)

@@ -32,6 +32,21 @@ the events after the client's sequence, then RESUMED), and injections:
 at once with 1001, and not recorded in ``connections``),
 ``replay_from`` (the next RESUME also replays already-seen events).
 
+Message components and interactions: ``components`` on a create or edit
+must be action rows (type 1) of at most 5 buttons (type 2) with a
+``style`` of 1–5, a ``label`` of at most 80 characters and, except link
+buttons (style 5, a ``url`` and no ``custom_id``), a ``custom_id`` of 1–100
+characters unique in the message (else 400 50035 Invalid Form Body); an
+edit without ``components`` keeps them, ``[]`` takes them away.
+``press_button`` dispatches the INTERACTION_CREATE (type 3
+MESSAGE_COMPONENT, with ``member`` in a server and ``user`` in a DM, an
+interaction ``token``) a user's press makes. ``POST
+/interactions/{id}/{token}/callback`` (no bot token needed) must come
+within ``interaction_window`` (3) seconds and only once (else 404 10062
+Unknown interaction, or 400 40060 already acknowledged); callback types
+4 (a reply; ``flags`` 64: only the presser sees it), 5, 6 and 7 (update
+the message) are taken, answered 204.
+
 State for assertions: ``messages[channel_id]`` (the bot's messages with
 their edit history), ``calls`` (every REST call with ``trio.current_time()``),
 ``gateway_ops`` (every op the client sent), ``connections``, ``typing``.
@@ -122,10 +137,31 @@ class DiscordMessage:
     edited_at: list[float] = field(default_factory=list)
     deleted: bool = False
     allowed_mentions: Any = None
+    components: list[dict[str, Any]] = field(default_factory=list)
+    """The action rows shown under it now, as sent."""
+
+    def buttons(self) -> list[str]:
+        """The labels of its buttons, row by row."""
+        return [b.get("label", "") for row in self.components for b in row["components"]]
 
     @property
     def edits(self) -> int:
         return len(self.edited_at)
+
+
+@dataclass
+class Interaction:
+    """A press the fake dispatched, and how the bot answered it."""
+
+    id: str
+    token: str
+    channel_id: str
+    message_id: str
+    user_id: str
+    custom_id: str
+    created_at: float
+    response: dict[str, Any] | None = None
+    """The callback's body, once acknowledged."""
 
 
 @dataclass
@@ -182,7 +218,14 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("PATCH", re.compile(r"/channels/(?P<channel>\d+)/messages/(?P<message>\d+)"), "_edit"),
     ("DELETE", re.compile(r"/channels/(?P<channel>\d+)/messages/(?P<message>\d+)"), "_delete"),
     ("POST", re.compile(r"/channels/(?P<channel>\d+)/typing"), "_typing"),
+    (
+        "POST",
+        re.compile(r"/interactions/(?P<interaction>\d+)/(?P<token>[A-Za-z0-9_.-]+)/callback"),
+        "_interaction_callback",
+    ),
 ]
+_NO_TOKEN_ROUTES = frozenset({"_interaction_callback"})
+"""Interaction callbacks are authorised by the interaction's token."""
 
 
 class FakeDiscord:
@@ -234,6 +277,9 @@ class FakeDiscord:
         self._injected: list[_Injected429] = []
         self._global_until = 0.0
         self._changed = trio.Event()
+        self.interactions: dict[str, Interaction] = {}
+        self.interaction_window = 3.0
+        """Seconds a bot has to acknowledge an interaction."""
 
     # -- test helpers ------------------------------------------------------
 
@@ -310,6 +356,60 @@ class FakeDiscord:
         self.pushed.append(data)
         self.dispatch("MESSAGE_CREATE", data)
         return data
+
+    def press_button(
+        self,
+        channel_id: str | int,
+        message_id: str,
+        user_id: str | int,
+        label: str,
+        *,
+        guild_id: str | int | None = None,
+        user_name: str = "tester",
+    ) -> Interaction:
+        """Dispatch the INTERACTION_CREATE a user's press on the button
+        labelled ``label`` under the bot's message makes. The button must
+        be shown now (AssertionError otherwise)."""
+        message = self._find(str(channel_id), str(message_id))
+        button = next(
+            (b for row in message.components for b in row["components"] if b.get("label") == label),
+            None,
+        )
+        assert button is not None, f"no button {label!r} under message {message_id}"
+        interaction = Interaction(
+            self._new_id(),
+            f"itoken-{self._new_id()}",
+            str(channel_id),
+            message.id,
+            str(user_id),
+            button["custom_id"],
+            trio.current_time(),
+        )
+        self.interactions[interaction.id] = interaction
+        user = {
+            "id": str(user_id),
+            "username": user_name,
+            "global_name": user_name.title(),
+            "discriminator": "0",
+        }
+        data: dict[str, Any] = {
+            "id": interaction.id,
+            "application_id": self.bot_user["id"],
+            "type": 3,
+            "data": {"custom_id": button["custom_id"], "component_type": 2},
+            "channel_id": str(channel_id),
+            "token": interaction.token,
+            "version": 1,
+            "message": self._message_object(message),
+            "locale": "en-US",
+        }
+        if guild_id is not None:
+            data["guild_id"] = str(guild_id)
+            data["member"] = {"user": user, "roles": [], "permissions": "0"}
+        else:
+            data["user"] = user
+        self.dispatch("INTERACTION_CREATE", data)
+        return interaction
 
     def dispatch(self, name: str, data: Any) -> int | None:
         """Dispatch any event in the current session (sent at once when a
@@ -575,11 +675,13 @@ class FakeDiscord:
         self.calls.append(call)
         headers: list[tuple[str, str]] = []
         try:
-            if request.headers.get("authorization") != f"Bot {self.token}":
-                raise _ApiError(401, 0, "401: Unauthorized")
             for method, pattern, name in _ROUTES:
                 match = pattern.fullmatch(path)
                 if match and method == request.method:
+                    if name not in _NO_TOKEN_ROUTES and (
+                        request.headers.get("authorization") != f"Bot {self.token}"
+                    ):
+                        raise _ApiError(401, 0, "401: Unauthorized")
                     headers = self._rate_limit(request.method, pattern.pattern, match, path)
                     status, result = await getattr(self, name)(body, **match.groupdict())
                     break
@@ -674,8 +776,77 @@ class FakeDiscord:
                 return found
         raise _ApiError(404, 10008, "Unknown Message")
 
+    def _components(self, body: Any) -> list[dict[str, Any]]:
+        rows = body.get("components", []) if isinstance(body, dict) else []
+        problems: list[str] = []
+        custom_ids: set[str] = set()
+        if not isinstance(rows, list) or len(rows) > 5:
+            problems.append("components: at most 5 action rows")
+            rows = []
+        for r, row in enumerate(rows):
+            buttons = row.get("components") if isinstance(row, dict) else None
+            if row.get("type") != 1 or not isinstance(buttons, list) or not 1 <= len(buttons) <= 5:
+                problems.append(f"components.{r}: an action row of 1 to 5 components")
+                continue
+            for b, button in enumerate(buttons):
+                where = f"components.{r}.components.{b}"
+                if not isinstance(button, dict) or button.get("type") != 2:
+                    problems.append(f"{where}.type: only buttons are handled here")
+                    continue
+                style = button.get("style")
+                if style not in (1, 2, 3, 4, 5):
+                    problems.append(f"{where}.style: Value must be one of (1, 2, 3, 4, 5, 6).")
+                label = button.get("label", "")
+                if not isinstance(label, str) or len(label) > 80:
+                    problems.append(f"{where}.label: Must be 80 or fewer in length.")
+                custom_id = button.get("custom_id")
+                if style == 5:
+                    if custom_id is not None or not button.get("url"):
+                        problems.append(f"{where}: a link button has a url and no custom_id")
+                elif not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
+                    problems.append(f"{where}.custom_id: Must be between 1 and 100 in length.")
+                elif custom_id in custom_ids:
+                    problems.append(f"{where}.custom_id: Component custom id cannot be duplicated")
+                else:
+                    custom_ids.add(custom_id)
+        if problems:
+            errors = {
+                "components": {"_errors": [{"code": "INVALID", "message": p} for p in problems]}
+            }
+            raise _ApiError(400, 50035, "Invalid Form Body", errors=errors)
+        return [dict(row) for row in rows]
+
+    async def _interaction_callback(
+        self, body: Any, interaction: str, token: str
+    ) -> tuple[int, Any]:
+        found = self.interactions.get(interaction)
+        late = found is not None and (
+            trio.current_time() - found.created_at > self.interaction_window
+        )
+        if found is None or found.token != token or late:
+            raise _ApiError(404, 10062, "Unknown interaction")
+        if found.response is not None:
+            raise _ApiError(400, 40060, "Interaction has already been acknowledged.")
+        kind = body.get("type") if isinstance(body, dict) else None
+        if kind not in (4, 5, 6, 7):
+            raise _ApiError(400, 50035, "Invalid Form Body")
+        data = body.get("data") or {}
+        if kind == 4:
+            content = data.get("content") if isinstance(data, dict) else None
+            if not isinstance(content, str) or not content:
+                raise _ApiError(400, 50006, "Cannot send an empty message")
+        if kind == 7:
+            message = self._find(found.channel_id, found.message_id)
+            if "content" in data:
+                await self._edit(data, found.channel_id, found.message_id)
+            if "components" in data:
+                message.components = self._components(data)
+        found.response = dict(body)
+        return 204, None
+
     async def _create(self, body: Any, channel: str) -> tuple[int, Any]:
         content = self._content(body)
+        components = self._components(body)
         message = DiscordMessage(
             self._new_id(),
             channel,
@@ -683,6 +854,7 @@ class FakeDiscord:
             trio.current_time(),
             [content],
             allowed_mentions=body.get("allowed_mentions"),
+            components=components,
         )
         self.messages[channel].append(message)
         return 200, self._message_object(message)
@@ -690,6 +862,8 @@ class FakeDiscord:
     async def _edit(self, body: Any, channel: str, message: str) -> tuple[int, Any]:
         found = self._find(channel, message)
         content = self._content(body)
+        if isinstance(body, dict) and "components" in body:
+            found.components = self._components(body)
         if content != found.content:
             found.content = content
             found.history.append(content)
@@ -716,6 +890,7 @@ class FakeDiscord:
             "mentions": [],
             "attachments": [],
             "embeds": [],
+            "components": [dict(row) for row in message.components],
         }
 
 

@@ -16,7 +16,7 @@ Implements the REST endpoints the adapter uses, with HA's answers: ``GET
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,8 +64,19 @@ class FakeHomeAssistant:
         self.service_calls: list[HAServiceCall] = []
         self._failures: list[tuple[int, str]] = []
         self._client = httpx.AsyncClient()
+        self._changed = trio.Event()
 
     # -- test helpers ------------------------------------------------------
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once ``predicate()`` holds; re-checked after every call
+        the bot makes. Put a ``trio.fail_after`` around it."""
+        while not predicate():
+            await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
 
     def replies(self, conversation_id: str | None = None) -> list[str]:
         """Texts of reply events (optionally for one conversation)."""
@@ -120,6 +131,7 @@ class FakeHomeAssistant:
         self.calls.append(call)
         response = self._answer(request, body, call.time)
         call.status = response.status
+        self._notify()
         return response
 
     def _answer(self, request: FakeRequest, body: Any, now: float) -> FakeResponse:

@@ -29,6 +29,17 @@ for that long is over, as Slack ends idle streams (``appendStream`` and
 ``stopStream`` then answer ``message_not_in_streaming_state``). Envelopes
 pushed while no connection is open wait for the next one.
 
+Block Kit: ``blocks`` on ``chat.postMessage``/``chat.update`` must be at
+most 50 known blocks; a ``section``'s text object 1–3000 characters; an
+``actions`` block 1–25 elements, each ``button`` with ``plain_text`` text of
+at most 75 characters, an ``action_id`` of at most 255 unique in the
+block, a ``value`` of at most 2000 and a ``style`` of ``primary`` or
+``danger`` (else ``invalid_blocks``). ``chat.update`` without ``blocks``
+keeps the old ones, ``[]`` takes them away, as on Slack.
+``press_button`` delivers the ``interactive`` envelope (``block_actions``)
+a user's press makes; ``chat.postEphemeral`` (``channel``, ``user``,
+``text``) is recorded in ``ephemeral``.
+
 Records, each with ``trio.current_time()``: ``calls``, ``acks``, and the
 bot's messages with their edit history (``messages[channel]``).
 """
@@ -80,6 +91,18 @@ class SlackMessage:
     streaming: bool = False
     streamed: bool = False
     """Started with ``chat.startStream``."""
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    """The Block Kit blocks shown now, as sent."""
+
+    def buttons(self) -> list[str]:
+        """The labels of its buttons, block by block."""
+        return [
+            element["text"]["text"]
+            for block in self.blocks
+            if block.get("type") == "actions"
+            for element in block["elements"]
+            if element.get("type") == "button"
+        ]
 
 
 @dataclass
@@ -130,6 +153,8 @@ class FakeSlack:
         self._slow: dict[str, list[float]] = defaultdict(list)
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.ephemeral: list[tuple[str, str, str]] = []
+        """``(channel, user, text)`` of every ``chat.postEphemeral``."""
 
     # -- test helpers ---------------------------------------------------------
 
@@ -197,6 +222,69 @@ class FakeSlack:
                 "event_id": f"Ev{number:06d}",
                 "event_time": int(time.time()),
                 "event": event,
+            },
+        }
+        self.envelopes.append(envelope)
+        self._deliver(envelope)
+        return envelope
+
+    def press_button(
+        self, channel: str, ts: str, user: str, label: str, *, user_name: str = "tester"
+    ) -> dict[str, Any]:
+        """Deliver the ``block_actions`` envelope a press on the button
+        labelled ``label`` under the bot's message ``ts`` makes; returns
+        it. The button must be shown now (AssertionError otherwise)."""
+        message = self._find({"channel": channel, "ts": ts})
+        found = [
+            (block, element)
+            for block in message.blocks
+            if block.get("type") == "actions"
+            for element in block["elements"]
+            if element.get("type") == "button" and element["text"]["text"] == label
+        ]
+        assert found, f"no button {label!r} under message {ts}"
+        block, element = found[0]
+        number = len(self.envelopes) + 1
+        shown: dict[str, Any] = {"type": "message", "user": self.bot_user, "ts": ts}
+        shown.update(text=message.text, blocks=message.blocks)
+        if message.thread_ts is not None:
+            shown["thread_ts"] = message.thread_ts
+        envelope = {
+            "envelope_id": f"env-{number}",
+            "type": "interactive",
+            "accepts_response_payload": False,
+            "payload": {
+                "type": "block_actions",
+                "user": {
+                    "id": user,
+                    "username": user_name,
+                    "name": user_name,
+                    "team_id": self.team,
+                },
+                "api_app_id": "A0FAKE",
+                "token": "verification-token",
+                "container": {
+                    "type": "message",
+                    "message_ts": ts,
+                    "channel_id": channel,
+                    "is_ephemeral": False,
+                },
+                "trigger_id": f"trigger-{number}",
+                "team": {"id": self.team, "domain": "fake"},
+                "channel": {"id": channel, "name": channel.lower()},
+                "message": shown,
+                "response_url": f"{self.base_url}/actions/{number}",
+                "actions": [
+                    {
+                        "action_id": element["action_id"],
+                        "block_id": block.get("block_id", f"block-{number}"),
+                        "text": element["text"],
+                        "value": element.get("value", ""),
+                        "style": element.get("style"),
+                        "type": "button",
+                        "action_ts": f"{time.time():.6f}",
+                    }
+                ],
             },
         }
         self.envelopes.append(envelope)
@@ -396,11 +484,22 @@ class FakeSlack:
     def _post(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = _required(params, "channel")
         text = _text(params.get("text"))
+        blocks = _blocks(params.get("blocks", []))
         message = SlackMessage(
             self.new_ts(), channel, params.get("thread_ts"), text, trio.current_time(), [text]
         )
+        message.blocks = blocks
         self.messages[channel].append(message)
         return {"channel": channel, "ts": message.ts, "message": {"text": text, "ts": message.ts}}
+
+    def _post_ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = _required(params, "channel")
+        user = params.get("user")
+        if not isinstance(user, str) or not user:
+            raise _SlackError("user_not_found")
+        text = _text(params.get("text"))
+        self.ephemeral.append((channel, user, text))
+        return {"message_ts": self.new_ts()}
 
     def _find(self, params: dict[str, Any]) -> SlackMessage:
         channel, ts = _required(params, "channel"), _required(params, "ts")
@@ -414,6 +513,8 @@ class FakeSlack:
         if message.streaming:
             raise _SlackError("cant_update_message")
         text = _text(params.get("text"))
+        if "blocks" in params:
+            message.blocks = _blocks(params["blocks"])
         if text != message.text:
             message.text = text
             message.history.append(text)
@@ -567,7 +668,65 @@ _METHODS: dict[str, Callable[[FakeSlack, dict[str, Any]], dict[str, Any]]] = {
     "chat.startstream": FakeSlack._start_stream,
     "chat.appendstream": FakeSlack._append_stream,
     "chat.stopstream": FakeSlack._stop_stream,
+    "chat.postephemeral": FakeSlack._post_ephemeral,
 }
+
+_BLOCK_TYPES = frozenset(
+    {"section", "actions", "context", "divider", "header", "image", "input", "rich_text"}
+)
+
+
+def _blocks(value: Any) -> list[dict[str, Any]]:
+    """Block Kit blocks as Slack checks them (the parts the bot uses)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise _SlackError("invalid_blocks_format") from None
+    if not isinstance(value, list) or len(value) > 50:
+        raise _SlackError("invalid_blocks")
+    for block in value:
+        if not isinstance(block, dict) or block.get("type") not in _BLOCK_TYPES:
+            raise _SlackError("invalid_blocks")
+        if block["type"] == "section":
+            text = block.get("text")
+            if (
+                not isinstance(text, dict)
+                or text.get("type") not in ("mrkdwn", "plain_text")
+                or not isinstance(text.get("text"), str)
+                or not 1 <= len(text["text"]) <= 3000
+            ):
+                raise _SlackError("invalid_blocks")
+        if block["type"] == "actions":
+            _check_actions(block.get("elements"))
+    return [dict(block) for block in value]
+
+
+def _check_actions(elements: Any) -> None:
+    if not isinstance(elements, list) or not 1 <= len(elements) <= 25:
+        raise _SlackError("invalid_blocks")
+    action_ids: set[str] = set()
+    for element in elements:
+        if not isinstance(element, dict) or element.get("type") != "button":
+            continue  # other interactive elements are not checked here
+        text = element.get("text")
+        if (
+            not isinstance(text, dict)
+            or text.get("type") != "plain_text"
+            or not isinstance(text.get("text"), str)
+            or not 1 <= len(text["text"]) <= 75
+        ):
+            raise _SlackError("invalid_blocks")
+        action_id = element.get("action_id")
+        if action_id is not None:
+            if not isinstance(action_id, str) or len(action_id) > 255 or action_id in action_ids:
+                raise _SlackError("invalid_blocks")
+            action_ids.add(action_id)
+        value = element.get("value")
+        if value is not None and (not isinstance(value, str) or len(value) > 2000):
+            raise _SlackError("invalid_blocks")
+        if element.get("style") not in (None, "primary", "danger"):
+            raise _SlackError("invalid_blocks")
 
 
 def _error(

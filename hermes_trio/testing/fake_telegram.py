@@ -34,6 +34,18 @@ What it enforces, with Telegram's own error texts:
   positive id is private, as on Telegram). ``drafts_supported=False``
   answers it 404 Not Found, as a Bot API server older than the method does.
 
+- Inline keyboards: ``reply_markup`` on ``sendMessage``/``editMessageText``
+  must be an ``InlineKeyboardMarkup`` (``inline_keyboard``: rows of buttons,
+  each with a non-empty ``text`` and exactly one action; ``callback_data``
+  of 1–64 bytes, else 400 ``BUTTON_DATA_INVALID``); an ``editMessageText``
+  without ``reply_markup`` takes the keyboard away, as Telegram does.
+  ``press_button`` queues the ``callback_query`` update a user's press
+  makes; ``answerCallbackQuery`` must answer it once (``text`` at most 200
+  characters), an unknown or already answered query is 400 ``query is too
+  old and response timeout expired or query ID is invalid``.
+- ``getUpdates`` delivers only the update types in the last
+  ``allowed_updates`` it was given (default: all but a few, as on Telegram).
+
 State for assertions: ``messages[chat_id]`` (bot messages with their full
 edit history), ``drafts[chat_id]`` (every draft shown), ``calls`` (every
 call with ``trio.current_time()``), ``chat_actions``. Chat ids are keys as
@@ -42,6 +54,7 @@ strings.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import defaultdict, deque
@@ -118,6 +131,12 @@ class FakeMessage:
     history: list[str] = field(default_factory=list)
     edited_at: list[float] = field(default_factory=list)
     deleted: bool = False
+    #: The inline keyboard shown under it now: rows of buttons, as sent.
+    keyboard: list[list[dict[str, Any]]] = field(default_factory=list)
+
+    def buttons(self) -> list[str]:
+        """The labels of the buttons under it, row by row."""
+        return [button["text"] for row in self.keyboard for button in row]
 
     @property
     def edits(self) -> int:
@@ -197,6 +216,12 @@ class FakeTelegram:
         self.downloads: list[str] = []
         """The ``file_path`` of every file downloaded, in order."""
         self._topics: set[tuple[str, int]] = set()
+        self.allowed_updates: list[str] | None = None
+        """The last ``allowed_updates`` given to ``getUpdates`` (None: never)."""
+        self.callback_answers: dict[str, dict[str, Any]] = {}
+        """``callback_query_id`` → the ``answerCallbackQuery`` parameters."""
+        self._open_queries: set[str] = set()
+        self._next_query = 1
 
     # -- test helpers ------------------------------------------------------
 
@@ -258,6 +283,41 @@ class FakeTelegram:
         else:
             message["text"] = text
         return self.push_update({"message": message})
+
+    def press_button(
+        self,
+        chat_id: int | str,
+        message_id: int,
+        user_id: int | str,
+        label: str,
+        *,
+        user_name: str | None = "tester",
+        first_name: str = "Test",
+    ) -> dict[str, Any]:
+        """Queue the ``callback_query`` a user's press on the button
+        labelled ``label`` under the bot's message makes; returns the
+        update. The button must be shown now (AssertionError otherwise)."""
+        message = next(
+            (m for m in self.messages.get(str(chat_id), []) if m.message_id == message_id),
+            None,
+        )
+        assert message is not None and not message.deleted, f"no message {message_id}"
+        button = next((b for row in message.keyboard for b in row if b["text"] == label), None)
+        assert button is not None, f"no button {label!r} under message {message_id}"
+        sender: dict[str, Any] = {"id": int(user_id), "is_bot": False, "first_name": first_name}
+        if user_name:
+            sender["username"] = user_name
+        query_id = f"{self._next_query}{int(user_id):012d}"
+        self._next_query += 1
+        self._open_queries.add(query_id)
+        query = {
+            "id": query_id,
+            "from": sender,
+            "message": self._message_object(message),
+            "chat_instance": f"ci{chat_id}",
+            "data": button["callback_data"],
+        }
+        return self.push_update({"callback_query": query})
 
     def _keep_file(self, path: str, data: bytes) -> dict[str, Any]:
         file_id = f"file-{len(self.files) + 1}"
@@ -390,6 +450,14 @@ class FakeTelegram:
             self.updates = [u for u in self.updates if u["update_id"] >= offset]
         elif offset < 0:
             return self.updates[offset:][:limit]
+        if "allowed_updates" in params:
+            allowed = params["allowed_updates"]
+            if isinstance(allowed, str):
+                allowed = json.loads(allowed)
+            # An empty list means "all but the opt-in types", as before.
+            self.allowed_updates = list(allowed) or None
+            # Telegram drops updates of types not asked for.
+            self.updates = [u for u in self.updates if self._wanted(u)]
         self._poll_generation += 1
         generation = self._poll_generation
         self._notify()  # wakes an older poll so it can see it was superseded
@@ -401,6 +469,49 @@ class FakeTelegram:
         if generation != self._poll_generation:
             raise _ApiError(409, CONFLICT)
         return self.updates[:limit]
+
+    def _wanted(self, update: dict[str, Any]) -> bool:
+        kinds = set(update) - {"update_id"}
+        if self.allowed_updates is None:
+            return not kinds & _OPT_IN_UPDATES
+        return bool(kinds & set(self.allowed_updates))
+
+    def _checked_markup(self, params: dict[str, Any]) -> list[list[dict[str, Any]]]:
+        """The inline keyboard in ``reply_markup`` (none: an empty one)."""
+        markup = params.get("reply_markup")
+        if markup is None:
+            return []
+        if isinstance(markup, str):
+            try:
+                markup = json.loads(markup)
+            except ValueError:
+                raise _bad("can't parse reply keyboard markup JSON object") from None
+        rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+            raise _bad("can't parse inline keyboard markup")
+        for row in rows:
+            for button in row:
+                if not isinstance(button, dict) or not str(button.get("text") or "").strip():
+                    raise _bad("BUTTON_TEXT_INVALID")
+                actions = set(button) & _BUTTON_ACTIONS
+                if len(actions) != 1:
+                    raise _bad("can't parse inline keyboard button: exactly one action is needed")
+                if "callback_data" in button:
+                    data = button["callback_data"]
+                    if not isinstance(data, str) or not 1 <= len(data.encode()) <= 64:
+                        raise _bad("BUTTON_DATA_INVALID")
+        return [list(row) for row in rows]
+
+    async def _answer_callback_query(self, params: dict[str, Any]) -> Any:
+        query_id = str(params.get("callback_query_id") or "")
+        if query_id not in self._open_queries:
+            raise _bad("query is too old and response timeout expired or query ID is invalid")
+        text = params.get("text")
+        if text is not None and (not isinstance(text, str) or len(text) > 200):
+            raise _bad("MESSAGE_TOO_LONG")
+        self._open_queries.discard(query_id)
+        self.callback_answers[query_id] = dict(params)
+        return True
 
     def _checked_text(
         self, params: dict[str, Any], *, may_be_empty: bool = False
@@ -441,12 +552,14 @@ class FakeTelegram:
         chat = str(params["chat_id"])
         thread = self._thread(chat, params)
         text, entities, raw, parse_mode = self._checked_text(params)
+        keyboard = self._checked_markup(params)
         message_id = self._next_message_id[chat]
         self._next_message_id[chat] += 1
         now = trio.current_time()
         message = FakeMessage(
             message_id, chat, text, entities, raw, parse_mode, now, thread, [text]
         )
+        message.keyboard = keyboard
         self.messages[chat].append(message)
         return self._message_object(message)
 
@@ -483,10 +596,11 @@ class FakeTelegram:
 
     async def _edit_message_text(self, params: dict[str, Any]) -> Any:
         text, entities, raw, parse_mode = self._checked_text(params)
+        keyboard = self._checked_markup(params)
         message = self._find(params)
         if message is None:
             raise _bad("message to edit not found")
-        if message.text == text and message.entities == entities:
+        if message.text == text and message.entities == entities and message.keyboard == keyboard:
             raise _bad(NOT_MODIFIED[len("Bad Request: ") :])
         now = trio.current_time()
         if self.edit_limit is not None:
@@ -503,6 +617,7 @@ class FakeTelegram:
             times.append(now)
         message.text, message.entities = text, entities
         message.raw, message.parse_mode = raw, parse_mode
+        message.keyboard = keyboard
         message.history.append(text)
         message.edited_at.append(now)
         return self._message_object(message)
@@ -542,6 +657,8 @@ class FakeTelegram:
             obj["entities"] = list(message.entities)
         if message.edited_at:
             obj["edit_date"] = int(message.edited_at[-1])
+        if message.keyboard:
+            obj["reply_markup"] = {"inline_keyboard": message.keyboard}
         return obj
 
 
@@ -554,7 +671,25 @@ _METHODS = {
     "editmessagetext": FakeTelegram._edit_message_text,
     "deletemessage": FakeTelegram._delete_message,
     "sendchataction": FakeTelegram._send_chat_action,
+    "answercallbackquery": FakeTelegram._answer_callback_query,
 }
+
+# Update types Telegram sends only when asked for by name.
+_OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
+_BUTTON_ACTIONS = frozenset(
+    {
+        "url",
+        "callback_data",
+        "web_app",
+        "login_url",
+        "switch_inline_query",
+        "switch_inline_query_current_chat",
+        "switch_inline_query_chosen_chat",
+        "copy_text",
+        "callback_game",
+        "pay",
+    }
+)
 
 
 def _chat_value(chat_id: int | str) -> int | str:

@@ -12,7 +12,10 @@
                                  jpeg_bytes, "image/jpeg", caption="what is this?")
 
 The Graph side checks the bearer token (401, OAuthException code 190), the
-phone number id, and the message body (text type, 1-4096 characters), and
+phone number id, and the message body (text type, 1-4096 characters; or an
+``interactive`` reply-button message: 1-3 buttons of type ``reply``, ids of
+1-256 and titles of 1-20 characters, unique, a body text of at most 1024
+characters, else 400 code 131009), and
 can rate-limit (``send_limit`` per ``send_window`` seconds → 429, code
 130429). ``fail_next`` injects any error.
 
@@ -22,7 +25,9 @@ only the media id; ``GET /{version}/{media id}`` (bearer token) answers
 ``{"messaging_product", "url", "mime_type", "sha256", "file_size", "id"}``
 (``file_size`` a string, like Meta's), and ``GET url`` with the same bearer
 token gives the bytes (401 without it, 404 for an unknown id). ``downloads``
-lists the media ids whose bytes were fetched.
+lists the media ids whose bytes were fetched. ``press_button`` delivers
+the ``interactive.button_reply`` (with ``context.id`` naming the message)
+a user's press on a reply button makes.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import hashlib
 import hmac
 import json
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,6 +205,7 @@ class FakeWhatsApp:
         self.server_url = ""
         self.calls: list[WhatsAppCall] = []
         self.sent: list[WhatsAppSent] = []
+        self._changed = trio.Event()
         self._send_times: deque[float] = deque()
         self._failures: list[_Failure] = []
         self._next_id = 1
@@ -215,6 +221,16 @@ class FakeWhatsApp:
         return f"{self.server_url}/{API_VERSION}"
 
     # -- test helpers ------------------------------------------------------
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Return once ``predicate()`` holds; re-checked after every call
+        the bot makes. Put a ``trio.fail_after`` around it."""
+        while not predicate():
+            await self._changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
 
     def texts_to(self, to: str) -> list[str]:
         return [s.text for s in self.sent if s.to == to]
@@ -325,6 +341,25 @@ class FakeWhatsApp:
         )
         return await self.post_webhook(webhook_url, payload)
 
+    async def press_button(
+        self, webhook_url: str, from_: str, sent: WhatsAppSent, title: str
+    ) -> httpx.Response:
+        """Deliver the ``interactive.button_reply`` a user's press on the
+        reply button titled ``title`` of the sent message makes."""
+        found = [button_id for button_id, shown in buttons_of(sent) if shown == title]
+        assert found, f"no button {title!r} on {sent.message_id}"
+        reply = {"type": "button_reply", "button_reply": {"id": found[0], "title": title}}
+        payload = message_payload(
+            from_,
+            "interactive",
+            reply,
+            message_id=self._inbound_id(),
+            phone_number_id=self.phone_number_id,
+        )
+        message = payload["entry"][0]["changes"][0]["value"]["messages"][0]
+        message["context"] = {"from": "15550001111", "id": sent.message_id}
+        return await self.post_webhook(webhook_url, payload)
+
     def _inbound_id(self) -> str:
         message_id = f"wamid.IN{self._next_inbound_id}"
         self._next_inbound_id += 1
@@ -353,6 +388,7 @@ class FakeWhatsApp:
             return download
         status, response, headers = self._answer(request, body)
         call.status, call.response = status, response
+        self._notify()
         return FakeResponse.json(response, status, headers)
 
     def _answer(self, request: FakeRequest, body: Any) -> tuple[int, Any, list[tuple[str, str]]]:
@@ -391,8 +427,17 @@ class FakeWhatsApp:
         text = (body.get("text") or {}).get("body") if isinstance(body.get("text"), dict) else None
         if not to:
             return 400, _graph_error("(#100) The parameter to is required.", 100), []
-        if body.get("type", "text") != "text" or not isinstance(text, str) or not text:
+        if body.get("type") == "interactive":
+            problem, text = _interactive_problem(body.get("interactive"))
+            if problem:
+                return (
+                    400,
+                    _graph_error(f"(#131009) Parameter value is not valid: {problem}", 131009),
+                    [],
+                )
+        elif body.get("type", "text") != "text" or not isinstance(text, str) or not text:
             return 400, _graph_error("(#100) Param text['body'] is required.", 100), []
+        assert isinstance(text, str)
         if len(text) > 4096:
             error = _graph_error(
                 "(#100) Param text['body'] must be at most 4096 characters long.", 100
@@ -442,6 +487,47 @@ class FakeWhatsApp:
             return FakeResponse.text("not found", 404)
         self.downloads.append(request.query["mid"])
         return FakeResponse(200, media.data, [("content-type", media.mime_type)])
+
+
+def _interactive_problem(interactive: Any) -> tuple[str, str]:
+    """What Meta would refuse in an ``interactive`` reply-button message
+    (empty when nothing), and its body text."""
+    if not isinstance(interactive, dict) or interactive.get("type") != "button":
+        return "interactive.type must be one of {button, list, ...}", ""
+    body = interactive.get("body")
+    text = body.get("text") if isinstance(body, dict) else None
+    if not isinstance(text, str) or not text:
+        return "interactive.body.text is required", ""
+    if len(text) > 1024:
+        return "interactive.body.text must be at most 1024 characters", text
+    action = interactive.get("action")
+    buttons = action.get("buttons") if isinstance(action, dict) else None
+    if not isinstance(buttons, list) or not 1 <= len(buttons) <= 3:
+        return "interactive.action.buttons must hold 1 to 3 buttons", text
+    ids: set[str] = set()
+    titles: set[str] = set()
+    for button in buttons:
+        reply = button.get("reply") if isinstance(button, dict) else None
+        if button.get("type") != "reply" or not isinstance(reply, dict):
+            return "a button must be of type reply", text
+        button_id, title = reply.get("id"), reply.get("title")
+        if not isinstance(button_id, str) or not 1 <= len(button_id) <= 256:
+            return "a button id must be 1 to 256 characters", text
+        if not isinstance(title, str) or not 1 <= len(title) <= 20:
+            return "a button title must be 1 to 20 characters", text
+        if button_id in ids or title in titles:
+            return "button ids and titles must be unique", text
+        ids.add(button_id)
+        titles.add(title)
+    return "", text
+
+
+def buttons_of(sent: WhatsAppSent) -> list[tuple[str, str]]:
+    """``(id, title)`` of the reply buttons of a sent message (none: [])."""
+    interactive = sent.payload.get("interactive")
+    if not isinstance(interactive, dict):
+        return []
+    return [(b["reply"]["id"], b["reply"]["title"]) for b in interactive["action"]["buttons"]]
 
 
 def _graph_error(message: str, code: int, type_: str = "OAuthException") -> dict[str, Any]:

@@ -18,6 +18,7 @@ from ..platforms.telegram_format import RESERVED
 
 __all__ = ["MarkdownV2Error", "ParsedText", "parse_markdown_v2"]
 
+
 class MarkdownV2Error(ValueError):
     """Telegram would refuse this MarkdownV2 text; ``str()`` is its reason."""
 

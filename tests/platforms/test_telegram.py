@@ -83,7 +83,7 @@ async def test_poll_delivers_text_messages(fake: FakeTelegram, client: httpx.Asy
         sent_at=float(update["message"]["date"]),
     )
     call = fake.calls_to("getUpdates")[0]
-    assert call.params["allowed_updates"] == ["message"]
+    assert call.params["allowed_updates"] == ["message", "callback_query"]
     assert call.params["timeout"] == 2
 
 

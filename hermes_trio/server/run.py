@@ -26,6 +26,7 @@ from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from ..serving.capacity import per_client_limit
 from .app import asgi_app
+from .approvals import RemoteApprovals
 from .gate import is_loopback
 from .keys import KeyRing, keys_of
 from .sessions import SESSION_INTERRUPTED, SessionStore
@@ -133,7 +134,10 @@ async def open_api_server(
             keys=KeyRing(keys_of(api)),
         )
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
-        in_use.signals.busy = lambda: bool(state.turns)
+        remote = state.approvals = RemoteApprovals(in_use.store, turns)
+        in_use.signals.on("approval", remote.on_approval)
+        in_use.signals.on("approval_reply", remote.on_reply)
+        in_use.signals.busy = lambda: bool(state.turns) or remote.waiting
         app = asgi_app(state)
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config()

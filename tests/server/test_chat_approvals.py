@@ -95,12 +95,12 @@ class Events:
 
 @asynccontextmanager
 async def serving(
-    script: list[Any], tmp_path: Path, *, workers: int = 1
+    script: list[Any], tmp_path: Path, *, workers: int = 1, extra: str = ""
 ) -> AsyncIterator[tuple[ServeProcess, ScriptedModelServer]]:
     (tmp_path / "config.yaml").write_text(
         "api_server:\n  keys:\n"
         "    - {name: alice, key: alice-key}\n"
-        "    - {name: bob, key: bob-key}\n"
+        "    - {name: bob, key: bob-key}\n" + extra
     )
     async with open_scripted_server(script) as model, trio.open_nursery() as nursery:
         env = clean_env(
@@ -285,6 +285,49 @@ async def test_a_newer_request_on_the_session_cancels_the_wait(tmp_path: Path) -
                 await events.rest()
             assert events.seen[-1][1]["error"]["code"] == "interrupted"
             assert not marker.exists()
+
+
+async def test_an_expired_question_and_a_shutdown_while_waiting(tmp_path: Path) -> None:
+    late, stopped = tmp_path / "late", tmp_path / "stopped"
+    script = [
+        *tool_turn(late, "Not approved in time."),
+        ToolCallReply(calls=[("terminal", {"command": flagged(stopped)})]),
+    ]
+    # Longer than the shutdown's grace (2 s), after which turns are cancelled.
+    extra = "approvals:\n  per_platform: {api_server: 4}\n"
+    async with serving(script, tmp_path, extra=extra) as (served, model):
+        async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+            async with http.stream(
+                "POST", "/chat/completions", json=chat(), headers={**ALICE, **OPT_IN}
+            ) as reply:
+                events = Events(reply)
+                asked = await events.until("hermes.approval.request")
+                assert asked["timeout"] == 4
+                resolved = await events.until("hermes.approval.resolved")
+                assert resolved["outcome"] == "expired"
+                await events.rest()
+            assert events.text == "Not approved in time."
+            assert "not approved in time" in tool_results(model, 2)[0]
+            after = await http.post(
+                f"/approvals/{asked['id']}", json={"approve": True}, headers=ALICE
+            )
+            assert after.status_code == 400
+            message = after.json()["error"]["message"]
+            assert asked["id"] in message and "expired" in message
+            assert not late.exists()
+
+            # The server shuts down while a turn waits: the stream hears
+            # the question was cancelled before it ends.
+            async with http.stream(
+                "POST", "/chat/completions", json=chat(), headers={**ALICE, **OPT_IN}
+            ) as reply:
+                events = Events(reply)
+                asked = await events.until("hermes.approval.request")
+                served.process.terminate()
+                resolved = await events.until("hermes.approval.resolved")
+                assert (resolved["id"], resolved["outcome"]) == (asked["id"], "cancelled")
+                await events.rest()
+            assert not stopped.exists()
 
 
 async def test_the_answer_crosses_workers(tmp_path: Path) -> None:

@@ -134,9 +134,7 @@ async def open_api_server(
             keys=KeyRing(keys_of(api)),
         )
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
-        remote = state.approvals = RemoteApprovals(in_use.store, turns)
-        in_use.signals.on("approval", remote.on_approval)
-        in_use.signals.on("approval_reply", remote.on_reply)
+        remote = state.approvals = in_use.approvals
         in_use.signals.busy = lambda: bool(state.turns) or remote.waiting
         app = asgi_app(state)
         bound_port = sock.getsockname()[1]
@@ -183,6 +181,8 @@ class StoreInUse:
 
     store: Store
     signals: SignalHandlers
+    approvals: RemoteApprovals
+    """Answers to approvals between the processes sharing the store."""
 
 
 @asynccontextmanager
@@ -192,9 +192,14 @@ async def open_shared_store(config: Config) -> AsyncIterator[StoreInUse]:
     running in the background for the life of the block."""
     async with open_store(config, recover=True) as store, trio.open_nursery() as duties:
         signals = SignalHandlers()
+        # Every process sharing the store takes (or says it does not hold)
+        # an approval answer another one received: a gateway's too.
+        remote = RemoteApprovals(store, duties)
+        signals.on("approval", remote.on_approval)
+        signals.on("approval_reply", remote.on_reply)
         await duties.start(keep_store, store, signals)
         try:
-            yield StoreInUse(store, signals)
+            yield StoreInUse(store, signals, remote)
         finally:
             duties.cancel_scope.cancel()
 

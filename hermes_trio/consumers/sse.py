@@ -12,12 +12,15 @@ body knows whether the stream's ending reached it or still has to be said.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import trio
 
-from ..channels import receive_batch
+from ..channels import drain_after_cancel, receive_batch
 from ..events import (
+    ApprovalRequested,
+    ApprovalResolved,
     LongToolHint,
     MessageChunk,
     MessageStop,
@@ -28,6 +31,7 @@ from ..events import (
     ToolCallFinished,
     TurnFinished,
 )
+from ..wire.approval_events import approval_event
 from ..wire.chat_out import ChatStreamFrames
 from ..wire.sse import KEEPALIVE
 from ..wire.tool_events import tool_event
@@ -42,7 +46,10 @@ __all__ = [
 ]
 
 # Opt-in stream extensions a client can ask for with X-Hermes-Stream-Extensions.
-EXTENSIONS = frozenset({"tools", "reasoning"})
+EXTENSIONS = frozenset({"tools", "reasoning", "approvals"})
+
+# How long a cancelled writer may take to send the approvals' last word.
+_CANCEL_GRACE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +107,53 @@ async def write_chat_sse(
     """
     writer = _Writer(frames, options)
     with out, receive:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_keep_alive, out, writer, options.keepalive, nursery.cancel_scope)
-            while (batch := await receive_batch(receive)) is not None:
-                piece: WriterOutput = writer.render(batch)
-                if writer.ended and isinstance(piece, bytes):
-                    piece = LastPiece(piece)
-                if piece and not await _send(out, piece, writer):
-                    break
-                if writer.ended:
-                    break
-            nursery.cancel_scope.cancel()
+        try:
+            await _write(receive, out, writer, options)
+        except BaseException:
+            # Cancelled, maybe inside an exception group from the nursery.
+            if writer.approvals:
+                await _tell_cancelled(receive, out, writer)
+            raise
+
+
+async def _tell_cancelled(
+    receive: trio.MemoryReceiveChannel[StreamEvent],
+    out: trio.MemorySendChannel[WriterOutput],
+    writer: _Writer,
+) -> None:
+    """The turn was cancelled while it may have waited on a question: the
+    stream (if still open) hears ``hermes.approval.resolved`` with
+    ``cancelled`` before its end."""
+    rest: list[StreamEvent] = [
+        e for e in await drain_after_cancel(receive) if isinstance(e, ApprovalResolved)
+    ]
+    piece = writer.render(rest) if rest else b""
+    if not piece:
+        return
+    with trio.move_on_after(_CANCEL_GRACE, shield=True):
+        try:
+            await out.send(piece)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client is gone: nobody to tell
+
+
+async def _write(
+    receive: trio.MemoryReceiveChannel[StreamEvent],
+    out: trio.MemorySendChannel[WriterOutput],
+    writer: _Writer,
+    options: SSEOptions,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_keep_alive, out, writer, options.keepalive, nursery.cancel_scope)
+        while (batch := await receive_batch(receive)) is not None:
+            piece: WriterOutput = writer.render(batch)
+            if writer.ended and isinstance(piece, bytes):
+                piece = LastPiece(piece)
+            if piece and not await _send(out, piece, writer):
+                break
+            if writer.ended:
+                break
+        nursery.cancel_scope.cancel()
 
 
 async def _send(
@@ -158,6 +201,7 @@ class _Writer:
         self.frames = frames
         self.tools = "tools" in options.extensions
         self.reasoning = "reasoning" in options.extensions
+        self.approvals = "approvals" in options.extensions
         self.emitted = False
         self.ended = False
         self.last_write = trio.current_time()
@@ -203,6 +247,19 @@ class _Writer:
             elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint):
                 shown = tool_event(event) if self.tools else None
                 if shown is not None:
+                    name, fields = shown
+                    parts.append(frames.extension(name, {"type": name, **fields}))
+            elif isinstance(event, ApprovalRequested | ApprovalResolved):
+                if self.approvals:
+                    # A wall-clock moment for the client; the event's
+                    # deadline is on the turn's trio clock.
+                    left = (
+                        event.deadline - trio.current_time()
+                        if isinstance(event, ApprovalRequested)
+                        else 0.0
+                    )
+                    shown = approval_event(event, time.time() + left)
+                    assert shown is not None
                     name, fields = shown
                     parts.append(frames.extension(name, {"type": name, **fields}))
             elif isinstance(event, TurnFinished):

@@ -21,6 +21,7 @@ from werkzeug.exceptions import HTTPException
 from .. import metrics
 from ..serving.errors import error_body
 from ..turn import INTERNAL_ERROR
+from .approvals import register_approval_routes
 from .bodies import bearer_token, json_response
 from .chat.route import register_chat_routes
 from .errors import APIError
@@ -74,9 +75,7 @@ def create_app(state: ServerState) -> QuartTrio:
     @app.errorhandler(Exception)
     async def on_unexpected(exc: Exception) -> Response:
         log.exception("unexpected error in %s %s", request.method, request.path)
-        body = error_body(
-            f"internal error: {type(exc).__name__}", status=500, code=INTERNAL_ERROR
-        )
+        body = error_body(f"internal error: {type(exc).__name__}", status=500, code=INTERNAL_ERROR)
         return json_response(body, 500)
 
     @app.after_request
@@ -164,6 +163,7 @@ def create_app(state: ServerState) -> QuartTrio:
 
     register_chat_routes(app, state, divert if plain is not None else None)
     register_responses_routes(app, state)
+    register_approval_routes(app, state.approvals)
     register_page_routes(app)
     return app
 

@@ -28,6 +28,7 @@ from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from ..serving.capacity import per_client_limit
 from .app import asgi_app
+from .approvals import RemoteApprovals
 from .gate import is_loopback
 from .keys import KeyRing, keys_of
 from .sessions import SESSION_INTERRUPTED, SessionStore
@@ -174,7 +175,8 @@ async def open_api_server(
             keys=KeyRing(keys_of(api)),
         )
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
-        in_use.signals.busy = lambda: bool(state.turns)
+        remote = state.approvals = in_use.approvals
+        in_use.signals.busy = lambda: bool(state.turns) or remote.waiting
         app = asgi_app(state, session_key=await trio.to_thread.run_sync(session_key, config))
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config()
@@ -220,6 +222,8 @@ class StoreInUse:
 
     store: Store
     signals: SignalHandlers
+    approvals: RemoteApprovals
+    """Answers to approvals between the processes sharing the store."""
 
 
 @asynccontextmanager
@@ -229,9 +233,14 @@ async def open_shared_store(config: Config) -> AsyncIterator[StoreInUse]:
     running in the background for the life of the block."""
     async with open_store(config, recover=True) as store, trio.open_nursery() as duties:
         signals = SignalHandlers()
+        # Every process sharing the store takes (or says it does not hold)
+        # an approval answer another one received: a gateway's too.
+        remote = RemoteApprovals(store, duties)
+        signals.on("approval", remote.on_approval)
+        signals.on("approval_reply", remote.on_reply)
         await duties.start(keep_store, store, signals)
         try:
-            yield StoreInUse(store, signals)
+            yield StoreInUse(store, signals, remote)
         finally:
             duties.cancel_scope.cancel()
 

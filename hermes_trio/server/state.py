@@ -19,6 +19,7 @@ import trio
 from ..agent import Agent
 from ..config import ApiServerConfig
 from ..turn import Turn
+from .approvals import RemoteApprovals
 from .keys import KeyRing
 from .sessions import SessionStore
 from .store import SignalHandlers, Store
@@ -46,6 +47,8 @@ class ServerState:
     """When the server started (Unix seconds), as ``/v1/models`` reports it."""
     turns: set[Turn] = field(default_factory=set)
     """Every running turn, chat and Responses."""
+    approvals: RemoteApprovals | None = None
+    """Answers to approvals held by other processes sharing the store."""
 
     def stop_turns(self, reason: str) -> None:
         """Cancel every running turn; its stream ends saying ``reason``

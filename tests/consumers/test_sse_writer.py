@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import trio
@@ -16,6 +17,8 @@ from hermes_trio.consumers.sse import (
     write_chat_sse,
 )
 from hermes_trio.events import (
+    ApprovalRequested,
+    ApprovalResolved,
     MessageChunk,
     MessageStop,
     StreamEvent,
@@ -129,3 +132,80 @@ async def test_client_tool_calls_go_out_as_written_and_once() -> None:
     assert b'"finish_reason":"tool_calls"' in raw and raw.index(b'"content":"Hm."') < raw.index(
         b"call_a"
     )
+
+
+def _asked(deadline: float) -> ApprovalRequested:
+    return ApprovalRequested(
+        id="mcpr_1",
+        tool_name="terminal",
+        arguments={"command": "reboot"},
+        command="reboot",
+        reason="rebooting the machine",
+        deadline=deadline,
+        timeout=300,
+        index=0,
+        call_id="call_1",
+    )
+
+
+def _events_of(data: bytes) -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for frame in data.split(b"\n\n"):
+        lines = frame.decode().split("\n")
+        names = [line[7:] for line in lines if line.startswith("event: ")]
+        datas = [line[6:] for line in lines if line.startswith("data: ")]
+        if names and datas:
+            found.append((names[0], json.loads(datas[0])))
+    return found
+
+
+async def test_approval_events_only_with_the_opt_in(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    for extensions, expected in (
+        (frozenset(), []),
+        (frozenset({"approvals"}), ["request", "resolved"]),
+    ):
+        send, receive = trio.open_memory_channel[StreamEvent](16)
+        out_send, out_receive = trio.open_memory_channel[WriterOutput](16)
+        send.send_nowait(_asked(trio.current_time() + 300))
+        send.send_nowait(ApprovalResolved("mcpr_1", "approved", by="alice", index=0))
+        send.send_nowait(TurnFinished("", Usage(), "stop"))
+        send.close()
+        before = time.time()
+        await write_chat_sse(receive, out_send, frames(), SSEOptions(extensions=extensions))
+        pieces = [p async for p in out_receive]
+        data = b"".join(p.data if isinstance(p, LastPiece) else p for p in pieces)  # type: ignore[misc]
+        shown = _events_of(data)
+        assert [name.rsplit(".", 1)[1] for name, _ in shown] == expected
+        if shown:
+            request, resolved = shown[0][1], shown[1][1]
+            assert request["id"] == "mcpr_1" and request["arguments"] == {"command": "reboot"}
+            assert request["tool"] == "terminal" and request["timeout"] == 300
+            # The trio deadline as Unix seconds: 300 s from now.
+            assert before + 299 < request["expires_at"] < time.time() + 301
+            assert (resolved["outcome"], resolved["by"]) == ("approved", "alice")
+
+
+async def test_a_cancelled_writer_still_tells_the_question_was_cancelled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    send, receive = trio.open_memory_channel[StreamEvent](16)
+    out_send, out_receive = trio.open_memory_channel[WriterOutput](16)
+    options = SSEOptions(extensions=frozenset({"approvals"}))
+    async with trio.open_nursery() as nursery:
+        with trio.CancelScope() as scope:
+            nursery.start_soon(write_chat_sse, receive, out_send, frames(), options)
+            await send.send(_asked(trio.current_time() + 300))
+            assert b"hermes.approval.request" in await out_receive.receive()  # type: ignore[operator]
+            nursery.cancel_scope.cancel()
+            # The turn's shielded cleanup sends how the question ended, then
+            # closes its side; the writer drains it on its way out.
+            with trio.CancelScope(shield=True):
+                await send.send(ApprovalResolved("mcpr_1", "cancelled", reason="interrupted"))
+                await send.aclose()
+        assert not scope.cancelled_caught
+    rest = [p async for p in out_receive]
+    assert len(rest) == 1 and isinstance(rest[0], bytes)
+    ((name, data),) = _events_of(rest[0])
+    assert name == "hermes.approval.resolved" and data["outcome"] == "cancelled"

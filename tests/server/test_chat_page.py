@@ -4,7 +4,8 @@ activity, Markdown, Stop, the session, the API key prompt.
 
 Screenshots go to the test artefacts directory (``tests/.artifacts`` or
 ``HERMES_TEST_ARTIFACTS``): ``chat-page-mid-stream.png``,
-``chat-page-done.png``, ``chat-page-stopped.png``, ``chat-page-key.png``.
+``chat-page-done.png``, ``chat-page-stopped.png``, ``chat-page-key.png``,
+``chat-page-approval.png``, ``chat-page-approval-done.png``.
 """
 
 from __future__ import annotations
@@ -226,6 +227,77 @@ async def test_a_conversation_streams_shows_tools_and_stops(
         assert await call(wait_answer, tab, 1) == "A fresh start."
         assert user_texts(model.model_requests[-1]) == ["Hello again."]
         assert tab.errors == []
+        await call(close_tab, tab)
+
+
+async def test_approve_and_deny_a_command_on_the_page(browser: Browser, tmp_path: Path) -> None:
+    # Flagged (reboot) but harmless: the marker says whether it ran.
+    ran, denied = tmp_path / "ran", tmp_path / "denied"
+    script = [
+        ToolCallReply([("terminal", {"command": f"touch {ran}; exit 0; reboot"})]),
+        TextReply("Tidied **up**."),
+        ToolCallReply([("terminal", {"command": f"touch {denied}; exit 0; reboot"})]),
+        TextReply("Left as it was."),
+    ]
+    shots = artifacts_dir()
+    async with serving(script, tmp_path, API_SERVER_KEY=KEY) as (_, model, url):
+        tab = await browser.call(open_tab, browser, url)
+        page = tab.page
+        call = browser.call
+
+        def give_key() -> None:
+            page.wait_for_selector("#key-dialog[open]")
+            page.fill("#key-input", KEY)
+            page.press("#key-input", "Enter")
+
+        await call(give_key)
+        await call(wait_until, tab, "() => document.getElementById('model').textContent")
+
+        await call(ask, tab, "Tidy up, please.")
+        await call(page.wait_for_selector, ".approval.waiting button.approve")
+        shown = await call(
+            page.evaluate,
+            """() => {
+                const box = document.querySelector('.approval');
+                return {
+                    command: box.querySelector('.approval-command').textContent,
+                    reason: box.querySelector('.approval-reason').textContent,
+                    tool: box.querySelector('.tool-name').textContent,
+                    buttons: [...box.querySelectorAll('button')].map((b) => b.textContent),
+                };
+            }""",
+        )
+        assert shown["command"] == f"touch {ran}; exit 0; reboot"
+        assert "rebooting" in shown["reason"] and shown["tool"] == "terminal"
+        assert shown["buttons"] == ["Approve", "Deny"]
+        assert await call(last_answer_state, tab) == "streaming"
+        await call(page.screenshot, path=str(shots / "chat-page-approval.png"))
+        assert not ran.exists()
+
+        await call(page.click, ".approval button.approve")
+        await call(page.wait_for_selector, '.approval[data-outcome="approved"]')
+        assert (await call(wait_answer, tab, 1)).endswith("Tidied up.")
+        assert ran.exists()
+        status = await call(page.inner_text, '.approval[data-outcome="approved"] .approval-status')
+        assert status == "Approved by default"
+        assert await call(page.locator(".approval button").count) == 0
+
+        await call(ask, tab, "And the other one?")
+        await call(
+            page.wait_for_selector, ".msg.assistant:nth-of-type(4) .approval.waiting button.deny"
+        )
+        await call(page.click, ".msg.assistant:nth-of-type(4) .approval button.deny")
+        await call(page.wait_for_selector, '.approval[data-outcome="denied"]')
+        assert "Left as it was." in await call(wait_answer, tab, 2)
+        await call(page.screenshot, path=str(shots / "chat-page-approval-done.png"))
+        assert await call(page.inner_text, '.approval[data-outcome="denied"] .approval-status') == (
+            "Denied by default"
+        )
+        assert not denied.exists()
+        refusal = [m for m in model.model_requests[3].json["messages"] if m["role"] == "tool"]
+        assert "denied" in refusal[-1]["content"]
+        # The one 401 is the first request without a key, which asked for it.
+        assert [e for e in tab.errors if "401" not in e] == []
         await call(close_tab, tab)
 
 

@@ -278,6 +278,19 @@ async def test_signals_reach_their_process_once(stores: Stores) -> None:
     assert await second.take_signals() == []
 
 
+async def test_live_runners_are_the_other_processes_alive(stores: Stores, backend: str) -> None:
+    first, second = await stores.open(), await stores.open()
+    assert await first.live_runners() == [second.runner.id]
+    assert await second.live_runners() == [first.runner.id]
+    ghost = make_store(backend, runner=Runner(GONE, "elsewhere/boot", 4242))
+    await ghost.open()
+    await trio.to_thread.run_sync(_close_silently, ghost)
+    # Another machine's fresh heartbeat counts as alive, until it is stale.
+    assert set(await first.live_runners()) == {second.runner.id, GONE}
+    first.clock = lambda: 4_000_000_000.0
+    assert await first.live_runners() == []
+
+
 async def test_chat_settings_are_shared_and_outlive_the_process(stores: Stores) -> None:
     first, second = await stores.open(), await stores.open()
     assert await first.chat_setting("hinted:telegram:7") is None

@@ -23,6 +23,7 @@ from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_cha
 from ...events import StreamEvent
 from ...turn import Turn, TurnAround, TurnEvents
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
+from ..approvals import approval_identity
 from ..bodies import (
     json_response,
     read_json,
@@ -78,6 +79,10 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         model=model,
         extensions=stream_extensions(),
     )
+    if chat.stream and "approvals" in run.extensions:
+        # Asked on the stream, answered with POST /v1/approvals/{id}. A
+        # plain request has nowhere to ask: refused as without the opt-in.
+        kwargs["approvals"] = agent.approval_channel("api_server", approval_identity())
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
         run.begin(list(chat.messages), kwargs, TurnHold.take(state.slots))

@@ -2,8 +2,11 @@
 // like any other client. Each question is one streamed POST to
 // /v1/chat/completions carrying the conversation's X-Session-ID (the server
 // keeps the history, so only the new message is sent) and asking for the
-// hermes.tool.* events, which show the server's own tool runs. Stop aborts
-// the fetch: closing the connection is what cancels the turn on the server.
+// hermes.tool.* events, which show the server's own tool runs, and the
+// hermes.approval.* events: a command that needs a person's yes shows with
+// Approve / Deny buttons, which answer with POST /v1/approvals/{id} while the
+// turn waits. Stop aborts the fetch: closing the connection is what cancels
+// the turn on the server (and any question it waits on).
 //
 // The API key, when the server has one, is asked for on the first 401 and
 // kept in sessionStorage only: gone with the tab, never in localStorage or a
@@ -223,6 +226,7 @@ class Exchange {
     this.segment = null;
     this.dirty = new Set();
     this.tools = new Map();
+    this.approvals = new Map();
     this.frame = 0;
     this.sawDone = false;
     this.finishReason = null;
@@ -238,7 +242,31 @@ class Exchange {
       } catch {
         // An event this page cannot read changes nothing it shows.
       }
+    } else if (event.type.startsWith("hermes.approval.")) {
+      try {
+        this.approval(event.type.slice("hermes.approval.".length), JSON.parse(event.data));
+      } catch {
+        // As above.
+      }
     }
+  }
+
+  approval(kind, data) {
+    if (kind === "request" && data.id && !this.approvals.has(data.id)) {
+      this.render();
+      this.segment = null;
+      this.approvals.set(data.id, new ApprovalPrompt(data, this.body));
+      this.node.dataset.state = "streaming";
+      if (nearBottom()) scrollDown();
+    } else if (kind === "resolved") {
+      const prompt = this.approvals.get(data.id);
+      if (prompt) prompt.ended(data.outcome, data.by, data.reason);
+    }
+  }
+
+  /** The stream is over: a question still open can no longer be answered. */
+  closeApprovals(why) {
+    for (const prompt of this.approvals.values()) prompt.ended("cancelled", null, why);
   }
 
   message(data) {
@@ -336,6 +364,7 @@ class Exchange {
   }
 
   finished() {
+    this.closeApprovals("the answer ended");
     if (this.error) return this.fail(this.error);
     this.render();
     this.node.dataset.state = "done";
@@ -347,13 +376,107 @@ class Exchange {
   }
 
   stopped() {
+    this.closeApprovals("stopped");
     this.node.dataset.state = "stopped";
     this.note("Stopped.", "stopped");
   }
 
   fail(message) {
+    this.closeApprovals("the answer failed");
     this.node.dataset.state = "error";
     this.note(message, "error");
+  }
+}
+
+const OUTCOMES = {
+  approved: "Approved",
+  denied: "Denied",
+  expired: "Expired: nobody answered in time",
+  cancelled: "Cancelled",
+};
+
+/** A command that waits for the user's yes: what it is, why it needs one,
+ * and Approve / Deny; afterwards how it ended. Everything the server sent
+ * is shown as text. */
+class ApprovalPrompt {
+  constructor(data, parent) {
+    this.id = data.id;
+    this.done = false;
+    this.node = element("div", "approval waiting");
+    this.node.dataset.approvalId = data.id;
+    this.node.setAttribute("role", "group");
+    this.node.setAttribute("aria-label", "Approval needed");
+    const head = element("div", "approval-head");
+    this.title = element("span", "approval-title", "Approval needed");
+    head.append(
+      this.title,
+      element("span", "tool-name", data.tool || "tool"),
+    );
+    this.node.append(head);
+    if (data.reason) this.node.append(element("p", "approval-reason", data.reason));
+    const pre = element("pre", "approval-command");
+    pre.append(element("code", "", data.command || JSON.stringify(data.arguments || {})));
+    this.node.append(pre);
+    this.buttons = element("div", "approval-buttons");
+    this.approve = element("button", "approve", "Approve");
+    this.deny = element("button", "deny", "Deny");
+    for (const button of [this.approve, this.deny]) button.type = "button";
+    this.approve.addEventListener("click", () => this.answer(true));
+    this.deny.addEventListener("click", () => this.answer(false));
+    this.buttons.append(this.approve, this.deny);
+    if (typeof data.expires_at === "number") {
+      const until = new Date(data.expires_at * 1000).toLocaleTimeString();
+      this.buttons.append(element("span", "approval-deadline", `waits until ${until}`));
+    }
+    this.node.append(this.buttons);
+    this.status = element("p", "approval-status");
+    this.status.setAttribute("role", "status");
+    this.status.hidden = true;
+    this.node.append(this.status);
+    parent.append(this.node);
+  }
+
+  async answer(approve) {
+    if (this.done) return;
+    this.approve.disabled = this.deny.disabled = true;
+    this.show(approve ? "Approving…" : "Denying…");
+    try {
+      const response = await apiFetch(`/v1/approvals/${encodeURIComponent(this.id)}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ approve }),
+      });
+      if (!response.ok) {
+        this.show(await errorMessage(response), "error");
+        return;
+      }
+      const body = await response.json();
+      this.ended(body.outcome, body.by, body.reason);
+    } catch (error) {
+      if (this.done) return;
+      this.approve.disabled = this.deny.disabled = false;
+      this.show(`The answer did not reach the server: ${error.message}`, "error");
+    }
+  }
+
+  show(text, className) {
+    this.status.hidden = false;
+    this.status.className = `approval-status${className ? " " + className : ""}`;
+    this.status.textContent = text;
+  }
+
+  ended(outcome, by, reason) {
+    if (this.done) return;
+    this.done = true;
+    this.buttons.remove();
+    this.title.textContent = "Approval";
+    this.node.classList.remove("waiting");
+    this.node.classList.add(outcome === "approved" ? "approved" : "refused");
+    this.node.dataset.outcome = outcome;
+    let text = OUTCOMES[outcome] || outcome;
+    if (by) text += ` by ${by}`;
+    if (reason && outcome !== "approved") text += ` (${reason})`;
+    this.show(text);
   }
 }
 
@@ -396,7 +519,7 @@ async function ask(question) {
       headers: {
         "Content-Type": "application/json",
         "X-Session-ID": state.sessionId,
-        "X-Hermes-Stream-Extensions": "tools",
+        "X-Hermes-Stream-Extensions": "tools,approvals",
       },
       body: JSON.stringify(body),
       signal: controller.signal,

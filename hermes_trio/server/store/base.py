@@ -113,7 +113,9 @@ class Claim:
 @dataclass(frozen=True)
 class Signal:
     """A request from another process to this one: ``stop`` the turn of a
-    conversation, ``cancel`` a running response."""
+    conversation, ``cancel`` a running response; ``approval`` (an answer to
+    a pending approval, JSON) and its ``approval_reply`` (how it was taken,
+    JSON) travel between workers (``hermes_trio.server.approvals``)."""
 
     kind: str
     target: str
@@ -215,6 +217,9 @@ class Store(Protocol):
 
     async def take_signals(self) -> list[Signal]:
         """The signals sent to this process since the last call."""
+
+    async def live_runners(self) -> list[str]:
+        """The ids of the other live processes sharing the store."""
 
     async def heartbeat(self) -> None:
         """Tell other processes this one is alive."""

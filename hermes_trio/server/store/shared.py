@@ -183,6 +183,9 @@ class SQLStore:
         await self._write(partial(sql.forget_signals, ids=[row[0] for row in rows]))
         return [Signal(kind, target) for _, kind, target in rows]
 
+    async def live_runners(self) -> list[str]:
+        return await self._read(partial(sql.live_runners, me=self.runner, now=self.clock()))
+
     async def heartbeat(self) -> None:
         await self._write(partial(sql.heartbeat, me=self.runner, now=self.clock()))
 

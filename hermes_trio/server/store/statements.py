@@ -458,6 +458,12 @@ def dead_runners(
     return {c for c in candidates if c is None or is_dead(rows.get(c), me, now)}
 
 
+def live_runners(db: Db, me: Runner, now: float) -> list[str]:
+    """The other processes sharing the store that are alive, by id."""
+    rows = _runner_rows(db)
+    return sorted(i for i, row in rows.items() if i != me.id and not is_dead(row, me, now))
+
+
 def heartbeat(db: Db, me: Runner, now: float) -> None:
     db.execute(
         "INSERT INTO runners VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET seen_at = ?",

@@ -26,7 +26,7 @@ import trio
 if TYPE_CHECKING:
     from playwright.sync_api import Browser as PlaywrightBrowser
 
-__all__ = ["Browser", "artifacts_dir", "browser_required", "chromium_path", "open_browser"]
+__all__ = ["Browser", "artifacts_dir", "chromium_path", "missing_outside_tool", "open_browser"]
 
 T = TypeVar("T")
 
@@ -38,16 +38,22 @@ def chromium_path() -> str:
     return os.environ.get("HERMES_CHROMIUM", "/usr/bin/chromium")
 
 
-def browser_required() -> bool:
-    """CI must run the browser tests: ``CI`` set to anything but a no."""
+def outside_tools_required() -> bool:
+    """CI must run the tests that need an outside program (a browser,
+    node): ``CI`` set to anything but a no."""
     return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
 
 
+def missing_outside_tool(why: str, tests: str) -> NoReturn:
+    """Fail (under CI) or skip a test whose outside program is missing,
+    saying why; ``tests`` names the tests that need it."""
+    if outside_tools_required():
+        pytest.fail(f"{why} (CI is set, so {tests} are required)", pytrace=False)
+    pytest.skip(f"{why}; {tests} are skipped (under CI they are required)")
+
+
 def _no_browser(why: str) -> NoReturn:
-    """Fail (under CI) or skip the test that needed a browser, saying why."""
-    if browser_required():
-        pytest.fail(f"{why} (CI is set, so the browser tests are required)", pytrace=False)
-    pytest.skip(f"{why}; the browser tests are skipped (under CI they are required)")
+    missing_outside_tool(why, "the browser tests")
 
 
 def artifacts_dir() -> Path:

@@ -13,6 +13,7 @@ body knows whether the stream's ending reached it or still has to be said.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
@@ -56,6 +57,9 @@ _CANCEL_GRACE = 1.0
 class SSEOptions:
     keepalive: float = 10.0
     extensions: frozenset[str] = frozenset()
+    # The wall clock, read only to tell a client when an approval expires
+    # (Unix seconds); a parameter so a test on MockClock can fix it.
+    wall_clock: Callable[[], float] = time.time
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +206,7 @@ class _Writer:
         self.tools = "tools" in options.extensions
         self.reasoning = "reasoning" in options.extensions
         self.approvals = "approvals" in options.extensions
+        self.wall_clock = options.wall_clock
         self.emitted = False
         self.ended = False
         self.last_write = trio.current_time()
@@ -258,7 +263,7 @@ class _Writer:
                         if isinstance(event, ApprovalRequested)
                         else 0.0
                     )
-                    shown = approval_event(event, time.time() + left)
+                    shown = approval_event(event, self.wall_clock() + left)
                     assert shown is not None
                     name, fields = shown
                     parts.append(frames.extension(name, {"type": name, **fields}))

@@ -103,17 +103,24 @@ class RelayedStream:
         return encode_event(data, event=kind, id=new_id)
 
     def _count(self, chunk: dict[str, Any]) -> None:
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            reported = usage.get("completion_tokens")
-            if isinstance(reported, int) and not isinstance(reported, bool) and reported >= 0:
-                self.reported = reported
+        reported = _reported(chunk.get("usage"))
+        if reported is not None:
+            self.reported = reported
         choices = chunk.get("choices")
         if isinstance(choices, list) and any(
             isinstance(c, dict) and isinstance(c.get("delta"), dict) and _says(c["delta"])
             for c in choices
         ):
             self.chunks += 1
+
+
+def _reported(usage: object) -> int | None:
+    """``usage.completion_tokens`` when the model server reported a count."""
+    if isinstance(usage, dict):
+        value = usage.get("completion_tokens")
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
 
 
 def _says(part: dict[str, Any]) -> bool:
@@ -151,11 +158,9 @@ def completion_tokens(answer: Any) -> int:
     else an estimate from the length of what its choices said."""
     if not isinstance(answer, dict):
         return 0
-    usage = answer.get("usage")
-    if isinstance(usage, dict):
-        reported = usage.get("completion_tokens")
-        if isinstance(reported, int) and not isinstance(reported, bool) and reported >= 0:
-            return reported
+    reported = _reported(answer.get("usage"))
+    if reported is not None:
+        return reported
     said = 0
     choices = answer.get("choices")
     for choice in choices if isinstance(choices, list) else []:

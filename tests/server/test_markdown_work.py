@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
+from browser import missing_outside_tool
 
 HERE = Path(__file__).resolve().parent
 RENDERER = HERE.parents[1] / "hermes_trio" / "server" / "page" / "markdown.js"
@@ -40,16 +40,20 @@ PATHOLOGICAL: dict[str, Callable[[int], str]] = {
     "a line per character": lambda n: "a\n" * (n // 2),
 }
 SIZE = 10_000
+RENDERER_TESTS = "the tests that run the page's renderer under node"
 
 
 def node() -> str:
     found = shutil.which("node")
     if found is None:
-        pytest.skip("node is not installed: the page's renderer cannot be run without a browser")
+        missing_outside_tool("node is not installed", RENDERER_TESTS)
     version = subprocess.run([found, "--version"], capture_output=True, text=True, check=True)
     major = int(re.match(r"v(\d+)", version.stdout).group(1))  # type: ignore[union-attr]
     if major < 19:
-        pytest.skip(f"node {version.stdout.strip()} is too old (node:inspector/promises needs 19)")
+        missing_outside_tool(
+            f"node {version.stdout.strip()} is too old (node:inspector/promises needs 19)",
+            RENDERER_TESTS,
+        )
     return found
 
 

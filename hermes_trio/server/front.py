@@ -170,7 +170,7 @@ class Front:
             raise
         finally:
             ended = trio.current_time()
-            record.settle(ended)
+            record.settle()
             ACCESS_LOG.info(record.line(ended, as_json=request_log.JSON_LINES))
             current_record.reset(record_token)
             current_request_id.reset(id_token)

@@ -108,7 +108,7 @@ class RequestRecord:
     """The turn the request started, whose result says the tokens and how
     it ended (a stream's failure is not in its status)."""
 
-    def settle(self, ended: float) -> None:
+    def settle(self) -> None:
         """What the turn said, as the request ends. (A key's budget is the
         turn's business: it is charged when the turn ends, which may be
         later; see ``turns.TurnHold``.)"""

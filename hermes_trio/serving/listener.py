@@ -356,8 +356,14 @@ class _Connections:
         return len(self.open) >= self.limit
 
     def full_for(self, address: str) -> bool:
-        """The client at ``address`` holds all the connections it may."""
-        return self.per_client is not None and self.by_address[address] >= self.per_client
+        """The client at ``address`` holds all the connections it may. A
+        client already gone has no address ("") and is not counted against
+        any other: its connection ends at its first read."""
+        return (
+            self.per_client is not None
+            and address != ""
+            and self.by_address[address] >= self.per_client
+        )
 
     def add(self, connection: _Connection) -> None:
         self.open.add(connection)

@@ -198,3 +198,17 @@ async def test_one_client_address_cannot_hold_every_connection(tmp_path: Path) -
             logged = "\n".join(served.output)
             assert "api_server.max_connections_per_client (3) reached by 127.0.0.1" in logged
             nursery.cancel_scope.cancel()
+
+
+def test_clients_already_gone_are_not_counted_as_one_client() -> None:
+    """A connection whose peer reset before it was served has no address:
+    many such ones must not make the cap refuse anybody else's."""
+    from hermes_trio.serving.lifetime import ConnectionLimits
+    from hermes_trio.serving.listener import _Connections
+
+    connections = _Connections(100, ConnectionLimits(), None, per_client=2)
+    connections.by_address[""] += 5
+    connections.by_address["127.0.0.1"] += 2
+    assert not connections.full_for("")
+    assert connections.full_for("127.0.0.1")
+    assert not connections.full_for("127.0.0.2")

@@ -258,12 +258,12 @@ class _Writer:
                 if self.approvals:
                     # A wall-clock moment for the client; the event's
                     # deadline is on the turn's trio clock.
-                    left = (
-                        event.deadline - trio.current_time()
+                    expires_at = (
+                        self.wall_clock() + event.deadline - trio.current_time()
                         if isinstance(event, ApprovalRequested)
                         else 0.0
                     )
-                    shown = approval_event(event, self.wall_clock() + left)
+                    shown = approval_event(event, expires_at)
                     assert shown is not None
                     name, fields = shown
                     parts.append(frames.extension(name, {"type": name, **fields}))

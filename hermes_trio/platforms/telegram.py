@@ -381,8 +381,14 @@ class TelegramAdapter:
         message = _to_inbound(update.get("message"), self._fetcher)
         if message is None:
             message = self._press(update.get("callback_query"))
-        # allowed_users are ints in the config, so compare as ints.
-        if message is not None and not user_allowed(self._allowed, message.user_id, int):
+        # allowed_users are ints in the config, so compare as ints. A press
+        # passes: the approval decides whether it counts (an approver need
+        # not talk to the bot) and acknowledges it either way.
+        if (
+            message is not None
+            and message.press is None
+            and not user_allowed(self._allowed, message.user_id, int)
+        ):
             log.info("telegram: ignoring a message from user %s (not allowed)", message.user_id)
             message = None
         if message is not None:

@@ -425,3 +425,31 @@ def test_media_become_attachments_and_only_topics_are_threads() -> None:
     assert in_topic is not None and in_topic.thread_id == "3"
     # A service message (someone joined) has neither text nor media: nothing to answer.
     assert _to_inbound({**base, "new_chat_members": [{"id": 9}]}, fetcher) is None
+
+
+async def test_a_press_from_outside_the_allow_list_still_reaches_the_gateway(
+    fake: FakeTelegram, client: httpx.AsyncClient
+) -> None:
+    """An approver need not be allowed to talk to the bot: the approval
+    decides whether a press counts (and acknowledges it either way), so the
+    adapter passes every press on; messages stay filtered."""
+    adapter = make_adapter(fake, client, allowed_users=[7])
+    send, recv = trio.open_memory_channel[InboundMessage](10)
+    query = {
+        "id": "q1",
+        "from": {"id": 8, "username": "approver"},
+        "message": {"message_id": 3, "chat": {"id": 7, "type": "private"}},
+        "data": "y:mcpr_x",
+    }
+    await adapter._handle_update({"update_id": 1, "callback_query": query}, send)
+    await adapter._handle_update(
+        {
+            "update_id": 2,
+            "message": {"message_id": 4, "chat": {"id": 1}, "from": {"id": 8}, "text": "hi"},
+        },
+        send,
+    )
+    (got,) = [recv.receive_nowait()]
+    assert got.press is not None and got.user_id == "8" and got.press.data == "y:mcpr_x"
+    with pytest.raises(trio.WouldBlock):
+        recv.receive_nowait()

@@ -26,7 +26,8 @@ Mapping from turn events:
   interrupted, cancelled) or an ``error`` event and ``response.failed``.
 
 Every object here passes the official SDK's pydantic models
-(``tests/wire/test_wire_responses_out.py`` validates them).
+(``tests/wire/test_wire_responses_out.py`` validates them) and OpenAI's
+published OpenAPI schemas (``tests/spec/``).
 """
 
 from __future__ import annotations
@@ -247,9 +248,7 @@ class ResponseBuilder:
             "output_text": self.output_text,
             "parallel_tool_calls": bool(echo.get("parallel_tool_calls", True)),
             "previous_response_id": echo.get("previous_response_id"),
-            "prompt_cache_key": echo.get("prompt_cache_key"),
             "reasoning": echo.get("reasoning") or {"effort": None, "summary": None},
-            "safety_identifier": echo.get("safety_identifier"),
             "service_tier": echo.get("service_tier") or "default",
             "store": bool(echo.get("store", True)),
             "temperature": echo.get("temperature"),
@@ -259,9 +258,13 @@ class ResponseBuilder:
             "top_logprobs": 0,
             "top_p": echo.get("top_p"),
             "truncation": echo.get("truncation") or "disabled",
-            "usage": response_usage(self.usage) if self.usage is not None else None,
-            "user": echo.get("user"),
         }
+        # The spec types these as non-nullable: absent when unset.
+        if self.usage is not None:
+            body["usage"] = response_usage(self.usage)
+        for name in ("prompt_cache_key", "safety_identifier", "user"):
+            if echo.get(name) is not None:
+                body[name] = echo[name]
         return body
 
     # -- events -------------------------------------------------------------

@@ -197,7 +197,7 @@ def test_created_snapshot_and_echo() -> None:
     for key, value in echo.items():
         assert created[key] == value, key
     assert created["status"] == "in_progress" and created["output"] == []
-    assert created["usage"] is None and created["completed_at"] is None
+    assert "usage" not in created and created["completed_at"] is None
     assert created["object"] == "response" and created["model"] == "hermes-agent"
     defaults = builder().snapshot()
     assert defaults["tool_choice"] == "auto" and defaults["parallel_tool_calls"] is True

@@ -13,38 +13,37 @@ boxes ``[ ]``/``[x]`` → ☐/☑); horizontal rules → a line; ``![alt](url)``
 and the other backslash escapes → the character itself. Code (fenced with
 backticks or tildes, or inline) is left exactly as written, escaped.
 
+Inline Markdown is parsed by markdown-it-py (CommonMark's rules, the same
+engine as the Telegram converter) and rendered from its tokens; blocks are
+line-based, so each line of an answer being written converts on its own.
+
 Pure functions; ``to_mrkdwn`` never raises.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+from markdown_it.token import Token
 
 from ..markdown_fence import open_fence
+from .markdown_inline import inline_parser, inline_tokens, link_children
 
 __all__ = ["escape", "to_mrkdwn"]
 
-_INLINE_CODE = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.DOTALL)
-# A URL may hold one level of balanced parentheses (Wikipedia's do).
-_LINK = re.compile(r"(!?)\[([^\[\]\n]+)\]\(((?:[^()\s]|\([^()\s]*\))+)\)")
+_PARSER = inline_parser(autolinks=True)
 _LINKABLE = ("http://", "https://", "mailto:")
-_BARE_URL = re.compile(r"<(https?://[^\s<>|]+)>")
-_BOLD_ITALIC = re.compile(r"\*\*\*(?=\S)(.+?)(?<=\S)\*\*\*")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])")
-_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_MARKS = {"strong": "*", "em": "_", "s": "~"}
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t#]*$")
 _BULLET = re.compile(r"^([ \t]*)[-*+][ \t]+")
 _TASK = re.compile(r"\[([ xX])\][ \t]+")
 _RULE = re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?$")
-_BACKSLASH_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-# Markers no model text contains: where our own bold stars and held pieces
-# (links, escaped characters) go while the rest of the line is converted.
-_STAR = "\x01"
-_HOLD = "\x02"
-_HELD = re.compile(f"{_HOLD}(\\d+){_HOLD}")
+# Never passed on: Slack has no use for them, and the converter has always
+# dropped them.
+_DROPPED = str.maketrans("", "", "\x01\x02")
 RULE_LINE = "──────────"
 
 
@@ -55,7 +54,7 @@ def escape(text: str) -> str:
 
 def to_mrkdwn(markdown: str) -> str:
     """``markdown`` as Slack mrkdwn."""
-    lines = markdown.replace(_STAR, "").replace(_HOLD, "").split("\n")
+    lines = markdown.translate(_DROPPED).split("\n")
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -89,9 +88,8 @@ def _line(line: str) -> str:
         return RULE_LINE
     heading = _HEADING.match(line)
     if heading:
-        text = _BOLD_ITALIC.sub(r"\1", heading.group(1))
-        text = _BOLD.sub(lambda m: m.group(1) or m.group(2), text)
-        return f"{_STAR}{_inline(text)}{_STAR}".replace(_STAR, "*")
+        # The whole line is bold already: bold inside it would end it early.
+        return f"*{_inline(heading.group(1), bold=False)}*"
     bullet = _BULLET.match(line)
     if bullet:
         rest = line[bullet.end() :]
@@ -100,49 +98,63 @@ def _line(line: str) -> str:
         if task:
             box = "☐ " if task.group(1) == " " else "☑ "
             rest = rest[task.end() :]
-        return f"{bullet.group(1)}• {box}{_inline(rest)}".replace(_STAR, "*")
-    return _inline(line).replace(_STAR, "*")
+        return f"{bullet.group(1)}• {box}{_inline(rest)}"
+    return _inline(line)
 
 
-def _inline(text: str) -> str:
-    """Inline code spans kept as they are (escaped); the rest converted."""
-    pieces: list[str] = []
-    at = 0
-    for code in _INLINE_CODE.finditer(text):
-        pieces.append(_prose(text[at : code.start()]))
-        pieces.append(f"`{escape(code.group(2))}`")
-        at = code.end()
-    pieces.append(_prose(text[at:]))
-    return "".join(pieces)
+def _inline(text: str, *, bold: bool = True) -> str:
+    tokens = _strong_outside(
+        [t for t in inline_tokens(_PARSER, text) if t.type != "text" or t.content]
+    )
+    return "".join(_render(tokens, bold=bold, in_link=False))
 
 
-def _prose(text: str) -> str:
-    held: list[str] = []
-
-    def hold(rendered: str) -> str:
-        held.append(rendered)
-        return f"{_HOLD}{len(held) - 1}{_HOLD}"
-
-    def link(match: re.Match[str]) -> str:
-        label, url = match.group(2), match.group(3)
-        label = _styles(escape(label)).replace(_STAR, "*")
-        if not url.startswith(_LINKABLE):
-            # Slack would show a relative or odd target as a broken link.
-            return hold(f"{label} ({escape(url)})")
-        return hold(f"<{escape(url).replace('|', '%7C')}|{label.replace('|', '¦')}>")
-
-    text = _BACKSLASH_ESCAPE.sub(lambda m: hold(escape(m.group(1))), text)
-    text = _LINK.sub(link, text)
-    text = _BARE_URL.sub(lambda m: hold(f"<{escape(m.group(1))}>"), text)
-    text = _styles(escape(text))
-    # A link's label may hold an escaped character: two passes put all back.
-    for _ in range(2):
-        text = _HELD.sub(lambda m: held[int(m.group(1))], text)
-    return text
+def _strong_outside(tokens: list[Token]) -> list[Token]:
+    """``***x***`` parses as italic around bold; Slack's habit is ``*_x_*``."""
+    for i in range(len(tokens) - 1):
+        if tokens[i].type != "em_open" or tokens[i + 1].type != "strong_open":
+            continue
+        level = tokens[i + 1].level
+        close = next(
+            (j for j in range(i + 2, len(tokens)) if tokens[j].level == level),
+            len(tokens),
+        )
+        if close + 1 < len(tokens) and tokens[close + 1].type == "em_close":
+            tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
+            tokens[close], tokens[close + 1] = tokens[close + 1], tokens[close]
+    return tokens
 
 
-def _styles(text: str) -> str:
-    text = _BOLD_ITALIC.sub(lambda m: f"{_STAR}_{m.group(1)}_{_STAR}", text)
-    text = _BOLD.sub(lambda m: f"{_STAR}{m.group(1) or m.group(2)}{_STAR}", text)
-    text = _ITALIC.sub(r"_\1_", text)
-    return _STRIKE.sub(r"~\1~", text)
+def _render(tokens: Sequence[Token], *, bold: bool, in_link: bool) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        name, _, edge = tok.type.rpartition("_")
+        if tok.type == "code_inline":
+            out.append(f"`{escape(tok.content)}`")
+        elif name in _MARKS and edge in ("open", "close"):
+            out.append(_MARKS[name] if bold or name != "strong" else "")
+        elif tok.type == "link_open":
+            children, i = link_children(tokens, i)
+            label = "".join(_render(children, bold=bold, in_link=True))
+            # A link cannot hold a link: inside one, a link is its words.
+            out.append(label if in_link else _link(tok, label))
+        elif tok.type == "image":
+            alt = "".join(_render(tok.children or [], bold=bold, in_link=True))
+            out.append(alt if in_link else _link(tok, alt, attr="src"))
+        else:
+            out.append(escape(tok.content))
+        i += 1
+    return out
+
+
+def _link(tok: Token, label: str, *, attr: str = "href") -> str:
+    url = str(tok.attrGet(attr) or "")
+    if tok.markup == "autolink":
+        # ``<https://…>`` Slack shows as a link; any other scheme as text.
+        return f"<{escape(url)}>" if url.startswith(_LINKABLE[:2]) else escape(f"<{url}>")
+    if not url.startswith(_LINKABLE) or any(c.isspace() for c in url):
+        # Slack would show a relative or odd target as a broken link.
+        return f"{label} ({escape(url)})"
+    return f"<{escape(url).replace('|', '%7C')}|{label.replace('|', '¦')}>"

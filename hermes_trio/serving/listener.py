@@ -71,10 +71,28 @@ REFUSING_AT_MOST = 64
 REFUSAL_LINGER = 1.0
 MAX_RECV = 2**16
 # accept() failing with these means "out of something, try again soon".
-_ACCEPT_CAPACITY_ERRNOS = frozenset(
-    {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
-)
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 _WARN_EVERY = 10.0
+
+# What of hypercorn's below its public API this module relies on: methods
+# ``_H11`` overrides or calls (an override of a renamed method is silently
+# never called) and the internal modules and names it builds connections
+# from. pyproject.toml caps hypercorn below its next minor version, and
+# tests/core/test_hypercorn_reliance.py checks each name is still there.
+HYPERCORN_INTERNALS = {
+    "hypercorn.protocol.h11.H11Protocol": (
+        "_send_error_response",  # overridden: the JSON error body
+        "_check_protocol",  # overridden: no switch to h2c
+        "_send_h11_event",  # called to write our own answers
+        "_handle_events",  # where hypercorn calls the two overrides
+    ),
+    "hypercorn.trio.task_group.TaskGroup": ("__aenter__", "__aexit__"),
+    "hypercorn.trio.lifespan.Lifespan": (
+        "handle_lifespan",
+        "wait_for_startup",
+        "wait_for_shutdown",
+    ),
+}
 
 # What h11's status hint for a request it cannot parse means to a client.
 _PROTOCOL_ERRORS = {

@@ -71,7 +71,9 @@ REFUSING_AT_MOST = 64
 REFUSAL_LINGER = 1.0
 MAX_RECV = 2**16
 # accept() failing with these means "out of something, try again soon".
-_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_CAPACITY_ERRNOS = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+)
 _WARN_EVERY = 10.0
 
 # What of hypercorn's below its public API this module relies on: methods

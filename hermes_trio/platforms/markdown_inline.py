@@ -7,12 +7,12 @@ answer being written (edited in place as it streams) never jumps around.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["inline_parser", "inline_tokens", "link_children"]
+__all__ = ["inline_parser", "inline_tokens", "with_contents"]
 
 
 def inline_parser(*, autolinks: bool) -> MarkdownIt:
@@ -43,13 +43,23 @@ def inline_tokens(md: MarkdownIt, line: str) -> list[Token]:
     return list(tokens[0].children or []) if tokens else []
 
 
-def link_children(tokens: Sequence[Token], start: int) -> tuple[list[Token], int]:
-    """The label tokens of the link opened at ``start``, and its close's index."""
-    depth = 0
-    for end in range(start, len(tokens)):
-        kind = tokens[end].type
-        depth += kind == "link_open"
-        depth -= kind == "link_close"
-        if depth == 0:
-            return list(tokens[start + 1 : end]), end
-    return list(tokens[start + 1 :]), len(tokens)
+def with_contents(tokens: Sequence[Token]) -> Iterator[tuple[Token, list[Token]]]:
+    """Each token of one level with what it holds: a link's ``link_open``
+    with its label's tokens (its ``link_close`` is not given), an image with
+    its alt text's, any other token with nothing."""
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.type != "link_open":
+            yield tok, list(tok.children or [])
+            i += 1
+            continue
+        depth, end = 0, i
+        while end < len(tokens):
+            depth += tokens[end].type == "link_open"
+            depth -= tokens[end].type == "link_close"
+            if depth == 0:
+                break
+            end += 1
+        yield tok, list(tokens[i + 1 : end])
+        i = end + 1

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from markdown_it.token import Token
 
 from ..markdown_fence import open_fence
-from .markdown_inline import inline_parser, inline_tokens, link_children
+from .markdown_inline import inline_parser, inline_tokens, with_contents
 
 __all__ = ["escape", "to_mrkdwn"]
 
@@ -83,6 +84,9 @@ def to_mrkdwn(markdown: str) -> str:
     return "\n".join(out)
 
 
+# A message is converted whole on every edit while it streams: its finished
+# lines come from here.
+@lru_cache(maxsize=512)
 def _line(line: str) -> str:
     if _RULE.match(line):
         return RULE_LINE
@@ -127,29 +131,23 @@ def _strong_outside(tokens: list[Token]) -> list[Token]:
 
 def _render(tokens: Sequence[Token], *, bold: bool, in_link: bool) -> list[str]:
     out: list[str] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
+    for tok, inner in with_contents(tokens):
         name, _, edge = tok.type.rpartition("_")
         if tok.type == "code_inline":
             out.append(f"`{escape(tok.content)}`")
         elif name in _MARKS and edge in ("open", "close"):
             out.append(_MARKS[name] if bold or name != "strong" else "")
-        elif tok.type == "link_open":
-            children, i = link_children(tokens, i)
-            label = "".join(_render(children, bold=bold, in_link=True))
+        elif tok.type in ("link_open", "image"):
+            label = "".join(_render(inner, bold=bold, in_link=True))
             # A link cannot hold a link: inside one, a link is its words.
-            out.append(label if in_link else _link(tok, label))
-        elif tok.type == "image":
-            alt = "".join(_render(tok.children or [], bold=bold, in_link=True))
-            out.append(alt if in_link else _link(tok, alt, attr="src"))
+            attr = "src" if tok.type == "image" else "href"
+            out.append(label if in_link else _link(tok, label, attr=attr))
         else:
             out.append(escape(tok.content))
-        i += 1
     return out
 
 
-def _link(tok: Token, label: str, *, attr: str = "href") -> str:
+def _link(tok: Token, label: str, *, attr: str) -> str:
     url = str(tok.attrGet(attr) or "")
     if tok.markup == "autolink":
         # ``<https://…>`` Slack shows as a link; any other scheme as text.

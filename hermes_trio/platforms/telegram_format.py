@@ -25,11 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from markdown_it.token import Token
 
 from ..markdown_fence import Fence, open_fence
-from .markdown_inline import inline_parser, inline_tokens, link_children
+from .markdown_inline import inline_parser, inline_tokens, with_contents
 
 __all__ = [
     "RESERVED",
@@ -133,9 +134,7 @@ def _render(tokens: Sequence[Token], stack: list[str], out: list[_Tok]) -> None:
     # Per emphasis opened at this level: whether it became an entity (False:
     # Telegram cannot nest an entity in itself, so its markers stay text).
     opened: list[bool] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
+    for tok, inner in with_contents(tokens):
         name, _, edge = tok.type.rpartition("_")
         if tok.type == "code_inline":
             if _NO_CODE_INSIDE.intersection(stack):
@@ -155,14 +154,12 @@ def _render(tokens: Sequence[Token], stack: list[str], out: list[_Tok]) -> None:
             else:
                 out.append(_Text(tok.markup))
         elif tok.type == "link_open":
-            label, i = link_children(tokens, i)
-            _link(tok.attrGet("href"), label, stack, out)
+            _link(tok.attrGet("href"), inner, stack, out)
         elif tok.type == "image":
             out.append(_Text("!"))
-            _link(tok.attrGet("src"), tok.children or [], stack, out)
+            _link(tok.attrGet("src"), inner, stack, out)
         else:
             out.append(_Text(tok.content))
-        i += 1
 
 
 def _link(
@@ -244,16 +241,19 @@ def _closes_fence(fence: Fence, line: str) -> bool:
     return len(line) - len(line.lstrip(" ")) <= 3 and fence.closes(line.strip())
 
 
-def _line_tokens(line: str) -> list[_Tok]:
+# A message is converted whole on every edit while it streams: its finished
+# lines come from here. The pieces are never changed after they are made.
+@lru_cache(maxsize=512)
+def _line_tokens(line: str) -> tuple[_Tok, ...]:
     if _RULE_RE.match(line):
-        return [_Text(line)]
+        return (_Text(line),)
     m = _HEADING_RE.match(line)
     if m and m.group("text").strip():
-        return [_Marker("*"), *_inline_tokens(m.group("text"), ["bold"]), _Marker("*")]
+        return (_Marker("*"), *_inline_tokens(m.group("text"), ["bold"]), _Marker("*"))
     m = _QUOTE_RE.match(line)
     if m:
-        return [_Marker(">"), *_inline_tokens(m.group("text"), ["quote"])]
+        return (_Marker(">"), *_inline_tokens(m.group("text"), ["quote"]))
     m = _BULLET_RE.match(line)
     if m:
-        return [_Text(m.group("indent") + "• "), *_inline_tokens(m.group("text"), [])]
-    return _inline_tokens(line, [])
+        return (_Text(m.group("indent") + "• "), *_inline_tokens(m.group("text"), []))
+    return tuple(_inline_tokens(line, []))

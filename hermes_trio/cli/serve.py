@@ -26,7 +26,6 @@ from .demo import agent_for
 from .serve_shared import (
     STOP_GRACE,
     check_model_server,
-    page_url,
     reload_keys_on_sighup,
     say_listening,
     serve_failures,
@@ -34,8 +33,7 @@ from .serve_shared import (
 )
 from .workers import run_workers
 
-# STOP_GRACE and page_url are serve's too, kept where callers found them.
-__all__ = ["STOP_GRACE", "fit_open_files", "page_url", "run_serve"]
+__all__ = ["fit_open_files", "run_serve"]
 
 log = logging.getLogger("hermes_trio.server")
 

@@ -4,6 +4,7 @@ way to run one agent turn and keep every event."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -38,6 +39,14 @@ _STORES = tempfile.TemporaryDirectory(prefix="hermes-test-")
 # hermes-trio takes settings from variables with these prefixes; a child
 # process under test must see only the ones its test sets.
 _SETTING_PREFIXES = ("HERMES_", "OPENAI_", "API_SERVER_", "TELEGRAM_", "DISCORD_", "SLACK_")
+
+# child_hooks/sitecustomize.py sets these module constants in every process
+# started with clean_env's environment. A process running nothing looks for
+# another's signals (an approval answered on another worker) once a second:
+# a latency bound no test measures, which the tests that answer across
+# processes would otherwise sit out at every answer.
+_CHILD_HOOKS = Path(__file__).resolve().parent / "child_hooks"
+CHILD_PATCHES: dict[str, dict[str, Any]] = {"hermes_trio.server.store.duties": {"IDLE_POLL": 0.1}}
 
 
 def make_config(
@@ -118,6 +127,7 @@ __all__ = [
     "ServeProcess",
     "agent_on_double",
     "api_stack",
+    "child_patches",
     "clean_env",
     "client_for",
     "crashing_tools",
@@ -200,8 +210,15 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
     # No probing of this machine's ports for a model server unless a test asks.
     env["HERMES_LOCAL_SERVERS"] = ""
+    env.update(child_patches(CHILD_PATCHES))
     env.update(extra)
     return env
+
+
+def child_patches(patches: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The environment entries that make a child process (and its own
+    children) set ``{"module": {"NAME": value}}`` as each module is imported."""
+    return {"PYTHONPATH": str(_CHILD_HOOKS), "HERMES_TEST_PATCHES": json.dumps(patches)}
 
 
 class ServeProcess:

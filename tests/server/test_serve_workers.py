@@ -16,7 +16,15 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from support import ServeProcess, clean_env, make_config, run_cli, start_serve
+from support import (
+    CHILD_PATCHES,
+    ServeProcess,
+    child_patches,
+    clean_env,
+    make_config,
+    run_cli,
+    start_serve,
+)
 from test_connections import Reader, eof, request_bytes
 
 from hermes_trio.cli.serve_shared import STOP_GRACE
@@ -115,15 +123,30 @@ async def test_two_hundred_streams_are_shared_by_both_workers(tmp_path: Path) ->
     assert f"{route} 200.0" in scraped
 
 
+# How long a thread of trio's cache may idle before it ends: 10 s, shortened
+# in the supervisor (and its workers) so that the test need not sit it out.
+THREAD_IDLE = 0.5
+
+
+def supervisor_threads(pid: int) -> int:
+    """How many threads the process runs, its main thread included."""
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
 async def test_a_killed_worker_is_replaced(tmp_path: Path) -> None:
     async with open_scripted_server(default=TextReply(tokens=WORDS)) as model:
+        env = workers_env(model, tmp_path)
+        idle = {"trio._core._thread_cache": {"IDLE_TIMEOUT": THREAD_IDLE}}
+        env.update(child_patches({**CHILD_PATCHES, **idle}))
         async with trio.open_nursery() as nursery:
-            served = await start_serve(nursery, workers_env(model, tmp_path), tmp_path)
+            served = await start_serve(nursery, env, tmp_path)
             before = worker_pids(served)
-            # Still the same workers once the thread trio started them from
-            # has been idle long enough to end (10 s): nothing of theirs
-            # depends on that thread (as PR_SET_PDEATHSIG would).
-            await trio.sleep(11)
+            # Still the same workers once the threads trio started them from
+            # have idled long enough to end: nothing of theirs depends on
+            # those threads (as PR_SET_PDEATHSIG would).
+            with trio.fail_after(THREAD_IDLE + 10):
+                while supervisor_threads(served.process.pid) > 1:  # noqa: ASYNC110 (another process)
+                    await trio.sleep(0.05)
             assert children(served.process.pid) == set(before.values())
             os.kill(before[1], signal.SIGKILL)
             with trio.fail_after(20):

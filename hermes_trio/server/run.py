@@ -37,6 +37,7 @@ from .store import SignalHandlers, Store, install_secret, keep_store, open_store
 from .turns import TurnSlots
 
 __all__ = [
+    "SHUTDOWN_GRACE",
     "ApiServer",
     "StoreInUse",
     "open_api_server",
@@ -46,6 +47,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("hermes_trio.server")
+
+SHUTDOWN_GRACE = 2.0
+"""Seconds a stopping server gives its busy connections before it ends
+their streams with its last words (read when the server starts, so that a
+test of something else can shorten it in the process it starts)."""
 
 T = TypeVar("T")
 
@@ -113,7 +119,7 @@ def session_key(config: Config) -> bytes:
 
 def _hypercorn_config() -> HypercornConfig:
     hc = HypercornConfig()
-    hc.graceful_timeout = 2.0
+    hc.graceful_timeout = SHUTDOWN_GRACE
     hc.accesslog = None
     # hypercorn's own "Running on …" line would repeat ours.
     hc.errorlog = logging.getLogger("hypercorn.error")

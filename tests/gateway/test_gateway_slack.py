@@ -19,7 +19,9 @@ from hermes_trio.testing.fake_slack import FakeSlack, SlackMessage, open_fake_sl
 
 ALLOWED = "U0ALLOWED"
 ANSWER = "**Sure.** " + " ".join(f"word{i}" for i in range(40)) + " — see [docs](https://x.io)."
-INTERVAL = 0.5
+# Short, so that the answers (about two seconds of tokens at the default
+# interval) are edited several times in a fraction of that.
+INTERVAL = 0.25
 
 
 @asynccontextmanager
@@ -72,7 +74,7 @@ def progressive(message: SlackMessage) -> None:
 async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_reconnects(
     tmp_path: Path,
 ) -> None:
-    script = [TextReply(ANSWER, delay=0.03) for _ in range(6)]
+    script = [TextReply(ANSWER, delay=0.015) for _ in range(6)]
     async with (
         open_scripted_server(script) as model,
         open_fake_slack() as slack,
@@ -105,8 +107,8 @@ async def test_questions_are_answered_once_through_refusals_429s_redelivery_and_
         assert {m.thread_ts for m in slack.visible("C1")} == {thread}
         assert "and in a channel?" in str(model.model_requests[-1])
         # 4. 429s on the first post and on edits: nothing twice, the final text lands.
-        slack.fail_next("chat.postMessage", retry_after=0.5)
-        slack.fail_next("chat.update", retry_after=1, times=2)
+        slack.fail_next("chat.postMessage", retry_after=0.3)
+        slack.fail_next("chat.update", retry_after=0.4, times=2)
         slack.push_message("D3", ALLOWED, "rate limited?")
         await until(slack, lambda: final_texts(slack, "D3") == [to_mrkdwn(ANSWER)], within=20)
         assert len(slack.visible("D3")) == 1 and len(slack.calls_to("chat.postMessage")) == 6

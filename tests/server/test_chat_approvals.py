@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from support import ServeProcess, clean_env, start_serve
+from support import SHORT_SHUTDOWN, ServeProcess, child_patches, clean_env, start_serve
 
 from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.approvals import Answer, parse_answer
@@ -95,7 +95,12 @@ class Events:
 
 @asynccontextmanager
 async def serving(
-    script: list[Any], tmp_path: Path, *, workers: int = 1, extra: str = ""
+    script: list[Any],
+    tmp_path: Path,
+    *,
+    workers: int = 1,
+    extra: str = "",
+    patches: dict[str, dict[str, Any]] | None = None,
 ) -> AsyncIterator[tuple[ServeProcess, ScriptedModelServer]]:
     (tmp_path / "config.yaml").write_text(
         "api_server:\n  keys:\n"
@@ -107,6 +112,7 @@ async def serving(
             HERMES_MODEL_BASE_URL=model.base_url,
             HERMES_DATA_DIR=str(tmp_path / "data"),
             API_SERVER_WORKERS=str(workers),
+            **child_patches(patches or {}),
         )
         served = await start_serve(nursery, env, tmp_path)
         yield served, model
@@ -293,16 +299,17 @@ async def test_an_expired_question_and_a_shutdown_while_waiting(tmp_path: Path) 
         *tool_turn(late, "Not approved in time."),
         ToolCallReply(calls=[("terminal", {"command": flagged(stopped)})]),
     ]
-    # Longer than the shutdown's grace (2 s), after which turns are cancelled.
-    extra = "approvals:\n  per_platform: {api_server: 4}\n"
-    async with serving(script, tmp_path, extra=extra) as (served, model):
+    # Longer than the shutdown's grace (shortened to 0.5 s), after which
+    # turns are cancelled.
+    extra = "approvals:\n  per_platform: {api_server: 1.5}\n"
+    async with serving(script, tmp_path, extra=extra, patches=SHORT_SHUTDOWN) as (served, model):
         async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
             async with http.stream(
                 "POST", "/chat/completions", json=chat(), headers={**ALICE, **OPT_IN}
             ) as reply:
                 events = Events(reply)
                 asked = await events.until("hermes.approval.request")
-                assert asked["timeout"] == 4
+                assert asked["timeout"] == 1.5
                 resolved = await events.until("hermes.approval.resolved")
                 assert resolved["outcome"] == "expired"
                 await events.rest()

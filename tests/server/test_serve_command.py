@@ -6,7 +6,7 @@ import signal
 import socket
 
 import trio
-from support import clean_env, run_cli, start_serve
+from support import SHORT_SHUTDOWN, child_patches, clean_env, run_cli, start_serve
 
 from hermes_trio.testing import TextReply, open_scripted_server
 
@@ -47,6 +47,8 @@ async def test_sigterm_exits_quickly_with_a_stuck_client(tmp_path) -> None:
     async with open_scripted_server([long_answer]) as model:
         env = env_without_model(tmp_path)
         env["HERMES_MODEL_BASE_URL"] = model.base_url
+        # The stuck connection is cut when the grace ends, however long.
+        env.update(child_patches(SHORT_SHUTDOWN))
         async with trio.open_nursery() as nursery:
             served = await start_serve(nursery, env, tmp_path)
             assert any(model.base_url in line for line in served.output)

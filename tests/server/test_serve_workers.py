@@ -17,7 +17,7 @@ import httpx
 import pytest
 import trio
 from support import (
-    CHILD_PATCHES,
+    SHORT_SHUTDOWN,
     ServeProcess,
     child_patches,
     clean_env,
@@ -47,6 +47,9 @@ def workers_env(model: ScriptedModelServer, tmp_path: Path) -> dict[str, str]:
         HERMES_MODEL_BASE_URL=model.base_url,
         HERMES_DATA_DIR=str(tmp_path / "data"),
         API_SERVER_WORKERS="2",
+        # Streams end with their last words when the workers stop, whatever
+        # the grace: these tests are about who stops, not how long it waits.
+        **child_patches(SHORT_SHUTDOWN),
     )
 
 
@@ -137,7 +140,7 @@ async def test_a_killed_worker_is_replaced(tmp_path: Path) -> None:
     async with open_scripted_server(default=TextReply(tokens=WORDS)) as model:
         env = workers_env(model, tmp_path)
         idle = {"trio._core._thread_cache": {"IDLE_TIMEOUT": THREAD_IDLE}}
-        env.update(child_patches({**CHILD_PATCHES, **idle}))
+        env.update(child_patches({**SHORT_SHUTDOWN, **idle}))
         async with trio.open_nursery() as nursery:
             served = await start_serve(nursery, env, tmp_path)
             before = worker_pids(served)

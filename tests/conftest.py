@@ -19,3 +19,13 @@ _SDK_GENERATORS = pytest.mark.filterwarnings(
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(_SDK_GENERATORS)
+
+
+@pytest.fixture
+def short_shutdown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process server's shutdown grace at 0.2 s instead of 2 s, for a
+    test that stops a server with a turn running but is not about how long
+    the grace is (tests/server/test_shutdown.py is)."""
+    from hermes_trio.server import run
+
+    monkeypatch.setattr(run, "SHUTDOWN_GRACE", 0.2)

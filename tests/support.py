@@ -41,12 +41,16 @@ _STORES = tempfile.TemporaryDirectory(prefix="hermes-test-")
 _SETTING_PREFIXES = ("HERMES_", "OPENAI_", "API_SERVER_", "TELEGRAM_", "DISCORD_", "SLACK_")
 
 # child_hooks/sitecustomize.py sets these module constants in every process
-# started with clean_env's environment. A process running nothing looks for
-# another's signals (an approval answered on another worker) once a second:
-# a latency bound no test measures, which the tests that answer across
-# processes would otherwise sit out at every answer.
+# started with clean_env's environment: pacing no test measures, which the
+# end-to-end tests would otherwise sit out. A process running nothing looks
+# for another's signals (an approval answered on another worker) once a
+# second; ``--demo`` streams its canned answer at a readable 30 ms a word
+# (two seconds for each answer a test reads).
 _CHILD_HOOKS = Path(__file__).resolve().parent / "child_hooks"
-CHILD_PATCHES: dict[str, dict[str, Any]] = {"hermes_trio.server.store.duties": {"IDLE_POLL": 0.1}}
+CHILD_PATCHES: dict[str, dict[str, Any]] = {
+    "hermes_trio.server.store.duties": {"IDLE_POLL": 0.1},
+    "hermes_trio.cli.demo": {"WORD_DELAY": 0.001},
+}
 # For a test whose streams are open at a stop but which is not about how
 # long the server's grace is: 0.5 s instead of 2 s before the last words.
 SHORT_SHUTDOWN: dict[str, dict[str, Any]] = {"hermes_trio.server.run": {"SHUTDOWN_GRACE": 0.5}}

@@ -14,11 +14,13 @@ from ..config import Config
 from ..testing.script import TextReply
 from ..testing.scripted_model.double import ModelDouble
 
-__all__ = ["DEMO_BANNER", "DEMO_URL", "agent_for", "demo_config", "is_demo"]
+__all__ = ["DEMO_BANNER", "DEMO_URL", "WORD_DELAY", "agent_for", "demo_config", "is_demo"]
 
 # Never resolvable (RFC 2606): nothing can be sent there by mistake.
 DEMO_URL = "http://demo.hermes-trio.invalid/v1"
 DEMO_MODEL = "demo"
+WORD_DELAY = 0.03
+"""Seconds between the canned answer's words: a readable stream."""
 DEMO_BANNER = (
     "DEMO MODE: answers are canned by the built-in scripted model, not a language model "
     "(run with a model server for real answers: see `hermes-trio init`)"
@@ -51,6 +53,7 @@ async def agent_for(config: Config) -> AsyncIterator[Agent]:
         return
     words = [f"{word} " for word in _ANSWER.split(" ")]
     words[-1] = words[-1].rstrip()
-    model = ModelDouble(default=TextReply(tokens=words, delay=0.03), model=DEMO_MODEL, record=False)
+    reply = TextReply(tokens=words, delay=WORD_DELAY)
+    model = ModelDouble(default=reply, model=DEMO_MODEL, record=False)
     async with open_agent(config, transport=model) as agent:
         yield agent

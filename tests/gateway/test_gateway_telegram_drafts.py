@@ -65,7 +65,8 @@ def answer_for(question: str) -> str:
 
 def answer(request: RecordedRequest) -> Step:
     question = request.json["messages"][-1]["content"]
-    return TextReply(answer_for(question), delay=0.03)
+    # Half a second of tokens: several drafts or edits at the 0.1 s interval.
+    return TextReply(answer_for(question), delay=0.015)
 
 
 def chat_calls(telegram: FakeTelegram, method: str, chat: int) -> list[Any]:
@@ -112,7 +113,7 @@ def assert_edited(telegram: FakeTelegram, chat: int, question: str) -> None:
 CONFIG = """\
 streaming:
   enabled: true
-  edit_interval: 0.2
+  edit_interval: 0.1
   min_tokens: 2
 """
 

@@ -150,7 +150,7 @@ async def test_the_long_tool_hint_comes_once_per_user_and_verbose_acts_at_once(
 # Across a restart of the real process
 
 TOKEN = "987654:HINT-secret_token_value"
-SLEEP = {"command": "sleep 1.2"}
+SLEEP = {"command": "sleep 0.7"}
 
 
 def _shows(telegram: FakeTelegram, chat: int, text: str) -> bool:
@@ -167,7 +167,7 @@ async def test_the_hint_is_not_repeated_after_a_restart(tmp_path: Path) -> None:
     with tool progress hidden; user 7 sees the hint in the first process
     only, user 8 (first seen in the second) sees it there."""
     (tmp_path / "config.yaml").write_text(
-        "agent:\n  long_tool_hint: 0.3\n  tools: [terminal]\ndisplay:\n  show_tools: false\n"
+        "agent:\n  long_tool_hint: 0.2\n  tools: [terminal]\ndisplay:\n  show_tools: false\n"
     )
     script: list[Step] = []
     for answer in ("first", "second", "third"):

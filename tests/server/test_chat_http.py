@@ -7,6 +7,7 @@ import json
 import os
 
 import httpx
+import pytest
 import trio
 from support import api_stack, make_config
 
@@ -318,6 +319,7 @@ async def test_a_role_of_the_wrong_type_is_a_400() -> None:
     assert response.json()["error"]["param"] == "messages[0].role"
 
 
+@pytest.mark.usefixtures("short_shutdown")
 async def test_shutdown_ends_open_streams_with_a_reason() -> None:
     slow = TextReply(tokens=["a", "b", "c"], delay=30)
     async with open_scripted_server([slow]) as model:

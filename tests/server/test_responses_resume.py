@@ -212,6 +212,7 @@ async def test_chain_survives_a_server_restart(tmp_path) -> None:
     ]
 
 
+@pytest.mark.usefixtures("short_shutdown")
 async def test_shutdown_marks_a_running_response_incomplete(tmp_path) -> None:
     async with open_scripted_server([Stall(text="half", seconds=30)]) as model:
         config = make_config(model.base_url, store=StoreConfig(data_dir=str(tmp_path / "data")))

@@ -218,6 +218,10 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
     # No probing of this machine's ports for a model server unless a test asks.
     env["HERMES_LOCAL_SERVERS"] = ""
+    # A child may cache the bytecode it compiles (Python's default): with
+    # PYTHONDONTWRITEBYTECODE set, every process a test starts compiled
+    # hermes_trio from source again, about a quarter second of CPU each.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(child_patches({}))
     env.update(extra)
     return env

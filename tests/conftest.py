@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+
+# Cache the bytecode of hermes_trio and of the (assertion-rewritten) test
+# modules, as Python and pytest do by default: with PYTHONDONTWRITEBYTECODE
+# set, each pytest process (every xdist worker) compiled them all from
+# source again, about 4 s of CPU a process. __pycache__ is git-ignored.
+sys.dont_write_bytecode = False
 
 # The openai SDK, used here as a real client of the server, stops reading a
 # stream at ``[DONE]`` without closing its own async generators (and those of

@@ -1,0 +1,117 @@
+"""Approval over the Responses API, in OpenAI's shape, in process (the
+real API server on loopback, the official SDK): a flagged call ends the
+response with one ``mcp_approval_request`` item and has not run; an
+``mcp_approval_response`` with ``previous_response_id`` settles it. Here:
+the refusals that need a clock or no second process (expired, unknown, not
+in the conversation continued, answered twice in one request) and a
+conversation that goes on without answering. The real ``serve --workers 2``
+round trips are in ``test_responses_approvals_serve.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from support import api_stack, client_for, http_for
+
+from hermes_trio.server.responses import routes
+from hermes_trio.testing import TextReply, ToolCallReply
+from tests.openai_spec import assert_valid
+
+
+def flagged(marker: Path) -> str:
+    """Runs ``touch``; the safety check sees ``reboot``, which never runs."""
+    return f"touch {marker}; exit 0; reboot"
+
+
+def answer(approval_id: str, approve: bool, reason: str | None = None) -> list[dict[str, Any]]:
+    item: dict[str, Any] = {
+        "type": "mcp_approval_response",
+        "approval_request_id": approval_id,
+        "approve": approve,
+    }
+    if reason is not None:
+        item["reason"] = reason
+    return [item]
+
+
+async def refused(client: openai.AsyncOpenAI, code: str, **kwargs: Any) -> str:
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client.responses.create(model="m", **kwargs)
+    body: Any = caught.value.body
+    assert body["param"] == "approval_request_id", body
+    assert body["code"] == code, body
+    return str(body["message"])
+
+
+async def test_refused_answers_and_a_conversation_that_goes_on_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    markers = [tmp_path / f"m{n}" for n in range(3)]
+    script = [
+        ToolCallReply(calls=[("terminal", {"command": flagged(markers[0])})]),
+        ToolCallReply(calls=[("terminal", {"command": flagged(markers[1])})]),
+        TextReply("Understood, I left it."),
+    ]
+    async with api_stack(script) as (api, model), client_for(api) as client:
+        first = await client.responses.create(model="m", input="tidy up")
+        assert first.status == "completed"
+        (asked,) = first.output
+        assert asked.type == "mcp_approval_request"
+        assert not markers[0].exists()
+        async with http_for(api) as http:
+            raw = (await http.get(f"/responses/{first.id}")).json()
+        assert_valid(raw, "Response")
+        assert_valid(raw["output"][0], "MCPApprovalRequest")
+
+        # Unknown, and one answered twice in the same request.
+        message = await refused(
+            client,
+            "approval_request_not_found",
+            previous_response_id=first.id,
+            input=answer("mcpr_nope", True),
+        )
+        assert "mcpr_nope" in message
+        message = await refused(
+            client,
+            "approval_request_answered",
+            previous_response_id=first.id,
+            input=answer(asked.id, True) + answer(asked.id, False),
+        )
+        assert asked.id in message
+        # Without the response that asked: it cannot be settled.
+        message = await refused(
+            client, "approval_request_not_pending", input=answer(asked.id, True)
+        )
+        assert first.id in message
+
+        # Past its expiry (approvals.timeout, 300 s by default).
+        later = routes.wall_clock() + 301
+        monkeypatch.setattr(routes, "wall_clock", lambda: later)
+        message = await refused(
+            client,
+            "approval_request_expired",
+            previous_response_id=first.id,
+            input=answer(asked.id, True),
+        )
+        assert asked.id in message and "expired" in message
+        monkeypatch.undo()
+        assert not markers[0].exists()
+
+        # The client goes on without answering: the call is refused as
+        # unanswered, and the model reads that as its result.
+        second = await client.responses.create(
+            model="m", previous_response_id=first.id, input="never mind"
+        )
+        (again,) = second.output
+        assert again.type == "mcp_approval_request" and again.id != asked.id
+        tool = [m for m in model.model_requests[1].json["messages"] if m["role"] == "tool"]
+        assert "did not give it" in tool[0]["content"]
+        # Then no answer at all, a plain message: the other held call too.
+        third = await client.responses.create(
+            model="m", previous_response_id=second.id, input="leave it"
+        )
+        assert third.output_text == "Understood, I left it."
+        assert not any(m.exists() for m in markers)

@@ -115,3 +115,42 @@ async def test_refused_answers_and_a_conversation_that_goes_on_without_one(
         )
         assert third.output_text == "Understood, I left it."
         assert not any(m.exists() for m in markers)
+
+
+def test_approval_items_in_the_input_are_checked_and_kept() -> None:
+    from hermes_trio.server.errors import APIError
+    from hermes_trio.server.responses.input import approval_answers, parse_input
+
+    given = [
+        {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "hermes",
+         "name": "terminal", "arguments": "{}"},
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "hermes", "name": "terminal",
+         "arguments": "{}", "output": "ok", "status": "completed"},
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": False,
+         "reason": "no"},
+    ]  # fmt: skip
+    messages, items, _ = parse_input(given)
+    assert messages == []
+    assert items[:2] == given[:2]
+    (response,) = approval_answers(items)
+    assert response["id"].startswith("mcpa_")
+    assert (response["approval_request_id"], response["approve"], response["reason"]) == (
+        "mcpr_1",
+        False,
+        "no",
+    )
+    assert_valid(response, "MCPApprovalResponseResource")
+    for bad_item, param in [
+        ({"approve": True}, "input[0].approval_request_id"),
+        ({"approval_request_id": "mcpr_1", "approve": "yes"}, "input[0].approve"),
+        ({"approval_request_id": "mcpr_1", "approve": True, "reason": 3}, "input[0].reason"),
+    ]:
+        with pytest.raises(APIError) as caught:
+            parse_input([{"type": "mcp_approval_response", **bad_item}])
+        assert caught.value.status == 400 and caught.value.param == param
+    with pytest.raises(APIError) as caught:
+        parse_input([{"type": "mcp_approval_request", "id": "mcpr_1"}])
+    assert caught.value.param == "input[0].server_label"
+    with pytest.raises(APIError) as caught:
+        parse_input(given[:2])
+    assert caught.value.param == "input"

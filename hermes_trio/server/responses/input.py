@@ -124,10 +124,10 @@ def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
             )
         elif kind == "mcp_approval_response":
             items.append(_approval_response(raw, where))
-        elif kind == "mcp_approval_request":
+        elif kind in ("mcp_approval_request", "mcp_call"):
             # Given back from an earlier output (clients that resend the
             # whole output do): the stored conversation holds the call.
-            items.append(_approval_request(raw, where))
+            items.append(_given_back(raw, where))
         elif kind == "item_reference":
             # Resolved before parsing when the store has the item.
             raise _unknown_reference(raw.get("id"), where)
@@ -141,8 +141,8 @@ def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
         else:
             raise bad(
                 f"'{where}.type' {kind!r} is not supported (supported: message, function_call, "
-                "function_call_output, mcp_approval_response, mcp_approval_request, reasoning, "
-                "item_reference)",
+                "function_call_output, mcp_approval_response, mcp_approval_request, mcp_call, "
+                "reasoning, item_reference)",
                 f"{where}.type",
             )
     if not messages and not approval_answers(items):
@@ -173,13 +173,17 @@ def _approval_response(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return approval_response_item(_item_id(raw, "mcpa", where), request_id, approve, reason)
 
 
-def _approval_request(raw: dict[str, Any], where: str) -> dict[str, Any]:
+def _given_back(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """An ``mcp_approval_request`` or ``mcp_call`` item of an earlier
+    output, kept in the input items as sent (it adds no message)."""
     for key in ("id", "server_label", "name", "arguments"):
         if not isinstance(raw.get(key), str):
             raise bad(f"'{where}.{key}' must be a string", f"{where}.{key}")
-    return approval_request_item(
-        raw["id"], raw["name"], raw["arguments"], server_label=raw["server_label"]
-    )
+    if raw["type"] == "mcp_approval_request":
+        return approval_request_item(
+            raw["id"], raw["name"], raw["arguments"], server_label=raw["server_label"]
+        )
+    return dict(raw)
 
 
 def _item_id(raw: dict[str, Any], prefix: str, where: str) -> str:

@@ -47,13 +47,12 @@ async def running_process(
         open_scripted_server(script) as model,
         open_fake_telegram(TOKEN) as telegram,
     ):
-        full_env = clean_env(
-            TELEGRAM_BOT_TOKEN=TOKEN,
-            TELEGRAM_API_BASE_URL=telegram.base_url,
+        full_env = gateway_env(
+            tmp_path,
+            telegram,
+            model,
             TELEGRAM_ALLOWED_USERS=f"{REQUESTER}, {OTHER}",
-            HERMES_MODEL_BASE_URL=model.base_url,
             HERMES_STREAMING_ENABLED="1",
-            HERMES_DATA_DIR=str(tmp_path / "data"),
             **env,
         )
         async with gateway_process(full_env, tmp_path) as (process, out, err):
@@ -66,6 +65,16 @@ async def running_process(
                 process.send_signal(signal.SIGTERM)
                 with trio.fail_after(10):
                     await process.wait()
+
+
+def gateway_env(tmp_path: Path, telegram: FakeTelegram, model: Any, **env: str) -> dict[str, str]:
+    return clean_env(
+        TELEGRAM_BOT_TOKEN=TOKEN,
+        TELEGRAM_API_BASE_URL=telegram.base_url,
+        HERMES_MODEL_BASE_URL=model.base_url,
+        HERMES_DATA_DIR=str(tmp_path / "data"),
+        **env,
+    )
 
 
 def prompt_in(telegram: FakeTelegram, chat: int) -> FakeMessage | None:
@@ -223,13 +232,7 @@ async def test_a_press_after_the_gateway_restarted_runs_nothing(tmp_path: Path) 
         open_scripted_server(script) as model,
         open_fake_telegram(TOKEN) as telegram,
     ):
-        env = clean_env(
-            TELEGRAM_BOT_TOKEN=TOKEN,
-            TELEGRAM_API_BASE_URL=telegram.base_url,
-            TELEGRAM_ALLOWED_USERS=str(REQUESTER),
-            HERMES_MODEL_BASE_URL=model.base_url,
-            HERMES_DATA_DIR=str(tmp_path / "data"),
-        )
+        env = gateway_env(tmp_path, telegram, model, TELEGRAM_ALLOWED_USERS=str(REQUESTER))
         async with gateway_process(env, tmp_path) as (process, out, err):
             with trio.fail_after(15):
                 await out.wait_for(b"running telegram")

@@ -4,7 +4,8 @@ response with one ``mcp_approval_request`` item and has not run; an
 ``mcp_approval_response`` with ``previous_response_id`` settles it. Here:
 the refusals that need a clock or no second process (expired, unknown, not
 in the conversation continued, answered twice in one request) and a
-conversation that goes on without answering. The real ``serve --workers 2``
+conversation that goes on without answering; ``store: false`` refuses
+as before. The real ``serve --workers 2``
 round trips are in ``test_responses_approvals_serve.py``."""
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ async def test_refused_answers_and_a_conversation_that_goes_on_without_one(
         ToolCallReply(calls=[("terminal", {"command": flagged(markers[0])})]),
         ToolCallReply(calls=[("terminal", {"command": flagged(markers[1])})]),
         TextReply("Understood, I left it."),
+        ToolCallReply(calls=[("terminal", {"command": flagged(markers[2])})]),
+        TextReply("I may not."),
     ]
     async with api_stack(script) as (api, model), client_for(api) as client:
         first = await client.responses.create(model="m", input="tidy up")
@@ -114,6 +117,12 @@ async def test_refused_answers_and_a_conversation_that_goes_on_without_one(
             model="m", previous_response_id=second.id, input="leave it"
         )
         assert third.output_text == "Understood, I left it."
+
+        # With store: false there is nowhere to keep the question: refused.
+        unstored = await client.responses.create(model="m", input="tidy", store=False)
+        assert unstored.output_text == "I may not."
+        tool = [m for m in model.model_requests[4].json["messages"] if m["role"] == "tool"]
+        assert "no approval channel" in tool[0]["content"]
         assert not any(m.exists() for m in markers)
 
 

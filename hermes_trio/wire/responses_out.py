@@ -187,7 +187,10 @@ class ResponseBuilder:
     (``instructions``, ``tools``, ``tool_choice``, ``temperature``, …); keys
     not given take OpenAI's defaults. ``clock`` (Unix seconds) stamps
     ``completed_at``; without it the field stays null. ``tool_events`` shows
-    the agent's own tool runs as ``hermes.tool.*`` events.
+    the agent's own tool runs as ``hermes.tool.*`` events. ``approved_calls``
+    (call id -> approval id) are the held calls this response runs, shown
+    as ``mcp_call`` items; ``server_labels`` (tool name -> label) names the
+    MCP server of a tool in its items, ``hermes`` for the agent's own.
     """
 
     def __init__(
@@ -201,7 +204,7 @@ class ResponseBuilder:
         clock: Callable[[], float] | None = None,
         tool_events: bool = False,
         approved_calls: Mapping[str, str] | None = None,
-        server_label: str = HERMES_LABEL,
+        server_labels: Mapping[str, str] | None = None,
     ) -> None:
         self.id = response_id
         self.created_at = created_at
@@ -228,7 +231,8 @@ class ResponseBuilder:
         self._started = False
         # Client tool calls being written, by their index in the answer.
         self._calls: dict[int, _Item] = {}
-        self.server_label = server_label
+        # Tool name -> the MCP server it comes from; the agent's own: hermes.
+        self.server_labels = dict(server_labels or {})
         self.approval_requests: list[ApprovalRequested] = []
         """The calls this response holds for a person's answer."""
         # call id -> the approval it was run on: shown as mcp_call items.
@@ -503,7 +507,10 @@ class ResponseBuilder:
         item = self._add_item("mcp_approval_request", "mcpr")
         item.id = event.id
         item.fixed = approval_request_item(
-            event.id, event.tool_name, event.arguments, server_label=self.server_label
+            event.id,
+            event.tool_name,
+            event.arguments,
+            server_label=self.server_labels.get(event.tool_name, HERMES_LABEL),
         )
         self.approval_requests.append(event)
         return [*out, self._added(item), *self._done(item, "completed")]
@@ -535,7 +542,7 @@ class ResponseBuilder:
             item.id,
             item.name,
             item.text,
-            server_label=self.server_label,
+            server_label=self.server_labels.get(item.name, HERMES_LABEL),
             status=status,
             output=output,
             failed=status == "failed",

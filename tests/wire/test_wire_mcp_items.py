@@ -151,3 +151,10 @@ def test_a_turn_stopped_while_an_approved_call_runs_ends_it_incomplete() -> None
     item = b.snapshot()["output"][0]
     assert item["status"] == "incomplete"
     assert_valid(item, "MCPToolCall")
+
+
+def test_a_tool_of_an_mcp_server_carries_its_label() -> None:
+    asked = ApprovalRequested("mcpr_2", "search", {"q": "x"}, "search x", "", 1.0, 60.0, 0, "c")
+    b, _ = run([asked, TurnFinished("", Usage(), "approval")], server_labels={"search": "docs"})
+    (item,) = b.snapshot()["output"]
+    assert item["server_label"] == "docs"

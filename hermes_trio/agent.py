@@ -53,6 +53,7 @@ __all__ = ["Agent", "HeldCall", "HeldCalls", "TokenMeter", "open_agent"]
 log = logging.getLogger("hermes_trio.agent")
 
 INTERRUPTED_MARK = "[interrupted]"
+_TOOL_INTERRUPTED = "interrupted by the user before this tool finished"
 
 
 class TokenMeter:
@@ -463,11 +464,7 @@ class Agent:
             # Every tool call needs a result, or the next request is invalid.
             for call in last["tool_calls"]:
                 messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call["id"],
-                        "content": "interrupted by the user before this tool finished",
-                    }
+                    {"role": "tool", "tool_call_id": call["id"], "content": _TOOL_INTERRUPTED}
                 )
             return
         text = f"{shown} {INTERRUPTED_MARK}" if shown else INTERRUPTED_MARK
@@ -521,14 +518,22 @@ class Agent:
         the conversation at ``held.position``; returns how many ran."""
         run = [h.call for h in held.calls if h.refusal is None]
         ran: list[dict[str, Any]] = []
-        if run:
-            await self._run_tools(run, ran, send, ctx, approved=True)
-        results = {m["tool_call_id"]: m for m in ran}
-        messages[held.position : held.position] = [
-            results.get(h.call.id)
-            or {"role": "tool", "tool_call_id": h.call.id, "content": h.refusal or ""}
-            for h in held.calls
-        ]
+        try:
+            if run:
+                await self._run_tools(run, ran, send, ctx, approved=True)
+        finally:
+            # Every call gets a result, even when the turn is interrupted
+            # while they run, or the conversation could not go on.
+            results = {m["tool_call_id"]: m for m in ran}
+            messages[held.position : held.position] = [
+                results.get(h.call.id)
+                or {
+                    "role": "tool",
+                    "tool_call_id": h.call.id,
+                    "content": h.refusal or _TOOL_INTERRUPTED,
+                }
+                for h in held.calls
+            ]
         return len(run)
 
     async def _run_tool(

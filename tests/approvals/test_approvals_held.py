@@ -66,3 +66,33 @@ async def test_a_held_call_ends_the_turn_and_a_later_turn_settles_it(
         assert tool.ran == [REBOOT]
         assert result.text == "fine"
         assert double.model_requests[2].json["messages"][-1]["content"] == refusal.refusal
+
+
+async def test_an_interrupted_settling_leaves_every_call_a_result(
+    autojump_clock: MockClock,
+) -> None:
+    import trio
+
+    class Slow(Guarded):
+        async def run(self, args: dict[str, Any], ctx: Any) -> Any:
+            await trio.sleep(10)
+            return await super().run(args, ctx)
+
+    tool = Slow()
+    async with agent_on_double([], tools=ToolRegistry([tool])) as (agent, _):
+        call = ToolCall("call_1", "guarded", '{"command": "reboot"}')
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": "reboot it"},
+            {"role": "assistant", "content": "", "tool_calls": [call.to_message()]},
+            {"role": "user", "content": "and say when it is done"},
+        ]
+        with trio.move_on_after(1):
+            await run_turn(agent, messages, held=HeldCalls(2, (HeldCall(call),)))
+        assert tool.ran == []
+        # The result goes where the call is answered, before the new input.
+        assert messages[2] == {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": "interrupted by the user before this tool finished",
+        }
+        assert messages[3]["content"] == "and say when it is done"

@@ -5,7 +5,7 @@ response with one ``mcp_approval_request`` item and has not run; an
 the refusals that need a clock or no second process (expired, unknown, not
 in the conversation continued, answered twice in one request) and a
 conversation that goes on without answering; ``store: false`` refuses
-as before. The real ``serve --workers 2`` round trips are in
+as before; an answer after the server restarted on the same store counts. The real ``serve --workers 2`` round trips are in
 ``test_responses_approvals_serve.py``."""
 
 from __future__ import annotations
@@ -163,3 +163,31 @@ def test_approval_items_in_the_input_are_checked_and_kept() -> None:
     with pytest.raises(APIError) as caught:
         parse_input(given[:2])
     assert caught.value.param == "input"
+
+
+async def test_the_answer_counts_after_a_restart(tmp_path: Path) -> None:
+    from support import make_config
+
+    from hermes_trio.config import ApiServerConfig
+    from hermes_trio.server.run import open_api_server
+    from hermes_trio.testing import open_scripted_server
+
+    marker = tmp_path / "after-restart"
+    script = [
+        ToolCallReply(calls=[("terminal", {"command": flagged(marker)})]),
+        TextReply("Done, after the restart."),
+    ]
+    async with open_scripted_server(script) as model:
+        config = make_config(model.base_url, api_server=ApiServerConfig())
+        async with open_api_server(config, port=0) as api, client_for(api) as client:
+            first = await client.responses.create(model="m", input="tidy up")
+        (asked,) = first.output
+        assert not marker.exists()
+        # A new server on the same store: the question is still there.
+        async with open_api_server(config, port=0) as api, client_for(api) as client:
+            second = await client.responses.create(
+                model="m", previous_response_id=first.id, input=answer(asked.id, True)
+            )
+    assert marker.exists()
+    assert second.output_text == "Done, after the restart."
+    assert [item.type for item in second.output] == ["mcp_call", "message"]

@@ -5,7 +5,8 @@ response with one ``mcp_approval_request`` item and has not run; an
 the refusals that need a clock or no second process (expired, unknown, not
 in the conversation continued, answered twice in one request) and a
 conversation that goes on without answering; ``store: false`` refuses
-as before; an answer after the server restarted on the same store counts. The real ``serve --workers 2`` round trips are in
+as before; an answer after the server restarted on the same store
+counts. The real ``serve --workers 2`` round trips are in
 ``test_responses_approvals_serve.py``."""
 
 from __future__ import annotations

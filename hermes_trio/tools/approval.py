@@ -1,7 +1,7 @@
 """The approval policy for dangerous commands.
 
 Which commands are dangerous is decided by
-:mod:`hermes_trio.tools.command_policy` (its docstring holds the rule table);
+:mod:`hermes_trio.command_check.policy` (its docstring holds the rule table);
 this module asks the user about them, or refuses them when nobody can be
 asked. The asking itself (events, the wait, the deadline, answers by id) is
 :mod:`hermes_trio.approvals`.
@@ -15,9 +15,9 @@ from functools import partial
 import trio
 
 from hermes_trio.approvals import PENDING, ApprovalHandle, Decision, Outcome
+from hermes_trio.command_check.policy import find_dangers, work_budget
+from hermes_trio.command_check.rules import DangerPattern
 from hermes_trio.tools.base import ApprovalCallback, ApprovalDecision, ApprovalRequest, ToolContext
-from hermes_trio.tools.command_policy import find_dangers, work_budget
-from hermes_trio.tools.command_rules import DangerPattern
 
 __all__ = ["CALLBACK", "ApprovalAnswer", "check_approval", "request_approval"]
 

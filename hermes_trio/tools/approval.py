@@ -1,7 +1,7 @@
 """The approval policy for dangerous commands.
 
 Which commands are dangerous is decided by
-:mod:`hermes_trio.tools.command_policy` (its docstring holds the rule table);
+:mod:`hermes_trio.command_check.policy` (its docstring holds the rule table);
 this module asks the user about them, or refuses them when nobody can be
 asked. The asking itself (events, the wait, the deadline, answers by id) is
 :mod:`hermes_trio.approvals`.
@@ -15,6 +15,8 @@ from functools import partial
 import trio
 
 from hermes_trio.approvals import PENDING, ApprovalHandle, Decision, Outcome, new_approval_id
+from hermes_trio.command_check.policy import find_dangers, work_budget
+from hermes_trio.command_check.rules import DangerPattern
 from hermes_trio.events import ApprovalRequested
 from hermes_trio.tools.base import (
     ApprovalCallback,
@@ -23,8 +25,6 @@ from hermes_trio.tools.base import (
     ToolCallScope,
     ToolContext,
 )
-from hermes_trio.tools.command_policy import find_dangers, work_budget
-from hermes_trio.tools.command_rules import DangerPattern
 
 __all__ = ["CALLBACK", "EARLIER", "ApprovalAnswer", "check_approval", "request_approval"]
 

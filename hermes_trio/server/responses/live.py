@@ -52,7 +52,7 @@ from ..bodies import StreamedBody
 from ..request_log import current_record
 from ..state import ServerState
 from ..store import HeldApproval, StoredResponse, StoreError, wall_clock
-from ..turns import TurnHold, turn_options
+from ..turn_slots import TurnHold, turn_options
 from .request import ResponsesRequest
 
 __all__ = ["FollowBody", "LiveResponse", "LiveResponses"]

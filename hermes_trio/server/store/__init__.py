@@ -6,7 +6,7 @@ API sessions and chat conversations, and which process runs what.
 (``store.url``) implement it with the same statements. Several processes
 may share one store: ``serve --workers``, several ``serve`` instances, the
 gateway. See :mod:`.runners` for how a process that died is noticed and
-:mod:`.duties` for the signals by which processes ask each other to stop a
+:mod:`.signals` for the signals by which processes ask each other to stop a
 turn.
 
 Stored responses. A row holds the response object, its own part of the
@@ -60,10 +60,10 @@ from .base import (
     owner_scope,
     wall_clock,
 )
-from .duties import SIGNAL_POLL, SignalHandlers, keep_store
 from .opening import open_store, store_path
 from .postgres import PostgresStore
 from .private import install_secret
+from .signals import SIGNAL_POLL, SignalHandlers, keep_store
 from .sqlite import DB_FILENAME, SQLiteStore, store_failure
 
 __all__ = [

@@ -8,6 +8,9 @@ and resumable streams.
   tool calls are not output items (only calls of the client's tools are);
   ``X-Hermes-Stream-Extensions: tools`` shows them as ``hermes.tool.*``
   stream events.
+  A call the safety check flags ends a stored response with an
+  ``mcp_approval_request`` item; the next request's
+  ``mcp_approval_response`` items settle it (:mod:`.held`).
 - ``GET /v1/responses/{id}`` returns the response object, or with
   ``stream=true`` replays its events after ``starting_after`` and then
   follows the turn while it runs.

@@ -142,7 +142,11 @@ async def request_approval(
     The turn's approval channel (``ApprovalRequested`` in its events,
     answered by id) and the context's callback both may answer; the first
     answer counts. It waits the channel's timeout, else the context's.
-    Cancellation propagates (the question ends ``cancelled``).
+    Cancellation propagates (the question ends ``cancelled``). A call the
+    person approved in an earlier request (``ToolCallScope.approved``) is
+    approved at once; with a ``defer`` channel nothing waits: the question
+    is published, the call marked held, and the answer is a denial the
+    agent does not show the model (the turn ends there).
     """
     if not ctx.can_ask:
         return None

@@ -46,13 +46,13 @@ from .tools import (
 from .turn import TurnEvents, TurnResult, open_turn
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
+from .wire.interrupted import interrupted_answer
 from .wire.think import ThinkFilter
 
 __all__ = ["Agent", "HeldCall", "HeldCalls", "TokenMeter", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
-INTERRUPTED_MARK = "[interrupted]"
 _TOOL_INTERRUPTED = "interrupted by the user before this tool finished"
 
 
@@ -467,8 +467,7 @@ class Agent:
                     {"role": "tool", "tool_call_id": call["id"], "content": _TOOL_INTERRUPTED}
                 )
             return
-        text = f"{shown} {INTERRUPTED_MARK}" if shown else INTERRUPTED_MARK
-        messages.append({"role": "assistant", "content": text})
+        messages.append(interrupted_answer(shown))
 
     async def _run_tools(
         self,

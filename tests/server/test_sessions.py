@@ -186,7 +186,7 @@ async def test_a_session_taken_over_is_logged_without_its_id(tmp_path: Any, capl
     import logging
 
     from hermes_trio.server.sessions import SessionStore
-    from hermes_trio.server.store import SQLiteStore, owner_scope
+    from hermes_trio.store import SQLiteStore, owner_scope
 
     store = SQLiteStore(tmp_path / "s.sqlite3")
     await store.open()

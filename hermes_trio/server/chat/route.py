@@ -21,6 +21,7 @@ from quart_trio import QuartTrio
 
 from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_chat_sse
 from ...events import StreamEvent
+from ...store import wall_clock
 from ...turn import Turn, TurnAround, TurnEvents
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from ..approvals import approval_identity
@@ -37,7 +38,6 @@ from ..errors import APIError, error_status
 from ..request_log import current_record
 from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
 from ..state import ServerState
-from ..store import wall_clock
 from ..turn_slots import TurnHold, turn_options
 from .request import ChatRequest, parse_chat_request
 from .stream import ChatStreamBody, untold_failure

@@ -46,12 +46,12 @@ from ...agent import HeldCalls
 from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
+from ...store import HeldApproval, StoredResponse, StoreError, wall_clock
 from ...turn import INTERNAL_ERROR, Turn, TurnResult
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
 from ..request_log import current_record
 from ..state import ServerState
-from ..store import HeldApproval, StoredResponse, StoreError, wall_clock
 from ..turn_slots import TurnHold, turn_options
 from .request import ResponsesRequest
 

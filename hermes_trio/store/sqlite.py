@@ -35,7 +35,7 @@ from .runners import Runner, this_runner
 from .schema import SCHEMA_VERSION, SQLITE_MIGRATIONS
 from .shared import SQLStore
 
-__all__ = ["DB_FILENAME", "SCHEMA_VERSION", "NewerSchema", "SQLiteStore", "store_failure"]
+__all__ = ["DB_FILENAME", "NewerSchema", "SQLiteStore", "store_failure"]
 
 log = logging.getLogger("hermes_trio.server.store")
 

@@ -42,7 +42,7 @@ from . import statements as sql
 from .base import StoreError, StoreOpenError, wall_clock
 from .reachability import Reachability
 from .runners import Runner, this_runner
-from .schema import POSTGRES_MIGRATIONS, SCHEMA_VERSION
+from .schema import POSTGRES_MIGRATIONS, SCHEMA_VERSION, migrate_from
 from .shared import SQLStore
 
 __all__ = ["PostgresStore"]
@@ -107,13 +107,7 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
                 f"schema version {version}; this version of hermes-trio knows up to "
                 f"{SCHEMA_VERSION}"
             )
-        for target, statements in POSTGRES_MIGRATIONS:
-            if version < target:
-                for statement in statements:
-                    if isinstance(statement, str):
-                        conn.execute(statement)
-                    else:
-                        statement(_PgDb(conn))
+        migrate_from(version, POSTGRES_MIGRATIONS, conn.execute, _PgDb(conn))
         if version < SCHEMA_VERSION:
             conn.execute("DELETE FROM hermes_schema")
             conn.execute("INSERT INTO hermes_schema VALUES (%s)", (SCHEMA_VERSION,))

@@ -15,7 +15,13 @@ from collections.abc import Callable
 
 from . import statements as sql
 
-__all__ = ["POSTGRES_MIGRATIONS", "SCHEMA_VERSION", "SQLITE_MIGRATIONS", "Migration"]
+__all__ = [
+    "POSTGRES_MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SQLITE_MIGRATIONS",
+    "Migration",
+    "migrate_from",
+]
 
 SCHEMA_VERSION = 7
 """2: events, reservations. 3: the item index. 4: runners, conversations,
@@ -26,6 +32,25 @@ in every row. 7: the approvals a response holds."""
 Step = str | Callable[[sql.Db], None]
 Migration = tuple[int, list[Step]]
 """A schema version and the steps that bring the one before it there."""
+
+
+def migrate_from(
+    version: int,
+    migrations: list[Migration],
+    execute: Callable[[str], object],
+    db: sql.Db,
+) -> None:
+    """Run, in order, the steps of every version above ``version``: a
+    statement through ``execute``, a function on ``db`` (the same
+    connection, in the caller's transaction)."""
+    for target, steps in migrations:
+        if version < target:
+            for step in steps:
+                if isinstance(step, str):
+                    execute(step)
+                else:
+                    step(db)
+
 
 # -- SQLite ------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from . import statements as sql
 from .base import StoreError, wall_clock
 from .private import private_dir, private_file
 from .runners import Runner, this_runner
-from .schema import SCHEMA_VERSION, SQLITE_MIGRATIONS
+from .schema import SCHEMA_VERSION, SQLITE_MIGRATIONS, migrate_from
 from .shared import SQLStore
 
 __all__ = ["DB_FILENAME", "NewerSchema", "SQLiteStore", "store_failure"]
@@ -82,13 +82,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
     def migrate(conn: sqlite3.Connection) -> None:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
-        for target, statements in SQLITE_MIGRATIONS:
-            if version < target:
-                for statement in statements:
-                    if isinstance(statement, str):
-                        conn.execute(statement)
-                    else:
-                        statement(conn)
+        migrate_from(version, SQLITE_MIGRATIONS, conn.execute, conn)
         conn.execute(f"PRAGMA user_version={max(version, SCHEMA_VERSION)}")
 
     _transaction(conn, migrate)

@@ -13,7 +13,7 @@ The file's schema version is SQLite's ``user_version``; opening an older
 file migrates it in one transaction, a newer one is refused.
 
 A refused operation (disk full, read-only, locked, damaged) raises
-:class:`~.base.StoreError`, a 503 with a code saying which; the first
+:class:`~.base.StoreError` with a code saying which; the first
 failure of an outage is logged once with SQLite's own words.
 """
 

@@ -9,7 +9,7 @@ with it and the body's close is recorded at that very virtual time.
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import httpx
 import trio
@@ -17,6 +17,9 @@ import trio
 from .model import ScriptedModel
 from .plan import Plan
 from .records import ConnectionRecord
+
+if TYPE_CHECKING:
+    from ..replay_data import Recording
 
 __all__ = ["ModelDouble"]
 
@@ -44,6 +47,14 @@ class ModelDouble(ScriptedModel, httpx.AsyncBaseTransport):
     """
 
     base_url = "http://scripted-model.test/v1"
+
+    @classmethod
+    def from_recording(cls, recording: Recording) -> ModelDouble:
+        """A double that answers each model request as ``recording``
+        (:class:`hermes_trio.testing.Recording`) says, at the recorded times."""
+        from .recorded import RecordedModel
+
+        return RecordedModel(recording)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()

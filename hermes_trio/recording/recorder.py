@@ -1,0 +1,413 @@
+"""Recording turns as they run: the trio/httpx shell over :mod:`.tape`.
+
+A :class:`Recorder` owns a directory; :func:`record_turn` wraps one turn
+(the agent's ``run_turn``) and writes one file for it when it ends, however
+it ends. While the turn runs, its :class:`Tape` is the task's context
+variable, so the two places that talk to the outside find it without being
+handed it: :class:`TapTransport` (under the model client's httpx client)
+and the agent's tool calls (:func:`current_tape`). Tool tasks inherit it
+from the turn's task, as trio tasks inherit context variables.
+
+Nothing here changes what the turn does: a tape only copies what passes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, cast
+
+import httpx
+import trio
+
+from ..events import StreamEvent
+from ..redaction import shown_url
+from .tape import VirtualClock, event_record, piece_to_json, serialize
+
+__all__ = [
+    "CANCEL_CAUSE",
+    "Recorder",
+    "Tape",
+    "TapTransport",
+    "current_tape",
+    "record_turn",
+]
+
+log = logging.getLogger("hermes_trio.recording")
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+PREFIX = "turn-"
+
+_TAPE: ContextVar[Tape | None] = ContextVar("hermes_trio_tape", default=None)
+
+#: Set by whoever runs the turn (``hermes_trio.turn``): says why the turn
+#: was cancelled, once it was, so the recording can name the cause.
+CANCEL_CAUSE: ContextVar[Callable[[], str | None] | None] = ContextVar(
+    "hermes_trio_cancel_cause", default=None
+)
+
+_names = itertools.count(1)
+
+
+def current_tape() -> Tape | None:
+    """The tape of the turn this task runs for, if it is being recorded."""
+    return _TAPE.get()
+
+
+class Recorder:
+    """Writes one file per turn into ``directory`` (made ``0700``; files
+    ``0600``). A file past ``max_file_bytes`` stops recording details and
+    says it was cut; past ``max_total_bytes`` in all, the oldest files go."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        max_file_bytes: int = 8 * 1024 * 1024,
+        max_total_bytes: int = 256 * 1024 * 1024,
+    ) -> None:
+        self.directory = Path(directory).expanduser()
+        self.max_file_bytes = max_file_bytes
+        self.max_total_bytes = max_total_bytes
+        self.written: list[Path] = []
+
+    def _prepare(self) -> None:
+        try:
+            self.directory.mkdir(mode=DIR_MODE, parents=True)
+        except FileExistsError:
+            pass
+        # Whatever made it, its recordings are this user's alone.
+        os.chmod(self.directory, DIR_MODE)
+
+    def save(self, text: str) -> Path:
+        """Write one recording (an exclusive new file, ``0600``), then prune.
+
+        Synchronous on purpose: it runs as the turn ends, also when the
+        turn is cancelled, and must not be cut by that cancel; one small
+        file costs less than a thread hop.
+        """
+        self._prepare()
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        path = self.directory / f"{PREFIX}{stamp}-{os.getpid()}-{next(_names):04d}.json"
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        self.written.append(path)
+        self._prune(keep=path)
+        return path
+
+    def _prune(self, *, keep: Path) -> None:
+        files = []
+        for path in self.directory.glob(f"{PREFIX}*.json"):
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                files.append((info.st_mtime, path.name, path, info.st_size))
+        files.sort()
+        total = sum(size for *_, size in files)
+        for _, _, path, size in files:
+            if total <= self.max_total_bytes:
+                break
+            if path == keep:
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            total -= size
+
+
+class Tape:
+    """What one turn did, as it happens (times on :class:`VirtualClock`)."""
+
+    def __init__(self, turn: Mapping[str, Any], *, max_bytes: int) -> None:
+        self.clock = VirtualClock(trio.current_time())
+        self.turn = dict(turn)
+        self.exchanges: list[dict[str, Any]] = []
+        self.tools: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.cancelled: dict[str, Any] | None = None
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.truncated = False
+
+    def _room(self, size: int) -> bool:
+        self.size += size
+        if self.size > self.max_bytes:
+            self.truncated = True
+        return not self.truncated
+
+    def event(self, event: StreamEvent) -> None:
+        record = event_record(self.clock.now, event)
+        if self._room(len(repr(record))):
+            self.events.append(record)
+
+    def exchange(self, request: httpx.Request) -> Exchange:
+        body: Any = None
+        if request.content:
+            try:
+                body = json.loads(request.content)
+            except (ValueError, UnicodeDecodeError):
+                body = request.content.decode("utf-8", "replace")
+        record: dict[str, Any] = {
+            "at": round(self.clock.now, 6),
+            "method": request.method,
+            "url": shown_url(str(request.url)),
+            "body": body,
+            "pieces": [],
+        }
+        self._room(len(request.content or b""))
+        self.exchanges.append(record)
+        return Exchange(self, record)
+
+    def tool_started(self) -> tuple[float, float]:
+        return self.clock.now, trio.current_time()
+
+    def tool_finished(
+        self,
+        started: tuple[float, float],
+        *,
+        index: int,
+        call_id: str,
+        name: str,
+        arguments: str,
+        ok: bool,
+        result: str,
+        duration: float,
+    ) -> None:
+        at, live = started
+        # The agent's own measure of the call is the wait a replay repeats.
+        self.clock.waited(at, live, live + duration)
+        if self._room(len(arguments) + len(result)):
+            self.tools.append(
+                {
+                    "at": round(at, 6),
+                    "index": index,
+                    "id": call_id,
+                    "name": name,
+                    "arguments": arguments,
+                    "ok": ok,
+                    "result": result,
+                    "duration": duration,
+                }
+            )
+
+    def cancel(self, cause: str) -> None:
+        if self.cancelled is None:
+            at = self.clock.external(trio.current_time())
+            self.cancelled = {"at": round(at, 6), "cause": cause}
+
+    def document(self, outcome: str) -> dict[str, Any]:
+        return {
+            "outcome": outcome,
+            "truncated": self.truncated,
+            "turn": self.turn,
+            "exchanges": self.exchanges,
+            "tools": self.tools,
+            "cancelled": self.cancelled,
+            "events": self.events,
+        }
+
+
+class Exchange:
+    """One HTTP request of the turn and its answer, as it arrives."""
+
+    def __init__(self, tape: Tape, record: dict[str, Any]) -> None:
+        self.tape = tape
+        self.record = record
+        self.at = tape.clock.now
+        self.live = trio.current_time()
+
+    def _after(self) -> float:
+        at = self.tape.clock.waited(self.at, self.live, trio.current_time())
+        return round(at - self.at, 6)
+
+    def head(self, response: httpx.Response) -> None:
+        self.record["head_after"] = self._after()
+        self.record["status"] = response.status_code
+        self.record["headers"] = [
+            [k, v] for k, v in response.headers.multi_items() if k.lower() != "set-cookie"
+        ]
+
+    def piece(self, data: bytes) -> None:
+        after = self._after()
+        if self.tape._room(len(data)):
+            self.record["pieces"].append({"after": after, **piece_to_json(data)})
+
+    def end(self, how: str, exc: BaseException | None = None) -> None:
+        if "end" in self.record:
+            return
+        end: dict[str, Any] = {"after": self._after(), "how": how}
+        if exc is not None:
+            end["error"] = type(exc).__name__
+            end["message"] = str(exc)
+        self.record["end"] = end
+
+
+class TapTransport(httpx.AsyncBaseTransport):
+    """``inner`` with every request of a recorded turn copied onto its tape;
+    requests outside a recorded turn pass straight through."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        tape = _TAPE.get()
+        if tape is None:
+            return await self.inner.handle_async_request(request)
+        exchange = tape.exchange(request)
+        try:
+            response = await self.inner.handle_async_request(request)
+        except trio.Cancelled:
+            exchange.end("closed")
+            raise
+        except BaseException as exc:
+            exchange.end("error", exc)
+            raise
+        exchange.head(response)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_TapStream(response.stream, exchange),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _TapStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream | httpx.AsyncByteStream, exchange: Exchange):
+        self.inner = cast(httpx.AsyncByteStream, inner)
+        self.exchange = exchange
+        self.pieces: Any = None
+
+    def __aiter__(self) -> _TapStream:
+        self.pieces = self.inner.__aiter__()
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            data: bytes = await self.pieces.__anext__()
+        except StopAsyncIteration:
+            self.exchange.end("eom")
+            raise
+        except trio.Cancelled:
+            self.exchange.end("closed")
+            raise
+        except BaseException as exc:
+            self.exchange.end("error", exc)
+            raise
+        self.exchange.piece(data)
+        return data
+
+    async def aclose(self) -> None:
+        self.exchange.end("closed")
+        await self.inner.aclose()
+
+
+class _RecordingSend:
+    """The turn's send channel, with every event also put on the tape."""
+
+    def __init__(self, inner: trio.MemorySendChannel[StreamEvent], tape: Tape) -> None:
+        self._inner = inner
+        self._tape = tape
+
+    def send_nowait(self, event: StreamEvent) -> None:
+        self._inner.send_nowait(event)
+        self._tape.event(event)
+
+    async def send(self, event: StreamEvent) -> None:
+        await self._inner.send(event)
+        self._tape.event(event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def turn_settings(config: Any) -> dict[str, Any]:
+    """The settings that shape a turn's events (``config``: a
+    :class:`hermes_trio.config.Config`), for the replay to run under."""
+    model, agent = config.model, config.agent
+    return {
+        "model": {
+            "name": model.name,
+            "api_mode": model.api_mode,
+            "include_usage": model.include_usage,
+            "max_retries": model.max_retries,
+            "backoff_base": model.backoff_base,
+            "backoff_max": model.backoff_max,
+            "max_answer_bytes": model.max_answer_bytes,
+            "timeouts": {
+                k: getattr(model.timeouts, k)
+                for k in ("connect", "first_token", "idle", "request", "total")
+            },
+        },
+        "agent": {
+            "system_prompt": agent.system_prompt,
+            "max_iterations": agent.max_iterations,
+            "long_tool_hint": agent.long_tool_hint,
+            "think_tags": list(agent.think_tags),
+            "channel_size": agent.channel_size,
+        },
+    }
+
+
+def _snapshot(value: Any) -> Any:
+    # The history grows in place as the turn runs: keep it as it was asked.
+    return json.loads(json.dumps(value, default=str))
+
+
+@contextlib.contextmanager
+def record_turn(
+    recorder: Recorder | None,
+    config: Any,
+    messages: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any],
+    send: trio.MemorySendChannel[StreamEvent],
+) -> Iterator[trio.MemorySendChannel[StreamEvent]]:
+    """Record the turn run in this block (nothing without ``recorder``):
+    use the channel it gives for the turn's events."""
+    if recorder is None:
+        yield send
+        return
+    tape = Tape(
+        {
+            "messages": _snapshot(list(messages)),
+            "options": _snapshot(dict(options)),
+            "settings": turn_settings(config),
+        },
+        max_bytes=recorder.max_file_bytes,
+    )
+    token = _TAPE.set(tape)
+    outcome = "finished"
+    try:
+        yield cast("trio.MemorySendChannel[StreamEvent]", _RecordingSend(send, tape))
+    except BaseException as exc:
+        if _cancelled(exc):
+            cause = CANCEL_CAUSE.get()
+            tape.cancel((cause() if cause else None) or "cancelled")
+            outcome = "cancelled"
+        else:
+            outcome = f"raised {type(exc).__name__}"
+        raise
+    finally:
+        _TAPE.reset(token)
+        try:
+            recorder.save(serialize(tape.document(outcome)))
+        except OSError as exc:
+            log.warning("could not write a turn recording in %s: %s", recorder.directory, exc)
+
+
+def _cancelled(exc: BaseException) -> bool:
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_cancelled(e) for e in exc.exceptions)
+    return False

@@ -1,0 +1,78 @@
+"""A recorded turn read back from its file (written by ``--record``)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import AgentConfig, Config, ModelConfig, TimeoutsConfig
+from ..recording.tape import parse, serialize
+
+__all__ = ["Recording"]
+
+
+@dataclass
+class Recording:
+    """One turn as recorded: the parsed document (see
+    :mod:`hermes_trio.recording.tape` for its layout) and where it came from."""
+
+    document: dict[str, Any]
+    path: str = "recording"
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Recording:
+        """Read a recording; ``RecordingError`` (a ``ValueError``) names
+        what is wrong with a file that is not one."""
+        where = str(path)
+        return cls(parse(Path(path).read_text(encoding="utf-8"), where=where), where)
+
+    @classmethod
+    def from_text(cls, text: str, *, path: str = "recording") -> Recording:
+        return cls(parse(text, where=path), path)
+
+    def dumps(self) -> str:
+        """The recording as a file holds it (e.g. after editing ``document``)."""
+        body = {k: v for k, v in self.document.items() if k not in ("format", "version")}
+        return serialize(body)
+
+    @property
+    def exchanges(self) -> list[dict[str, Any]]:
+        return list(self.document["exchanges"])
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.document["tools"])
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The recorded events: ``{"at": seconds, "type": name, "data": fields}``."""
+        return list(self.document["events"])
+
+    @property
+    def cancelled(self) -> dict[str, Any] | None:
+        value = self.document.get("cancelled")
+        return dict(value) if isinstance(value, dict) else None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation the turn was given (a fresh copy)."""
+        return copy.deepcopy(list(self.document["turn"].get("messages") or []))
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """``Agent.run_turn`` options the turn ran with (stream, model, …)."""
+        return copy.deepcopy(dict(self.document["turn"].get("options") or {}))
+
+    def config(self, base_url: str) -> Config:
+        """A config that runs the turn as it was run, against ``base_url``."""
+        settings = self.document["turn"].get("settings") or {}
+        model = dict(settings.get("model") or {})
+        timeouts = TimeoutsConfig(**dict(model.pop("timeouts", None) or {}))
+        agent = dict(settings.get("agent") or {})
+        return Config(
+            model=ModelConfig(base_url=base_url, api_key=None, timeouts=timeouts, **model),
+            agent=AgentConfig(**agent),
+        )

@@ -196,9 +196,10 @@ class Difference:
 
 def _normal(record: Mapping[str, Any]) -> tuple[str, Any, dict[str, Any]]:
     kind = str(record.get("type"))
+    # A replay shows what the recording held: secrets as the file has them.
     data = {
         k: (round(float(v), 3) if k in _DURATION_FIELDS and isinstance(v, int | float) else v)
-        for k, v in dict(record.get("data") or {}).items()
+        for k, v in scrub(dict(record.get("data") or {})).items()
         if k not in _CLOCK_FIELDS
     }
     if kind in _TIMER_EVENTS:

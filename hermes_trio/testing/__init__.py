@@ -49,6 +49,8 @@ from .scripted_model.double import ModelDouble
 from .scripted_model.model import Reply, ReplyFunction
 from .scripted_model.records import ConnectionRecord, RecordedRequest
 from .scripted_model.server import ScriptedModelServer, open_scripted_server
+from .replay import Replay, TimedEvent, recorded_tools, replay, replay_turn
+from .replay_data import Recording
 
 __all__ = [
     "ConnectionRecord",
@@ -75,7 +77,9 @@ __all__ = [
     "ModelDouble",
     "RawReply",
     "RecordedRequest",
+    "Recording",
     "RefuseStream",
+    "Replay",
     "Reply",
     "ReplyFunction",
     "ScriptedModelServer",
@@ -84,6 +88,7 @@ __all__ = [
     "Stall",
     "Step",
     "TelegramCall",
+    "TimedEvent",
     "TextReply",
     "ToolCallReply",
     "WhatsAppCall",
@@ -94,5 +99,8 @@ __all__ = [
     "open_fake_telegram",
     "open_fake_whatsapp",
     "open_scripted_server",
+    "recorded_tools",
+    "replay",
+    "replay_turn",
     "split_tokens",
 ]

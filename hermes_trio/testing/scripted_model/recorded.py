@@ -93,11 +93,15 @@ class _Replayed(httpx.AsyncByteStream):
         self.start = start
         self.request = request
         self.next = 0
+        self.closed = False
 
     def __aiter__(self) -> _Replayed:
         return self
 
     async def __anext__(self) -> bytes:
+        if self.closed:
+            # As a closed socket: nothing more arrives.
+            raise httpx.ReadError("the connection was closed", request=self.request)
         if self.next < len(self.pieces):
             piece = self.pieces[self.next]
             self.next += 1
@@ -114,4 +118,4 @@ class _Replayed(httpx.AsyncByteStream):
         raise StopAsyncIteration
 
     async def aclose(self) -> None:
-        pass
+        self.closed = True

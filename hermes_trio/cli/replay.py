@@ -1,0 +1,37 @@
+"""``hermes-trio replay FILE``: run a recorded turn again on trio's mock
+clock, print its timeline, and say whether it did what the recording says."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..config import Config
+from ..recording.tape import RecordingError
+from ..testing.replay import replay
+from ..testing.replay_data import Recording
+
+__all__ = ["run_replay"]
+
+
+def run_replay(config: Config, args: argparse.Namespace) -> int:
+    """0: the replayed events match the recorded ones (text, tool calls,
+    times to the millisecond); 1: they differ (the first difference is
+    named); 2: the file is not a recording."""
+    try:
+        recording = Recording.load(args.file)
+    except (OSError, RecordingError) as exc:
+        print(f"hermes-trio replay: {exc}", file=sys.stderr)
+        return 2
+    began = time.monotonic()
+    result = replay(recording)
+    took = time.monotonic() - began
+    for line in result.timeline():
+        print(line)
+    difference = result.difference
+    if difference is not None:
+        print(f"hermes-trio replay: {args.file}: {difference}", file=sys.stderr)
+        return 1
+    print(f"replay matches the recording ({len(result.events)} events, {took:.3f} s)")
+    return 0

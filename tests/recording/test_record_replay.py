@@ -1,0 +1,140 @@
+"""Record a turn, replay it exactly: on MockClock (tool call, client gone,
+model error), an edited recording, secrets, file modes."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from hermes_trio.agent import open_agent
+from hermes_trio.cli.main import main
+from hermes_trio.config import AgentConfig, Config, ModelConfig
+from hermes_trio.events import StreamEvent
+from hermes_trio.recording import Recorder
+from hermes_trio.redaction import register_secret
+from hermes_trio.testing import (
+    ErrorFrame,
+    ModelDouble,
+    Recording,
+    TextReply,
+    ToolCallReply,
+    replay,
+)
+
+FIXTURE = Path(__file__).parent / "tool_call_turn.json"
+MODEL_KEY = "sk-model-key-for-recording-0123456789"
+TOOL_SECRET = "platform-token-abcdef0123456789"
+
+
+def _config() -> Config:
+    return Config(
+        model=ModelConfig(base_url=ModelDouble.base_url, name="m", api_key=MODEL_KEY),
+        agent=AgentConfig(yolo=True, long_tool_hint=0),
+    )
+
+
+def _record(directory: Path, script: list, prompt: str, *, cancel_at: float | None = None) -> Path:
+    """Run one turn on MockClock with a recorder; the path of its file."""
+
+    async def run() -> None:
+        model = ModelDouble(script)
+        async with open_agent(_config(), transport=model, record=Recorder(directory)) as agent:
+            send, receive = trio.open_memory_channel[StreamEvent](64)
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(agent.run_turn, [{"role": "user", "content": prompt}], send)
+                    if cancel_at is not None:
+                        await trio.sleep(cancel_at)
+                        scope.cancel()
+                    async with receive:
+                        async for _ in receive:
+                            pass
+
+    trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+    files = sorted(directory.glob("turn-*.json"))
+    assert len(files) == 1
+    return files[0]
+
+
+def test_a_tool_call_turn_replays_to_the_same_events_and_times(tmp_path: Path) -> None:
+    register_secret(MODEL_KEY)
+    register_secret(TOOL_SECRET)
+    path = _record(
+        tmp_path / "rec",
+        [
+            ToolCallReply([("terminal", {"command": f"echo hi; echo {TOOL_SECRET}"})], delay=0.05),
+            TextReply("It said hi.", delay=0.25),
+        ],
+        f"run echo, my token is {TOOL_SECRET}",
+    )
+    text = path.read_text()
+    # No key, token or Authorization value, however it was sent.
+    assert MODEL_KEY not in text and TOOL_SECRET not in text
+    assert "authorization" not in text.lower()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    result = replay(Recording.load(path))
+    assert result.matches, result.difference
+    kinds = [(round(e.at, 3), type(e.event).__name__) for e in result.events]
+    assert kinds[-1][1] == "TurnFinished"
+    assert ("ToolCallFinished" in [k for _, k in kinds]) and result.text() == "It said hi."
+    # The answer's tokens came 0.25 s apart after the tool, on the virtual clock.
+    chunks = [e.at for e in result.events if type(e.event).__name__ == "MessageChunk"]
+    assert [round(b - a, 3) for a, b in zip(chunks, chunks[1:], strict=False)] == [0.25, 0.25]
+
+
+def test_a_client_gone_mid_answer_replays_the_cancel(tmp_path: Path) -> None:
+    path = _record(
+        tmp_path, [TextReply("one two three four five six", delay=0.5)], "count", cancel_at=1.2
+    )
+    recording = Recording.load(path)
+    assert recording.cancelled is not None and recording.cancelled["at"] == pytest.approx(1.2)
+    result = replay(recording)
+    assert result.matches, result.difference
+    assert [round(e.at, 3) for e in result.events] == [0.0, 0.5, 1.0]
+    assert not any(type(e.event).__name__ == "TurnFinished" for e in result.events)
+
+
+def test_a_model_error_replays_to_the_same_ending(tmp_path: Path) -> None:
+    path = _record(tmp_path, [ErrorFrame(text="partial answer", message="upstream exploded")], "hi")
+    result = replay(Recording.load(path))
+    assert result.matches, result.difference
+    end = result.events[-1].event
+    assert type(end).__name__ == "TurnFinished" and "upstream exploded" in (end.error or "")  # type: ignore[union-attr]
+
+
+def test_an_edited_chunk_makes_replay_exit_1_naming_it(tmp_path: Path, capsys) -> None:
+    document = json.loads(FIXTURE.read_text())
+    pieces = document["exchanges"][1]["pieces"]
+    target = next(i for i, p in enumerate(pieces) if "said" in p.get("text", ""))
+    pieces[target]["text"] = pieces[target]["text"].replace("said", "SAID")
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(document))
+    assert main(["replay", str(edited)]) == 1
+    err = capsys.readouterr().err
+    assert f"model request 2, chunk {target + 1}" in err and "SAID" in err
+    assert main(["replay", str(FIXTURE)]) == 0
+    assert "ToolCallFinished" in capsys.readouterr().out
+    (tmp_path / "not.json").write_text("{}")
+    assert main(["replay", str(tmp_path / "not.json")]) == 2
+
+
+def test_the_committed_recording_is_a_regression_test() -> None:
+    # As the README shows: a recording in tests/ replayed with the public helper.
+    result = replay(Recording.load(FIXTURE))
+    assert result.matches, result.difference
+    assert result.text() == "It said hi."
+    finished = [e for e in result.events if type(e.event).__name__ == "ToolCallFinished"]
+    assert finished and "hi" in finished[0].event.result  # type: ignore[attr-defined]
+
+
+def test_old_recordings_are_pruned_past_the_total_cap(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "r", max_file_bytes=1024, max_total_bytes=2500)
+    paths = [recorder.save("x" * 1000) for _ in range(4)]
+    left = sorted(p.name for p in (tmp_path / "r").iterdir())
+    assert paths[-1].name in left and len(left) == 2

@@ -34,8 +34,8 @@ from .tape import VirtualClock, event_record, piece_to_json, serialize
 __all__ = [
     "CANCEL_CAUSE",
     "Recorder",
-    "Tape",
     "TapTransport",
+    "Tape",
     "current_tape",
     "record_turn",
 ]

@@ -117,9 +117,13 @@ def piece_from_json(piece: Mapping[str, Any]) -> bytes:
 
 def event_record(at: float, event: Any) -> dict[str, Any]:
     """One event as the recording keeps it: time, type, fields."""
-    data = dataclasses.asdict(event) if dataclasses.is_dataclass(event) else {}
+    fields = (
+        dataclasses.asdict(event)
+        if dataclasses.is_dataclass(event) and not isinstance(event, type)
+        else {}
+    )
     # As a file gives it back (tuples as lists), so a replay compares equal.
-    data = json.loads(json.dumps(data, ensure_ascii=False, default=str))
+    data = json.loads(json.dumps(fields, ensure_ascii=False, default=str))
     return {"at": round(at, 6), "type": type(event).__name__, "data": data}
 
 
@@ -136,7 +140,7 @@ def parse(text: str, *, where: str = "recording") -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise RecordingError(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise RecordingError(f"{where}: not a hermes-trio recording (no \"format\": {FORMAT!r})")
+        raise RecordingError(f'{where}: not a hermes-trio recording (no "format": {FORMAT!r})')
     if document.get("version") != VERSION:
         raise RecordingError(
             f"{where}: recording version {document.get('version')!r}; "
@@ -226,7 +230,9 @@ def first_difference(
     where an edit took effect."""
     for index, (want, got) in enumerate(zip(recorded, replayed, strict=False)):
         if _normal(want) != _normal(got):
-            cause = f" (just after {causes[index]})" if index < len(causes) and causes[index] else ""
+            cause = (
+                f" (just after {causes[index]})" if index < len(causes) and causes[index] else ""
+            )
             return Difference(
                 index,
                 f"event {index + 1} differs{cause}: recorded {_describe(want)}; "
@@ -235,7 +241,9 @@ def first_difference(
     if len(recorded) != len(replayed):
         index = min(len(recorded), len(replayed))
         if len(recorded) > len(replayed):
-            what = f"the replay ended before event {index + 1}: recorded {_describe(recorded[index])}"
+            what = (
+                f"the replay ended before event {index + 1}: recorded {_describe(recorded[index])}"
+            )
         else:
             what = f"the replay has an extra event {index + 1}: {_describe(replayed[index])}"
         return Difference(index, what)
@@ -263,7 +271,8 @@ def timeline_lines(events: Iterable[Mapping[str, Any]]) -> list[str]:
         data = dict(record.get("data") or {})
         shown = data.get(_SHOWN.get(kind, ""), "")
         if kind == "ToolCallFinished":
-            shown = f"{'ok' if data.get('ok') else 'failed'} in {float(data.get('duration', 0)):.3f} s: {shown}"
+            status = "ok" if data.get("ok") else "failed"
+            shown = f"{status} in {float(data.get('duration', 0)):.3f} s: {shown}"
         elif kind == "TurnFinished":
             reason = data.get("finish_reason")
             error = f" error: {data['error']}" if data.get("error") else ""

@@ -32,6 +32,8 @@ from .fake_messenger import FakeCall, FakeMessenger
 from .fake_slack import FakeSlack, SlackCall, SlackMessage, open_fake_slack
 from .fake_telegram import FakeDraft, FakeMessage, FakeTelegram, TelegramCall, open_fake_telegram
 from .fake_whatsapp import FakeWhatsApp, WhatsAppCall, WhatsAppSent, open_fake_whatsapp
+from .replay import Replay, TimedEvent, recorded_tools, replay, replay_turn
+from .replay_data import Recording
 from .script import (
     Drop,
     ErrorFrame,
@@ -49,8 +51,6 @@ from .scripted_model.double import ModelDouble
 from .scripted_model.model import Reply, ReplyFunction
 from .scripted_model.records import ConnectionRecord, RecordedRequest
 from .scripted_model.server import ScriptedModelServer, open_scripted_server
-from .replay import Replay, TimedEvent, recorded_tools, replay, replay_turn
-from .replay_data import Recording
 
 __all__ = [
     "ConnectionRecord",
@@ -88,8 +88,8 @@ __all__ = [
     "Stall",
     "Step",
     "TelegramCall",
-    "TimedEvent",
     "TextReply",
+    "TimedEvent",
     "ToolCallReply",
     "WhatsAppCall",
     "WhatsAppSent",

@@ -168,7 +168,9 @@ async def replay_turn(recording: Recording) -> Replay:
     options = recording.options
     messages = recording.messages
     cancel = recording.cancelled
-    async with open_agent(config, transport=model, tools=recorded_tools(recording, clock=clock)) as agent:
+    async with open_agent(
+        config, transport=model, tools=recorded_tools(recording, clock=clock)
+    ) as agent:
         clock.start = trio.current_time()
         send, receive = trio.open_memory_channel[StreamEvent](config.agent.channel_size)
 
@@ -198,6 +200,4 @@ async def _cancel_at(scope: trio.CancelScope, when: float) -> None:
 def replay(recording: Recording) -> Replay:
     """Replay ``recording`` on a fresh ``MockClock(autojump_threshold=0)``
     (from synchronous code: a test function, the ``replay`` command)."""
-    return trio.run(
-        replay_turn, recording, clock=trio.testing.MockClock(autojump_threshold=0)
-    )
+    return trio.run(replay_turn, recording, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -72,6 +72,12 @@ class Recording:
         model = dict(settings.get("model") or {})
         timeouts = TimeoutsConfig(**dict(model.pop("timeouts", None) or {}))
         agent = dict(settings.get("agent") or {})
+        if not model.get("name"):
+            # The process had picked the server's model before the turn
+            # (serve asks at startup): the one its requests named.
+            bodies = [e.get("body") for e in self.exchanges if e.get("method") == "POST"]
+            named = [b["model"] for b in bodies if isinstance(b, dict) and b.get("model")]
+            model["name"] = named[0] if named else None
         return Config(
             model=ModelConfig(base_url=base_url, api_key=None, timeouts=timeouts, **model),
             agent=AgentConfig(**agent),

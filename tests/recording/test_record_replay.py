@@ -3,6 +3,7 @@ model error), an edited recording, secrets, file modes."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import stat
 from pathlib import Path
@@ -85,7 +86,7 @@ def test_a_tool_call_turn_replays_to_the_same_events_and_times(tmp_path: Path) -
     assert ("ToolCallFinished" in [k for _, k in kinds]) and result.text() == "It said hi."
     # The answer's tokens came 0.25 s apart after the tool, on the virtual clock.
     chunks = [e.at for e in result.events if type(e.event).__name__ == "MessageChunk"]
-    assert [round(b - a, 3) for a, b in zip(chunks, chunks[1:], strict=False)] == [0.25, 0.25]
+    assert [round(b - a, 3) for a, b in itertools.pairwise(chunks)] == [0.25, 0.25]
 
 
 def test_a_client_gone_mid_answer_replays_the_cancel(tmp_path: Path) -> None:

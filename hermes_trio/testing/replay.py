@@ -18,6 +18,7 @@ recorded ones, if any::
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,12 +29,12 @@ import trio.testing
 
 from .. import events as event_types
 from ..agent import open_agent
+from ..turn import Turn, run_turn
 from ..events import StreamEvent, TurnFinished
 from ..recording.tape import Difference, event_record, first_difference, timeline_lines
 from ..tools import ToolContext, ToolRegistry, ToolResult, default_registry
 from .replay_data import Recording
 from .scripted_model.double import ModelDouble
-from .scripted_model.recorded import RecordedModel
 
 __all__ = ["Replay", "TimedEvent", "recorded_tools", "replay", "replay_turn"]
 
@@ -161,40 +162,40 @@ async def replay_turn(recording: Recording) -> Replay:
     ``MockClock(autojump_threshold=0)``; :func:`replay` makes one)."""
     clock = _Clock()
     model = ModelDouble.from_recording(recording)
-    assert isinstance(model, RecordedModel)
-    model.sink = clock
+    assert model.recorded is not None
+    model.recorded.sink = clock
     config = recording.config(ModelDouble.base_url)
     result = Replay(recording)
-    options = recording.options
-    messages = recording.messages
     cancel = recording.cancelled
-    async with open_agent(
-        config, transport=model, tools=recorded_tools(recording, clock=clock)
-    ) as agent:
-        clock.start = trio.current_time()
-        send, receive = trio.open_memory_channel[StreamEvent](config.agent.channel_size)
+    turn = Turn()
 
-        async def run() -> None:
-            with trio.CancelScope() as scope:
-                if cancel is not None:
-                    nursery.start_soon(_cancel_at, scope, clock.start + float(cancel["at"]))
-                await agent.run_turn(messages, send, **options)
-
-        async def collect() -> None:
-            with receive:
-                async for event in receive:
+    async def collect(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+        try:
+            async for event in receive:
+                result.events.append(TimedEvent(trio.current_time() - clock.start, event))
+                result.causes.append(clock.cause)
+        finally:
+            # Cancelled with the turn: what was sent before still counts.
+            with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                while True:
+                    event = receive.receive_nowait()
                     result.events.append(TimedEvent(trio.current_time() - clock.start, event))
                     result.causes.append(clock.cause)
 
+    async def cancel_at(when: float, cause: str) -> None:
+        await trio.sleep_until(when)
+        turn.cancel(cause)
+
+    tools = recorded_tools(recording, clock=clock)
+    async with open_agent(config, transport=model, tools=tools) as agent:
+        clock.start = trio.current_time()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(collect)
-            await run()
+            if cancel is not None:
+                when = clock.start + float(cancel["at"])
+                nursery.start_soon(cancel_at, when, str(cancel.get("cause", "cancelled")))
+            await run_turn(agent, recording.messages, collect, turn=turn, **recording.options)
+            nursery.cancel_scope.cancel()
     return result
-
-
-async def _cancel_at(scope: trio.CancelScope, when: float) -> None:
-    await trio.sleep_until(when)
-    scope.cancel()
 
 
 def replay(recording: Recording) -> Replay:

@@ -12,19 +12,17 @@ import trio
 
 from ...recording.tape import piece_from_json
 from ..replay_data import Recording
-from .double import ModelDouble
 
-__all__ = ["RecordedModel"]
+__all__ = ["RecordedAnswers"]
 
 
-class RecordedModel(ModelDouble):
-    """:meth:`ModelDouble.from_recording`: answers each request with the
-    recording's next one. ``cause`` names the last thing it sent (``"model
-    request 2, chunk 5"``), which a replay uses to say where a difference
-    came from."""
+class RecordedAnswers:
+    """What :meth:`ModelDouble.from_recording` answers with: each request
+    gets the recording's next one like it. ``cause`` names the last thing
+    it sent (``"model request 2, chunk 5"``), which a replay uses to say
+    where a difference came from."""
 
     def __init__(self, recording: Recording) -> None:
-        super().__init__()
         self.recording = recording
         self.exchanges = recording.exchanges
         self.served = 0
@@ -32,7 +30,7 @@ class RecordedModel(ModelDouble):
         self.sink: Any = self
         self.cause = ""
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def answer(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
         # The next recorded request like this one: a model list the live
         # process asked for (and this one need not) is passed over.
@@ -91,7 +89,7 @@ def _raise(end: dict[str, Any], request: httpx.Request) -> NoReturn:
 class _Replayed(httpx.AsyncByteStream):
     def __init__(
         self,
-        model: RecordedModel,
+        model: RecordedAnswers,
         number: int,
         exchange: dict[str, Any],
         start: float,

@@ -66,6 +66,9 @@ _CREDENTIAL_RE = re.compile(
     r"(?i)\b(authorization|proxy-authorization|x-api-key|api[-_]?key)"
     r"(\"?\s*[:=]\s*\"?)(bearer\s+|basic\s+)?[^\s\"',}]+"
 )
+_CREDENTIAL_KEY = re.compile(
+    r"(?i)(proxy-)?authorization|x-api-key|api[-_]?key|(access|bot|app)?[-_]?token|password|secret"
+)
 _BEARER_RE = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}")
 
 # Event fields that hold a time on the process's own clock (not the turn's):
@@ -95,7 +98,10 @@ def scrub(value: Any) -> Any:
     if isinstance(value, str):
         return _scrub_text(value)
     if isinstance(value, Mapping):
-        return {_scrub_text(str(k)): scrub(v) for k, v in value.items()}
+        return {
+            _scrub_text(str(k)): REDACTED if _CREDENTIAL_KEY.fullmatch(str(k)) else scrub(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [scrub(v) for v in value]
     return value

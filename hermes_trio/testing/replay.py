@@ -29,10 +29,10 @@ import trio.testing
 
 from .. import events as event_types
 from ..agent import open_agent
-from ..turn import Turn, run_turn
 from ..events import StreamEvent, TurnFinished
 from ..recording.tape import Difference, event_record, first_difference, timeline_lines
 from ..tools import ToolContext, ToolRegistry, ToolResult, default_registry
+from ..turn import Turn, run_turn
 from .replay_data import Recording
 from .scripted_model.double import ModelDouble
 

@@ -29,7 +29,7 @@ import trio
 
 from ..events import StreamEvent
 from ..redaction import shown_url
-from .tape import VirtualClock, event_record, piece_to_json, serialize
+from .tape import INPUT_EVENTS, VirtualClock, event_record, piece_to_json, serialize
 
 __all__ = [
     "CANCEL_CAUSE",
@@ -143,6 +143,8 @@ class Tape:
         return not self.truncated
 
     def event(self, event: StreamEvent) -> None:
+        if type(event).__name__ in INPUT_EVENTS:
+            self.clock.external(trio.current_time())
         record = event_record(self.clock.now, event)
         if self._room(len(repr(record))):
             self.events.append(record)

@@ -43,6 +43,7 @@ from ..redaction import REDACTED, redact
 
 __all__ = [
     "FORMAT",
+    "INPUT_EVENTS",
     "VERSION",
     "Difference",
     "RecordingError",
@@ -80,6 +81,9 @@ _DURATION_FIELDS = frozenset({"duration"})
 # their time and duration follow the host's scheduling, not the recording.
 _TIMER_EVENTS = frozenset({"LongToolHint"})
 _TIME_TOLERANCE = 0.0005
+#: Events a person causes (an approval's answer, or its timeout): their
+#: time is an input the replay repeats, like a model chunk's.
+INPUT_EVENTS = frozenset({"ApprovalRequested", "ApprovalResolved"})
 
 
 class RecordingError(ValueError):

@@ -6,13 +6,16 @@ from __future__ import annotations
 import itertools
 import json
 import stat
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
 from hermes_trio.agent import open_agent
+from hermes_trio.approvals import ApprovalChannel
 from hermes_trio.cli.main import main
 from hermes_trio.config import AgentConfig, Config, ModelConfig
 from hermes_trio.events import StreamEvent
@@ -32,10 +35,10 @@ MODEL_KEY = "sk-model-key-for-recording-0123456789"
 TOOL_SECRET = "platform-token-abcdef0123456789"
 
 
-def _config() -> Config:
+def _config(agent: AgentConfig | None = None) -> Config:
     return Config(
         model=ModelConfig(base_url=ModelDouble.base_url, name="m", api_key=MODEL_KEY),
-        agent=AgentConfig(yolo=True, long_tool_hint=0),
+        agent=agent or AgentConfig(yolo=True, long_tool_hint=0),
     )
 
 
@@ -46,17 +49,20 @@ def _record(
     *,
     cancel_at: float | None = None,
     mock: bool = True,
+    config: AgentConfig | None = None,
+    **options: Any,
 ) -> Path:
     """Run one turn with a recorder (on MockClock unless ``mock`` is False:
     a real tool process needs real time); the path of its file."""
 
     async def run() -> None:
         model = ModelDouble(script)
-        async with open_agent(_config(), transport=model, record=Recorder(directory)) as agent:
+        async with open_agent(_config(config), transport=model, record=Recorder(directory)) as agent:
             send, receive = trio.open_memory_channel[StreamEvent](64)
             with trio.CancelScope() as scope:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(agent.run_turn, [{"role": "user", "content": prompt}], send)
+                    history = [{"role": "user", "content": prompt}]
+                    nursery.start_soon(partial(agent.run_turn, history, send, **options))
                     if cancel_at is not None:
                         await trio.sleep(cancel_at)
                         scope.cancel()
@@ -116,6 +122,22 @@ def test_a_model_error_replays_to_the_same_ending(tmp_path: Path) -> None:
     assert result.matches, result.difference
     end = result.events[-1].event
     assert type(end).__name__ == "TurnFinished" and "upstream exploded" in (end.error or "")  # type: ignore[union-attr]
+
+
+def test_an_approval_that_expired_replays_at_its_times(tmp_path: Path) -> None:
+    path = _record(
+        tmp_path,
+        [ToolCallReply([("terminal", {"command": "reboot"})]), TextReply("Not allowed.")],
+        "reboot",
+        approvals=ApprovalChannel(requester="alice", timeout=30.0),
+        config=AgentConfig(yolo=False, long_tool_hint=0),
+    )
+    result = replay(Recording.load(path))
+    assert result.matches, result.difference
+    timed = {type(e.event).__name__: round(e.at, 3) for e in result.events}
+    assert timed["ApprovalResolved"] - timed["ApprovalRequested"] == 30.0
+    assert timed["ToolCallFinished"] == timed["ApprovalResolved"]
+    assert result.events[-1].event.text == "Not allowed."  # type: ignore[attr-defined]
 
 
 def test_an_edited_chunk_makes_replay_exit_1_naming_it(tmp_path: Path, capsys) -> None:

@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     _agent_flags(gateway)
 
     replay = add("replay")
-    replay.add_argument("file", metavar="FILE", help="a recording written by --record DIR")
+    replay.add_argument("files", metavar="FILE", nargs="+",
+                        help="a recording written by --record DIR")
 
     completion = add("completion")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"))

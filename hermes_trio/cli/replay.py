@@ -16,14 +16,23 @@ __all__ = ["run_replay"]
 
 
 def run_replay(config: Config, args: argparse.Namespace) -> int:
-    """0: the replayed events match the recorded ones (text, tool calls,
-    times to the millisecond); 1: they differ (the first difference is
-    named); 2: the file is not a recording."""
+    """0: the replayed events of every file match the recorded ones (text,
+    tool calls, times to the millisecond); 1: one differs (the first
+    difference is named); 2: a file is not a recording."""
+    worst = 0
+    for path in args.files:
+        worst = max(worst, _replay_one(path, several=len(args.files) > 1))
+    return worst
+
+
+def _replay_one(path: str, *, several: bool) -> int:
     try:
-        recording = Recording.load(args.file)
+        recording = Recording.load(path)
     except (OSError, RecordingError) as exc:
         print(f"hermes-trio replay: {exc}", file=sys.stderr)
         return 2
+    if several:
+        print(f"== {path}")
     began = time.monotonic()
     result = replay(recording)
     took = time.monotonic() - began
@@ -31,7 +40,7 @@ def run_replay(config: Config, args: argparse.Namespace) -> int:
         print(line)
     difference = result.difference
     if difference is not None:
-        print(f"hermes-trio replay: {args.file}: {difference}", file=sys.stderr)
+        print(f"hermes-trio replay: {path}: {difference}", file=sys.stderr)
         return 1
     print(f"replay matches the recording ({len(result.events)} events, {took:.3f} s)")
     return 0

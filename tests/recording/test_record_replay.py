@@ -57,7 +57,8 @@ def _record(
 
     async def run() -> None:
         model = ModelDouble(script)
-        async with open_agent(_config(config), transport=model, record=Recorder(directory)) as agent:
+        recorder = Recorder(directory)
+        async with open_agent(_config(config), transport=model, record=recorder) as agent:
             send, receive = trio.open_memory_channel[StreamEvent](64)
             with trio.CancelScope() as scope:
                 async with trio.open_nursery() as nursery:

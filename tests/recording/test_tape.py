@@ -28,7 +28,9 @@ SECRET = "sk-tape-secret-abcdefghijklmnop"
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 

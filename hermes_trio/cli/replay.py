@@ -28,13 +28,13 @@ def run_replay(config: Config, args: argparse.Namespace) -> int:
 def _replay_one(path: str, *, several: bool) -> int:
     try:
         recording = Recording.load(path)
+        began = time.monotonic()
+        if several:
+            print(f"== {path}")
+        result = replay(recording)
     except (OSError, RecordingError) as exc:
         print(f"hermes-trio replay: {exc}", file=sys.stderr)
         return 2
-    if several:
-        print(f"== {path}")
-    began = time.monotonic()
-    result = replay(recording)
     took = time.monotonic() - began
     for line in result.timeline():
         print(line)

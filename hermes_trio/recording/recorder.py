@@ -18,6 +18,7 @@ import itertools
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -83,9 +84,12 @@ class Recorder:
         try:
             self.directory.mkdir(mode=DIR_MODE, parents=True)
         except FileExistsError:
-            pass
-        # Whatever made it, its recordings are this user's alone.
-        os.chmod(self.directory, DIR_MODE)
+            info = self.directory.stat()
+            # Ours, made wider by someone: tightened. One shared on purpose
+            # (another owner, the sticky bit of /tmp) is left as it is;
+            # the files in it are still 0600.
+            if info.st_uid == os.geteuid() and not info.st_mode & stat.S_ISVTX:
+                os.chmod(self.directory, DIR_MODE)
 
     def save(self, text: str) -> Path:
         """Write one recording (an exclusive new file, ``0600``), then prune.

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AgentConfig, Config, ModelConfig, TimeoutsConfig
-from ..recording.tape import parse, serialize
+from ..recording.tape import RecordingError, parse, serialize
 
 __all__ = ["Recording"]
 
@@ -70,7 +70,6 @@ class Recording:
         """A config that runs the turn as it was run, against ``base_url``."""
         settings = self.document["turn"].get("settings") or {}
         model = dict(settings.get("model") or {})
-        timeouts = TimeoutsConfig(**dict(model.pop("timeouts", None) or {}))
         agent = dict(settings.get("agent") or {})
         if not model.get("name"):
             # The process had picked the server's model before the turn
@@ -78,7 +77,11 @@ class Recording:
             bodies = [e.get("body") for e in self.exchanges if e.get("method") == "POST"]
             named = [b["model"] for b in bodies if isinstance(b, dict) and b.get("model")]
             model["name"] = named[0] if named else None
-        return Config(
-            model=ModelConfig(base_url=base_url, api_key=None, timeouts=timeouts, **model),
-            agent=AgentConfig(**agent),
-        )
+        try:
+            timeouts = TimeoutsConfig(**dict(model.pop("timeouts", None) or {}))
+            return Config(
+                model=ModelConfig(base_url=base_url, api_key=None, timeouts=timeouts, **model),
+                agent=AgentConfig(**agent),
+            )
+        except TypeError as exc:
+            raise RecordingError(f"{self.path}: turn.settings: {exc}") from None

@@ -16,7 +16,7 @@ import trio.testing
 
 from hermes_trio.agent import open_agent
 from hermes_trio.approvals import ApprovalChannel
-from hermes_trio.cli.main import main
+from hermes_trio.cli.main import build_parser, main, overrides_from
 from hermes_trio.config import AgentConfig, Config, ModelConfig
 from hermes_trio.events import StreamEvent
 from hermes_trio.recording import Recorder
@@ -171,3 +171,35 @@ def test_old_recordings_are_pruned_past_the_total_cap(tmp_path: Path) -> None:
     paths = [recorder.save("x" * 1000) for _ in range(4)]
     left = sorted(p.name for p in (tmp_path / "r").iterdir())
     assert paths[-1].name in left and len(left) == 2
+
+
+def test_a_turn_past_the_file_cap_is_cut_and_not_replayed(tmp_path: Path, capsys) -> None:
+    model = ModelDouble([TextReply("word " * 400)])
+
+    async def run() -> None:
+        recorder = Recorder(tmp_path, max_file_bytes=2048)
+        async with open_agent(_config(), transport=model, record=recorder) as agent:
+            await agent.ask("talk")
+
+    trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+    (path,) = tmp_path.glob("turn-*.json")
+    assert json.loads(path.read_text())["truncated"] is True
+    assert path.stat().st_size < 2048 + 16 * 1024  # the settings and the request body
+    assert main(["replay", str(path)]) == 2
+    assert "record.max_file_bytes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["serve", "chat", "gateway"])
+def test_record_is_a_flag_of_every_command_that_runs_turns(command: str) -> None:
+    args = build_parser().parse_args([command, "--record", "/some/dir"])
+    assert overrides_from(args)["record.dir"] == "/some/dir"
+
+
+def test_a_setting_this_version_lacks_is_named(tmp_path: Path, capsys) -> None:
+    document = json.loads(FIXTURE.read_text())
+    document["turn"]["settings"]["agent"]["no_such_setting"] = 1
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(document))
+    assert main(["replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "turn.settings" in err and "no_such_setting" in err

@@ -160,8 +160,11 @@ class Tape:
                 body = json.loads(request.content)
             except (ValueError, UnicodeDecodeError):
                 body = request.content.decode("utf-8", "replace")
+        # A request goes out when the turn sends it: after a retry's pause
+        # too, which no other input marks.
+        at = self.clock.external(trio.current_time())
         record: dict[str, Any] = {
-            "at": round(self.clock.now, 6),
+            "at": round(at, 6),
             "method": request.method,
             "url": shown_url(str(request.url)),
             "body": body,
@@ -350,6 +353,7 @@ def turn_settings(config: Any) -> dict[str, Any]:
             "backoff_base": model.backoff_base,
             "backoff_max": model.backoff_max,
             "max_answer_bytes": model.max_answer_bytes,
+            "fallbacks": [{"name": f.name, "api_mode": f.api_mode} for f in model.fallbacks],
             "timeouts": {
                 k: getattr(model.timeouts, k)
                 for k in ("connect", "first_token", "idle", "request", "total")

@@ -188,7 +188,7 @@ async def replay_turn(recording: Recording) -> Replay:
 
     tools = recorded_tools(recording, clock=clock)
     async with open_agent(config, transport=model, tools=tools) as agent:
-        clock.start = trio.current_time()
+        clock.start = model.recorded.start = trio.current_time()
         async with trio.open_nursery() as nursery:
             if cancel is not None:
                 when = clock.start + float(cancel["at"])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import AgentConfig, Config, ModelConfig, TimeoutsConfig
+from ..config import AgentConfig, Config, FallbackModel, ModelConfig, TimeoutsConfig
 from ..recording.tape import RecordingError, parse, serialize
 
 __all__ = ["Recording"]
@@ -79,8 +79,20 @@ class Recording:
             model["name"] = named[0] if named else None
         try:
             timeouts = TimeoutsConfig(**dict(model.pop("timeouts", None) or {}))
+            # Every model of the chain is the double; no pause of its own
+            # before a retry: the double answers it when the recording says.
+            fallbacks = [
+                FallbackModel(base_url=base_url, **dict(f)) for f in model.pop("fallbacks", [])
+            ]
+            model |= {"backoff_base": 0.0, "backoff_max": 0.0}
             return Config(
-                model=ModelConfig(base_url=base_url, api_key=None, timeouts=timeouts, **model),
+                model=ModelConfig(
+                    base_url=base_url,
+                    api_key=None,
+                    timeouts=timeouts,
+                    fallbacks=fallbacks,
+                    **model,
+                ),
                 agent=AgentConfig(**agent),
             )
         except TypeError as exc:

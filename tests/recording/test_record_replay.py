@@ -23,6 +23,7 @@ from hermes_trio.recording import Recorder
 from hermes_trio.redaction import REDACTED, register_secret
 from hermes_trio.testing import (
     ErrorFrame,
+    ErrorReply,
     ModelDouble,
     Recording,
     TextReply,
@@ -123,6 +124,16 @@ def test_a_model_error_replays_to_the_same_ending(tmp_path: Path) -> None:
     assert result.matches, result.difference
     end = result.events[-1].event
     assert type(end).__name__ == "TurnFinished" and "upstream exploded" in (end.error or "")  # type: ignore[union-attr]
+
+
+def test_a_retried_request_replays_after_its_recorded_pause(tmp_path: Path) -> None:
+    path = _record(tmp_path, [ErrorReply(503), TextReply("second try", delay=0.1)], "hi")
+    recording = Recording.load(path)
+    retry_at = recording.exchanges[1]["at"]
+    assert retry_at > 0.25  # the backoff's random pause, recorded
+    result = replay(recording)
+    assert result.matches, result.difference
+    assert result.events[0].at == pytest.approx(retry_at)
 
 
 def test_an_approval_that_expired_replays_at_its_times(tmp_path: Path) -> None:

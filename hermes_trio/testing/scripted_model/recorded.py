@@ -26,6 +26,9 @@ class RecordedAnswers:
         self.recording = recording
         self.exchanges = recording.exchanges
         self.served = 0
+        #: When the turn began, on this trio clock (None: at the first
+        #: request, as the recording's first request was).
+        self.start: float | None = None
         #: Where ``cause`` goes: a replay shares one with its tools.
         self.sink: Any = self
         self.cause = ""
@@ -53,7 +56,12 @@ class RecordedAnswers:
                 request=request,
             )
         exchange = self.exchanges[number]
-        start = trio.current_time()
+        if self.start is None:
+            self.start = trio.current_time() - float(exchange.get("at", 0.0))
+        # A retry went out after a pause the replayed client does not take
+        # (its backoff is 0): it is answered when the recorded one was sent.
+        start = max(trio.current_time(), self.start + float(exchange.get("at", 0.0)))
+        await trio.sleep_until(start)
         self.sink.cause = f"model request {number + 1}"
         end: dict[str, Any] = dict(exchange.get("end") or {})
         if "status" not in exchange:

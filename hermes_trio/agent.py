@@ -34,7 +34,7 @@ from .events import (
     Usage,
 )
 from .llm import ModelClient, ModelError, ModelRequest, make_http_client
-from .recording import Recorder, current_tape, record_turn
+from .recording import Recorder, note_tool, record_turn
 from .tools import (
     ApprovalCallback,
     ToolCallScope,
@@ -225,10 +225,10 @@ class Agent:
         if approvals is not None:
             # A copy for this turn; the "always" approvals stay shared.
             ctx = dataclasses.replace(ctx, approvals=approvals)
-        # Synchronous close: `async with` could replace a producer error with
-        # Cancelled at close (a trio trap; see docs/architecture.md).
         options = {"stream": stream, "client_tools": list(client_tools), "params": params}
         options |= {"model": model, "system": system}
+        # Synchronous close: `async with` could replace a producer error with
+        # Cancelled at close (a trio trap; see docs/architecture.md).
         with send, record_turn(record or self.record, self.config, messages, options, send) as out:
             start = len(messages)
             marks = _Marks()
@@ -476,8 +476,7 @@ class Agent:
         args, preview = self.tools.preview(call.name, call.arguments)
         await send.send(ToolCallChunk(call.name, preview, args, index, call.id))
         started = trio.current_time()
-        tape = current_tape()
-        mark = tape.tool_started() if tape is not None else None
+        mark = note_tool()
         threshold = self.config.agent.long_tool_hint
 
         async def hint() -> None:
@@ -495,9 +494,8 @@ class Agent:
         result = _encodable_result(result)
         results[slot] = result
         duration = trio.current_time() - started
-        if tape is not None and mark is not None:
-            tape.tool_finished(
-                mark,
+        if mark is not None:
+            mark.finished(
                 index=index,
                 call_id=call.id,
                 name=call.name,

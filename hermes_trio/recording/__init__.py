@@ -5,7 +5,15 @@ exactly on trio's ``MockClock`` (see :mod:`hermes_trio.testing.replay`).
 that fills it as a turn runs.
 """
 
-from .recorder import Recorder, TapTransport, current_tape, record_turn
+from .recorder import Recorder, TapTransport, ToolMark, current_tape, note_tool, record_turn
 from .tape import RecordingError
 
-__all__ = ["Recorder", "RecordingError", "TapTransport", "current_tape", "record_turn"]
+__all__ = [
+    "Recorder",
+    "RecordingError",
+    "TapTransport",
+    "ToolMark",
+    "current_tape",
+    "note_tool",
+    "record_turn",
+]

@@ -37,7 +37,9 @@ __all__ = [
     "Recorder",
     "TapTransport",
     "Tape",
+    "ToolMark",
     "current_tape",
+    "note_tool",
     "record_turn",
 ]
 
@@ -61,6 +63,27 @@ _names = itertools.count(1)
 def current_tape() -> Tape | None:
     """The tape of the turn this task runs for, if it is being recorded."""
     return _TAPE.get()
+
+
+class ToolMark:
+    """A tool call of a recorded turn, from its start (:func:`note_tool`)."""
+
+    __slots__ = ("started", "tape")
+
+    def __init__(self, tape: Tape) -> None:
+        self.tape = tape
+        self.started = (tape.clock.now, trio.current_time())
+
+    def finished(self, **call: Any) -> None:
+        """The call ended: ``index``, ``call_id``, ``name``, ``arguments``,
+        ``ok``, ``result`` and ``duration`` (the agent's own measure)."""
+        self.tape.tool_finished(self.started, **call)
+
+
+def note_tool() -> ToolMark | None:
+    """A tool call starts now: its mark, if the turn is being recorded."""
+    tape = _TAPE.get()
+    return ToolMark(tape) if tape is not None else None
 
 
 class Recorder:
@@ -173,9 +196,6 @@ class Tape:
         self._room(len(request.content or b""))
         self.exchanges.append(record)
         return Exchange(self, record)
-
-    def tool_started(self) -> tuple[float, float]:
-        return self.clock.now, trio.current_time()
 
     def tool_finished(
         self,

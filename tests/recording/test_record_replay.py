@@ -174,7 +174,7 @@ def test_the_tool_output_reaches_the_answer() -> None:
     assert result.matches, result.difference
     assert result.text() == "It said hi."
     finished = [e for e in result.events if type(e.event).__name__ == "ToolCallFinished"]
-    assert finished[0].event.result == "hi" and finished[0].at < 0.5  # type: ignore[attr-defined]
+    assert finished[0].event.result == "hi" and finished[0].at < 0.1  # type: ignore[attr-defined]
 
 
 def test_old_recordings_are_pruned_past_the_total_cap(tmp_path: Path) -> None:

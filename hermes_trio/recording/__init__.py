@@ -2,11 +2,14 @@
 exactly on trio's ``MockClock`` (see :mod:`hermes_trio.testing.replay`).
 
 :mod:`.tape` is the format (sans-IO); :mod:`.recorder` the thin trio shell
-that fills it as a turn runs.
+that fills it as a turn runs, :mod:`.transport` the tap under the model
+client that copies its model requests, :mod:`.files` where the files go.
 """
 
-from .recorder import Recorder, TapTransport, ToolMark, current_tape, note_tool, record_turn
+from .files import Recorder
+from .recorder import ToolMark, current_tape, note_tool, record_turn
 from .tape import RecordingError
+from .transport import TapTransport
 
 __all__ = [
     "Recorder",

@@ -1,10 +1,10 @@
-"""Recording turns as they run: the trio/httpx shell over :mod:`.tape`.
+"""Recording turns as they run: the trio shell over :mod:`.tape`.
 
-A :class:`Recorder` owns a directory; :func:`record_turn` wraps one turn
+A :class:`~.files.Recorder` owns a directory; :func:`record_turn` wraps one turn
 (the agent's ``run_turn``) and writes one file for it when it ends, however
 it ends. While the turn runs, its :class:`Tape` is the task's context
 variable, so the two places that talk to the outside find it without being
-handed it: :class:`TapTransport` (under the model client's httpx client)
+handed it: :class:`~.transport.TapTransport` (under the model client's httpx client)
 and the agent's tool calls (:func:`current_tape`). Tool tasks inherit it
 from the turn's task, as trio tasks inherit context variables.
 
@@ -14,15 +14,10 @@ Nothing here changes what the turn does: a tape only copies what passes.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
-import os
-import stat
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from pathlib import Path
 from typing import Any, cast
 
 import httpx
@@ -30,12 +25,12 @@ import trio
 
 from ..events import StreamEvent
 from ..redaction import shown_url
+from .files import Recorder
 from .tape import INPUT_EVENTS, VirtualClock, event_record, piece_to_json, serialize
 
 __all__ = [
     "CANCEL_CAUSE",
-    "Recorder",
-    "TapTransport",
+    "Exchange",
     "Tape",
     "ToolMark",
     "current_tape",
@@ -45,10 +40,6 @@ __all__ = [
 
 log = logging.getLogger("hermes_trio.recording")
 
-DIR_MODE = 0o700
-FILE_MODE = 0o600
-PREFIX = "turn-"
-
 _TAPE: ContextVar[Tape | None] = ContextVar("hermes_trio_tape", default=None)
 
 #: Set by whoever runs the turn (``hermes_trio.turn``): says why the turn
@@ -56,8 +47,6 @@ _TAPE: ContextVar[Tape | None] = ContextVar("hermes_trio_tape", default=None)
 CANCEL_CAUSE: ContextVar[Callable[[], str | None] | None] = ContextVar(
     "hermes_trio_cancel_cause", default=None
 )
-
-_names = itertools.count(1)
 
 
 def current_tape() -> Tape | None:
@@ -84,69 +73,6 @@ def note_tool() -> ToolMark | None:
     """A tool call starts now: its mark, if the turn is being recorded."""
     tape = _TAPE.get()
     return ToolMark(tape) if tape is not None else None
-
-
-class Recorder:
-    """Writes one file per turn into ``directory`` (made ``0700``; files
-    ``0600``). A file past ``max_file_bytes`` stops recording details and
-    says it was cut; past ``max_total_bytes`` in all, the oldest files go."""
-
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        max_file_bytes: int = 8 * 1024 * 1024,
-        max_total_bytes: int = 256 * 1024 * 1024,
-    ) -> None:
-        self.directory = Path(directory).expanduser()
-        self.max_file_bytes = max_file_bytes
-        self.max_total_bytes = max_total_bytes
-        self.written: list[Path] = []
-
-    def _prepare(self) -> None:
-        try:
-            self.directory.mkdir(mode=DIR_MODE, parents=True)
-        except FileExistsError:
-            info = self.directory.stat()
-            # Ours, made wider by someone: tightened. One shared on purpose
-            # (another owner, the sticky bit of /tmp) is left as it is;
-            # the files in it are still 0600.
-            if info.st_uid == os.geteuid() and not info.st_mode & stat.S_ISVTX:
-                os.chmod(self.directory, DIR_MODE)
-
-    def save(self, text: str) -> Path:
-        """Write one recording (an exclusive new file, ``0600``), then prune.
-
-        Synchronous on purpose: it runs as the turn ends, also when the
-        turn is cancelled, and must not be cut by that cancel; one small
-        file costs less than a thread hop.
-        """
-        self._prepare()
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        path = self.directory / f"{PREFIX}{stamp}-{os.getpid()}-{next(_names):04d}.json"
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        self.written.append(path)
-        self._prune(keep=path)
-        return path
-
-    def _prune(self, *, keep: Path) -> None:
-        files = []
-        for path in self.directory.glob(f"{PREFIX}*.json"):
-            with contextlib.suppress(OSError):
-                info = path.stat()
-                files.append((info.st_mtime, path.name, path, info.st_size))
-        files.sort()
-        total = sum(size for *_, size in files)
-        for _, _, path, size in files:
-            if total <= self.max_total_bytes:
-                break
-            if path == keep:
-                continue
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            total -= size
 
 
 class Tape:
@@ -276,69 +202,6 @@ class Exchange:
             end["error"] = type(exc).__name__
             end["message"] = str(exc)
         self.record["end"] = end
-
-
-class TapTransport(httpx.AsyncBaseTransport):
-    """``inner`` with every request of a recorded turn copied onto its tape;
-    requests outside a recorded turn pass straight through."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        tape = _TAPE.get()
-        if tape is None:
-            return await self.inner.handle_async_request(request)
-        exchange = tape.exchange(request)
-        try:
-            response = await self.inner.handle_async_request(request)
-        except trio.Cancelled:
-            exchange.end("closed")
-            raise
-        except BaseException as exc:
-            exchange.end("error", exc)
-            raise
-        exchange.head(response)
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=_TapStream(response.stream, exchange),
-            extensions=response.extensions,
-            request=request,
-        )
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-class _TapStream(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.SyncByteStream | httpx.AsyncByteStream, exchange: Exchange):
-        self.inner = cast(httpx.AsyncByteStream, inner)
-        self.exchange = exchange
-        self.pieces: Any = None
-
-    def __aiter__(self) -> _TapStream:
-        self.pieces = self.inner.__aiter__()
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            data: bytes = await self.pieces.__anext__()
-        except StopAsyncIteration:
-            self.exchange.end("eom")
-            raise
-        except trio.Cancelled:
-            self.exchange.end("closed")
-            raise
-        except BaseException as exc:
-            self.exchange.end("error", exc)
-            raise
-        self.exchange.piece(data)
-        return data
-
-    async def aclose(self) -> None:
-        self.exchange.end("closed")
-        await self.inner.aclose()
 
 
 class _RecordingSend:

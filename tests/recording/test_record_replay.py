@@ -16,7 +16,8 @@ import trio.testing
 
 from hermes_trio.agent import open_agent
 from hermes_trio.approvals import ApprovalChannel
-from hermes_trio.cli.main import build_parser, main, overrides_from
+from hermes_trio.cli.main import build_parser, overrides_from
+from hermes_trio.cli.replay import run_replay
 from hermes_trio.config import AgentConfig, Config, ModelConfig
 from hermes_trio.events import StreamEvent
 from hermes_trio.recording import Recorder
@@ -34,6 +35,13 @@ from hermes_trio.testing import (
 FIXTURE = Path(__file__).parent / "tool_call_turn.json"
 MODEL_KEY = "sk-model-key-for-recording-0123456789"
 TOOL_SECRET = "platform-token-abcdef0123456789"
+
+
+def main(argv: list[str]) -> int:
+    """``hermes-trio replay FILE…`` in this process (``cli.main.main`` would
+    also set up the process's logging, for every later test)."""
+    args = build_parser().parse_args(argv)
+    return run_replay(Config(), args)
 
 
 def _config(agent: AgentConfig | None = None) -> Config:

@@ -178,8 +178,12 @@ class Exchange:
         self.at = tape.clock.now
         self.live = trio.current_time()
 
-    def _after(self) -> float:
-        at = self.tape.clock.waited(self.at, self.live, trio.current_time())
+    def _after(self, *, by_client: bool = False) -> float:
+        clock, live = self.tape.clock, trio.current_time()
+        if by_client:
+            at = clock.reacted(self.at, self.live, live)
+        else:
+            at = clock.waited(self.at, self.live, live)
         return round(at - self.at, 6)
 
     def head(self, response: httpx.Response) -> None:
@@ -197,7 +201,7 @@ class Exchange:
     def end(self, how: str, exc: BaseException | None = None) -> None:
         if "end" in self.record:
             return
-        end: dict[str, Any] = {"after": self._after(), "how": how}
+        end: dict[str, Any] = {"after": self._after(by_client=how == "closed"), "how": how}
         if exc is not None:
             end["error"] = type(exc).__name__
             end["message"] = str(exc)

@@ -44,6 +44,7 @@ from ..redaction import REDACTED, redact
 __all__ = [
     "FORMAT",
     "INPUT_EVENTS",
+    "REACTION",
     "VERSION",
     "Difference",
     "RecordingError",
@@ -81,6 +82,10 @@ _DURATION_FIELDS = frozenset({"duration"})
 # their time and duration follow the host's scheduling, not the recording.
 _TIMER_EVENTS = frozenset({"LongToolHint"})
 _TIME_TOLERANCE = 0.0005
+#: Seconds within which the turn's own action counts as its reaction to the
+#: input before it, not as a timer firing: well above a busy host's
+#: scheduling delay, below the shortest timer of the model client (50 ms).
+REACTION = 0.01
 #: Events a person causes (an approval's answer, or its timeout): their
 #: time is an input the replay repeats, like a model chunk's.
 INPUT_EVENTS = frozenset({"ApprovalRequested", "ApprovalResolved"})
@@ -190,6 +195,18 @@ class VirtualClock:
         at = max(self.now, started + (live - live_started))
         self._live, self.now = live, at
         return at
+
+    def reacted(self, started: float, live_started: float, live: float) -> float:
+        """The turn's own side ended a wait (the client closed an answer).
+
+        Right after an input it is the turn's reaction to it, which takes
+        no virtual time (a replay reacts at once, however busy the live
+        host was); later than :data:`REACTION` it was a timer of the
+        client's (an idle timeout, a grace period), which a replay repeats.
+        """
+        if live - self._live < REACTION:
+            return self.now
+        return self.waited(started, live_started, live)
 
     def external(self, live: float) -> float:
         """Something from outside the turn happened at process time ``live``."""

@@ -90,6 +90,11 @@ def test_the_virtual_clock_counts_waits_not_work() -> None:
     assert clock.waited(clock.now, 100.513, 102.513) == pytest.approx(2.5)
     # A client left 0.25 s after that.
     assert clock.external(102.763) == pytest.approx(2.75)
+    # The turn closed an answer 2 ms after its last piece: its reaction,
+    # no time; 60 ms after the next one: a timer, which counts.
+    assert clock.waited(clock.now, 102.763, 103.763) == pytest.approx(3.75)
+    assert clock.reacted(2.75, 102.763, 103.765) == pytest.approx(3.75)
+    assert clock.reacted(2.75, 102.763, 103.825) == pytest.approx(3.812)
 
 
 def test_timelines_match_to_the_millisecond_and_name_the_first_difference() -> None:

@@ -244,6 +244,10 @@ def _normal(record: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, f
 def _same(want: Mapping[str, Any], got: Mapping[str, Any]) -> bool:
     kind, data, times = _normal(want)
     kind2, data2, times2 = _normal(got)
+    # A field the recording lacks came with a later version of the event:
+    # an older recording still replays.
+    data2 = {k: v for k, v in data2.items() if k in data}
+    times2 = {k: v for k, v in times2.items() if k in times}
     if (kind, data) != (kind2, data2) or times.keys() != times2.keys():
         return False
     # Half a millisecond: both sides print the same to the millisecond,

@@ -112,6 +112,10 @@ def test_timelines_match_to_the_millisecond_and_name_the_first_difference() -> N
         event_record(4.0, TurnFinished("Hi", usage, "stop")),
     ]
     assert first_difference(recorded, replayed) is None
+    # A field a later version added does not fail an older recording.
+    newer = [{**r, "data": {**r["data"], "added_later": 1}} for r in replayed]
+    assert first_difference(recorded, newer) is None
+    assert first_difference(newer, replayed) is not None
     late = [*replayed[:3], event_record(4.002, TurnFinished("Hi", usage, "stop"))]
     difference = first_difference(recorded, late, causes=["", "", "", "tool call 1 (terminal)"])
     assert difference is not None and difference.index == 3

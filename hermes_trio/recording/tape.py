@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..redaction import REDACTED, redact
+from ..wire.sse import SSEDecoder, SSEError, SSEEvent
 
 __all__ = [
     "FORMAT",
@@ -143,9 +144,87 @@ def event_record(at: float, event: Any) -> dict[str, Any]:
     return {"at": round(at, 6), "type": type(event).__name__, "data": data}
 
 
+# Where streamed text sits in a model's chunks (Chat Completions deltas,
+# Responses events) and in the turn's events.
+_STREAMED_KEYS = frozenset({"content", "reasoning_content", "reasoning", "arguments", "delta"})
+_CHUNK_EVENTS = frozenset({"MessageChunk", "ReasoningChunk", "ToolCallDelta"})
+
+
+def _collect(value: Any, out: dict[str, list[str]]) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(item, str) and key in _STREAMED_KEYS:
+                out.setdefault(str(key), []).append(item)
+            else:
+                _collect(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _collect(item, out)
+
+
+def _streamed_parts(pieces: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The texts a model streamed in an answer's pieces, one list per field."""
+    decoder = SSEDecoder()
+    out: dict[str, list[str]] = {}
+    raw: list[str] = []
+    for piece in pieces:
+        data = piece_from_json(piece)
+        raw.append(data.decode("utf-8", "replace"))
+        try:
+            events = decoder.feed(data)
+        except SSEError:
+            break
+        for event in events:
+            if isinstance(event, SSEEvent):
+                try:
+                    _collect(json.loads(event.data), out)
+                except ValueError:
+                    continue
+    return [raw, *out.values()]
+
+
+def _spans_parts(parts: Sequence[str]) -> bool:
+    """A secret that only shows when the parts are joined."""
+    return _scrub_text("".join(parts)) != "".join(_scrub_text(p) for p in parts)
+
+
+def _remove_split_secrets(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` without any secret the model streamed in pieces.
+
+    Scrubbing each string misses a key that arrives a few characters per
+    chunk (a model echoing it token by token): where the joined text holds
+    one, that answer's pieces and the turn's streamed text events are
+    dropped, and the recording says it cannot be replayed.
+    """
+    exchanges = list(document.get("exchanges") or [])
+    events = list(document.get("events") or [])
+    split = False
+    for index, exchange in enumerate(exchanges):
+        if any(_spans_parts(parts) for parts in _streamed_parts(exchange.get("pieces") or [])):
+            exchanges[index] = {**exchange, "pieces": []}
+            split = True
+    texts: dict[str, list[str]] = {}
+    for record in events:
+        if record.get("type") in _CHUNK_EVENTS:
+            _collect({"content": (record.get("data") or {}).get("text", "")}, texts)
+            _collect({"arguments": (record.get("data") or {}).get("arguments", "")}, texts)
+    if split or any(_spans_parts(parts) for parts in texts.values()):
+        events = [e for e in events if e.get("type") not in _CHUNK_EVENTS]
+        split = True
+    if not split:
+        return document
+    return {
+        **document,
+        "exchanges": exchanges,
+        "events": events,
+        "removed": "a secret the model streamed in pieces",
+    }
+
+
 def serialize(recording: Mapping[str, Any]) -> str:
     """The document, secrets removed, as text."""
-    document = {"format": FORMAT, "version": VERSION, **scrub(dict(recording))}
+    body = _remove_split_secrets(dict(recording))
+    document = {"format": FORMAT, "version": VERSION, **scrub(body)}
     return json.dumps(document, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
 
 
@@ -161,6 +240,11 @@ def parse(text: str, *, where: str = "recording") -> dict[str, Any]:
         raise RecordingError(
             f"{where}: recording version {document.get('version')!r}; "
             f"this hermes-trio replays version {VERSION}"
+        )
+    if document.get("removed"):
+        raise RecordingError(
+            f"{where}: {document['removed']} was taken out of the recording; "
+            "it cannot be replayed"
         )
     if document.get("truncated"):
         raise RecordingError(

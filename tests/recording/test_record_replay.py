@@ -20,7 +20,7 @@ from hermes_trio.cli.main import build_parser, overrides_from
 from hermes_trio.cli.replay import run_replay
 from hermes_trio.config import AgentConfig, Config, ModelConfig
 from hermes_trio.events import StreamEvent
-from hermes_trio.recording import Recorder
+from hermes_trio.recording import Recorder, RecordingError
 from hermes_trio.redaction import REDACTED, register_secret
 from hermes_trio.testing import (
     ErrorFrame,
@@ -86,13 +86,18 @@ def _record(
     return files[0]
 
 
-def test_a_tool_call_turn_replays_to_the_same_events_and_times(tmp_path: Path) -> None:
+def test_a_tool_call_turn_replays_to_the_same_events_and_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     register_secret(MODEL_KEY)
     register_secret(TOOL_SECRET)
+    # The tool prints the token; the user's message holds it too.
+    monkeypatch.setenv("RECORDING_TEST_TOKEN", TOOL_SECRET)
+    command = 'echo hi; echo "$RECORDING_TEST_TOKEN"'
     path = _record(
         tmp_path / "rec",
         [
-            ToolCallReply([("terminal", {"command": f"echo hi; echo {TOOL_SECRET}"})], delay=0.01),
+            ToolCallReply([("terminal", {"command": command})], delay=0.01),
             TextReply("It said hi.", delay=0.05),
         ],
         f"run echo, my token is {TOOL_SECRET}",
@@ -112,6 +117,22 @@ def test_a_tool_call_turn_replays_to_the_same_events_and_times(tmp_path: Path) -
     # The answer's words came about 0.05 s apart after the tool, on the virtual clock.
     chunks = [e.at for e in result.events if type(e.event).__name__ == "MessageChunk"]
     assert [round(b - a, 2) for a, b in itertools.pairwise(chunks)] == [0.05, 0.05]
+
+
+def test_a_secret_the_model_streams_in_pieces_is_taken_out(tmp_path: Path) -> None:
+    register_secret(TOOL_SECRET)
+    pieces = [TOOL_SECRET[i : i + 3] for i in range(0, len(TOOL_SECRET), 3)]
+    path = _record(tmp_path, [TextReply(tokens=["Your token: ", *pieces])], "my token?")
+    text = path.read_text()
+    document = json.loads(text)
+    streamed = "".join(
+        e["data"].get("text", "") for e in document["events"] if e["type"] == "MessageChunk"
+    )
+    pieces_text = "".join(p.get("text", "") for x in document["exchanges"] for p in x["pieces"])
+    assert TOOL_SECRET not in streamed and TOOL_SECRET[:8] not in pieces_text
+    assert TOOL_SECRET not in text.replace("\n", "").replace('"', "")
+    with pytest.raises(RecordingError, match="streamed in pieces"):
+        Recording.load(path)
 
 
 def test_a_client_gone_mid_answer_replays_the_cancel(tmp_path: Path) -> None:

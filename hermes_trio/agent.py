@@ -34,6 +34,7 @@ from .events import (
     Usage,
 )
 from .llm import ModelClient, ModelError, ModelRequest, make_http_client
+from .mcp import open_mcp_servers
 from .tools import (
     ApprovalCallback,
     ToolCallScope,
@@ -526,8 +527,11 @@ async def open_agent(
     if transport is not None and http_client is not None:
         raise TypeError("open_agent takes transport= or http_client=, not both")
     config = config or load_config()
-    if http_client is not None:
-        yield Agent(config, http_client, tools=tools, approve=approve)
-        return
-    async with make_http_client(config.model, transport=transport) as http:
-        yield Agent(config, http, tools=tools, approve=approve)
+    registry = tools if tools is not None else default_registry(config.agent.tools)
+    # The configured MCP servers run as long as the agent does.
+    async with open_mcp_servers(config.mcp_servers, registry):
+        if http_client is not None:
+            yield Agent(config, http_client, tools=registry, approve=approve)
+            return
+        async with make_http_client(config.model, transport=transport) as http:
+            yield Agent(config, http, tools=registry, approve=approve)

@@ -47,6 +47,7 @@ from ..events import (
     ToolCallChunk,
     ToolCallDelta,
     ToolCallFinished,
+    ToolProgress,
     TurnFinished,
     Usage,
 )
@@ -300,8 +301,8 @@ class ResponseBuilder:
             out += self._close() + self._close_calls()
         elif isinstance(event, ToolCallDelta):
             out += self._client_call(event)
-        elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint):
-            if not isinstance(event, LongToolHint):
+        elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint | ToolProgress):
+            if isinstance(event, ToolCallChunk | ToolCallFinished):
                 # The final text after the agent's tools needs an item of its own.
                 self._answered = False
             shown = tool_event(event) if self.tool_events else None

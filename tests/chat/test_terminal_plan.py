@@ -8,7 +8,6 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from rich.console import Console
 
 from hermes_trio.consumers.terminal import _LiveArea

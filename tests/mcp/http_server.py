@@ -21,6 +21,8 @@ class Calls:
     finished: list[int] = field(default_factory=list)
     cancelled: list[int] = field(default_factory=list)
     headers: list[str] = field(default_factory=list)
+    # Set when a call to ``slow`` was cancelled.
+    saw_cancel: trio.Event = field(default_factory=trio.Event)
 
 
 def build(calls: Calls) -> MCPServer:
@@ -45,6 +47,7 @@ def build(calls: Calls) -> MCPServer:
                 await trio.sleep(0.2)
         except BaseException:
             calls.cancelled.append(steps)
+            calls.saw_cancel.set()
             raise
         calls.finished.append(steps)
         return f"did {steps} steps"

@@ -120,8 +120,7 @@ async def test_configured_servers_tools_calls_and_failures() -> None:
                 ("web__slow", 2, 50, "step 2"),
             ]
             with trio.fail_after(5):
-                while not calls.cancelled:
-                    await trio.sleep(0.05)
+                await calls.saw_cancel.wait()
             assert calls.cancelled == [50] and calls.finished == []
 
             # The server keeps serving.

@@ -81,25 +81,21 @@ class McpServer:
         self.answered = False
         self._session: ClientSession | None = None
         self._on_change = on_change
+        # Set once the first start has come up or failed.
+        self.tried = trio.Event()
         self._relist_send, self._relist_receive = trio.open_memory_channel[None](1)
 
     @property
     def up(self) -> bool:
         return self._session is not None
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Keep the server up until cancelled; ``started`` after the first try."""
+    async def run(self) -> None:
+        """Keep the server up until cancelled; ``tried`` is set after the first try."""
         backoff = Backoff(RESTART_INITIAL, RESTART_MAX)
-        pending: list[trio.TaskStatus[None]] = [task_status]
-
-        def first_try_over() -> None:
-            if pending:
-                pending.pop().started()
-
         while True:
             began: float | None = None
             try:
-                began = await self._connect_once(first_try_over)
+                began = await self._connect_once(self.tried.set)
                 self.error = "the server closed the connection"
             except Exception as exc:  # trio.Cancelled is a BaseException: shutdown
                 self.error = _describe(exc)
@@ -112,7 +108,7 @@ class McpServer:
                 self.error,
                 delay,
             )
-            first_try_over()
+            self.tried.set()
             await trio.sleep(delay)
 
     async def _connect_once(self, ready: Callable[[], None]) -> float:

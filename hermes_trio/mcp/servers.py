@@ -32,6 +32,8 @@ __all__ = ["McpServers", "McpTool", "open_mcp_servers"]
 
 log = logging.getLogger("hermes_trio.mcp")
 
+# Seconds start-up waits for the servers' first answers before going on.
+STARTUP_WAIT = 10.0
 # Progress notifications a slow consumer may fall behind by; older ones
 # are dropped (the next says more anyway).
 _PROGRESS_BUFFER = 16
@@ -146,15 +148,15 @@ class McpServers:
         server = self.servers[parts[0]]
         return None if server.up else _DownTool(server, name)
 
-    async def start(self, nursery: trio.Nursery) -> None:
-        """Start every server; returns once each has come up or failed once."""
-        async with trio.open_nursery() as starting:
+    async def start(self, nursery: trio.Nursery, wait: float = STARTUP_WAIT) -> None:
+        """Start every server in ``nursery``; returns once each has come up
+        or failed once, or after ``wait`` seconds (a server that hangs on
+        start does not hold the process up for its whole timeout)."""
+        for server in self.servers.values():
+            nursery.start_soon(server.run)
+        with trio.move_on_after(wait):
             for server in self.servers.values():
-                starting.start_soon(_start_one, nursery, server)
-
-
-async def _start_one(nursery: trio.Nursery, server: McpServer) -> None:
-    await nursery.start(server.run)
+                await server.tried.wait()
 
 
 @asynccontextmanager

@@ -9,6 +9,7 @@ extended in place with what the turn adds, including an interrupted turn.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -132,6 +133,13 @@ class Agent:
         self.client = ModelClient(config.model, http)
         self.tools = tools if tools is not None else default_registry(config.agent.tools)
         self.approve = approve
+
+    def with_tools(self, tools: ToolRegistry) -> Agent:
+        """This agent with ``tools`` instead of its own (a request that
+        brings tools of its own: the Responses API's ``mcp`` tool)."""
+        other = copy.copy(self)
+        other.tools = tools
+        return other
 
     def new_tool_context(
         self, *, approve: ApprovalCallback | None = None, surface: str | None = None

@@ -52,9 +52,12 @@ class McpTool:
     def preview(self, args: dict[str, Any]) -> str:
         return one_line(f"{self.spec.tool} {json.dumps(args, ensure_ascii=False)}")
 
+    def asks(self) -> bool:
+        """Whether a call asks the user first (the server's ``require_approval``)."""
+        return needs_approval(self.server.config.require_approval, self.spec.read_only)
+
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        policy = self.server.config.require_approval
-        if needs_approval(policy, self.spec.read_only) and not ctx.yolo:
+        if self.asks() and not ctx.yolo:
             refusal = await self._ask(args, ctx)
             if refusal is not None:
                 return ToolResult(False, refusal)

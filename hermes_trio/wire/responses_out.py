@@ -51,6 +51,7 @@ from ..events import (
     TurnFinished,
     Usage,
 )
+from .mcp_items import arguments_json, list_tools_item, mcp_call_item
 from .sse import encode_event
 from .tool_events import tool_event
 
@@ -117,7 +118,7 @@ def _text_part(text: str) -> dict[str, Any]:
 class _Item:
     """One output item while it is being built."""
 
-    __slots__ = ("call_id", "id", "index", "kind", "name", "parts", "phase", "status")
+    __slots__ = ("call_id", "fixed", "id", "index", "kind", "name", "parts", "phase", "status")
 
     def __init__(self, kind: str, id: str, index: int) -> None:
         self.kind = kind
@@ -128,6 +129,8 @@ class _Item:
         self.call_id = ""
         self.name = ""
         self.phase: str | None = None
+        # The whole item, for kinds built at once (the MCP items).
+        self.fixed: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:
@@ -139,6 +142,8 @@ class _Item:
     def render(self, *, full: bool = True) -> dict[str, Any]:
         """The item as the API shows it; ``full=False`` is the empty shape
         of ``output_item.added``."""
+        if self.fixed is not None:
+            return dict(self.fixed)
         if self.kind == "message":
             item: dict[str, Any] = {
                 "id": self.id,
@@ -188,6 +193,7 @@ class ResponseBuilder:
         new_id: Callable[[str], str] = new_item_id,
         clock: Callable[[], float] | None = None,
         tool_events: bool = False,
+        mcp_tools: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.id = response_id
         self.created_at = created_at
@@ -214,6 +220,10 @@ class ResponseBuilder:
         self._started = False
         # Client tool calls being written, by their index in the answer.
         self._calls: dict[int, _Item] = {}
+        self.mcp_tools = dict(mcp_tools or {})
+        """The request's MCP tools: the model's name -> (server label, tool)."""
+        # Their calls running now, by call index: mcp_call items.
+        self._request_mcp: dict[int, _Item] = {}
 
     # -- state --------------------------------------------------------------
 
@@ -308,6 +318,9 @@ class ResponseBuilder:
             shown = tool_event(event) if self.tool_events else None
             if shown is not None:
                 out.append(self._event(*shown))
+            if isinstance(event, ToolCallChunk | ToolCallFinished):
+                if event.tool_name in self.mcp_tools:
+                    out += self._request_mcp_call(event)
         elif isinstance(event, TurnFinished):
             out += self._finish(event)
         # Commentary repeats text already streamed as MessageChunks; notices
@@ -385,12 +398,73 @@ class ResponseBuilder:
         return self._done(item, status)
 
     def _close_calls(self, status: str = "completed") -> list[ResponseEvent]:
-        """End the client tool calls being written (at the end of their step)."""
+        """End the client tool calls being written (at the end of their step),
+        and any MCP call the turn stopped in."""
         out: list[ResponseEvent] = []
         for item in self._calls.values():
             out += self._done(item, status)
         self._calls.clear()
+        for item in self._request_mcp.values():
+            assert item.fixed is not None
+            item.fixed = {**item.fixed, "status": "incomplete"}
+            out += self._done(item, "incomplete")
+        self._request_mcp.clear()
         return out
+
+    # -- the request's MCP tools ------------------------------------------------
+
+    def mcp_list_tools(
+        self, label: str, tools: list[dict[str, Any]] | None, error: str | None = None
+    ) -> list[ResponseEvent]:
+        """An ``mcp_list_tools`` item: what server ``label`` offers, or why
+        it could not say (``error``)."""
+        out = self.start() + self._close()
+        item = self._add_item("mcp_list_tools", "mcpl")
+        item.fixed = list_tools_item(item.id, label, [])
+        where = {"item_id": item.id, "output_index": item.index}
+        out += [self._added(item), self._event("response.mcp_list_tools.in_progress", where)]
+        item.fixed = list_tools_item(item.id, label, tools or [], error)
+        end = "failed" if error is not None else "completed"
+        out.append(self._event(f"response.mcp_list_tools.{end}", where))
+        return out + self._done(item, "failed" if error is not None else "completed")
+
+    def _request_mcp_call(self, event: ToolCallChunk | ToolCallFinished) -> list[ResponseEvent]:
+        """A call to one of the request's MCP tools, as an ``mcp_call`` item."""
+        label, tool = self.mcp_tools[event.tool_name]
+        if isinstance(event, ToolCallChunk):
+            out = self._close()
+            item = self._add_item("mcp_call", "mcp")
+            item.name = tool
+            arguments = arguments_json(event.args)
+            item.fixed = mcp_call_item(item.id, tool, "", server_label=label, status="in_progress")
+            self._request_mcp[event.index] = item
+            where = {"item_id": item.id, "output_index": item.index}
+            item.fixed = {**item.fixed, "arguments": arguments}
+            return [
+                *out,
+                self._event(
+                    "response.output_item.added",
+                    {"output_index": item.index, "item": {**item.fixed, "arguments": ""}},
+                ),
+                self._event("response.mcp_call.in_progress", where),
+                self._event("response.mcp_call_arguments.delta", {**where, "delta": arguments}),
+                self._event("response.mcp_call_arguments.done", {**where, "arguments": arguments}),
+            ]
+        found = self._request_mcp.pop(event.index, None)
+        if found is None:
+            return []
+        status = "completed" if event.ok else "failed"
+        assert found.fixed is not None
+        found.fixed = mcp_call_item(
+            found.id,
+            tool,
+            found.fixed["arguments"],
+            server_label=label,
+            status=status,
+            output=event.result,
+            failed=not event.ok,
+        )
+        return self._done(found, status)
 
     def _done(self, item: _Item, status: str) -> list[ResponseEvent]:
         item.status = status
@@ -424,6 +498,9 @@ class ResponseBuilder:
                     {**where, "name": item.name, "arguments": item.text},
                 )
             )
+        elif item.kind == "mcp_call":
+            kind = "failed" if status == "failed" else "completed"
+            out.append(self._event(f"response.mcp_call.{kind}", where))
         out.append(
             self._event(
                 "response.output_item.done", {"output_index": item.index, "item": item.render()}

@@ -44,6 +44,7 @@ import trio
 
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
+from ...tools.registry import ToolRegistry
 from ...turn import INTERNAL_ERROR, Turn, TurnResult
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
@@ -51,6 +52,7 @@ from ..request_log import current_record
 from ..state import ServerState
 from ..store import StoredResponse, StoreError, wall_clock
 from ..turns import TurnHold, turn_options
+from .mcp_run import open_request_servers, turn_registry
 from .request import ResponsesRequest
 
 __all__ = ["FollowBody", "LiveResponse", "LiveResponses"]
@@ -150,12 +152,14 @@ class LiveResponses:
         *,
         inherited: int = 0,
         tool_events: bool = False,
+        mcp_listed: frozenset[str] = frozenset(),
     ) -> LiveResponse:
         """Start a response's turn; returns once the response is stored (when
         it is to be) and running, so a store failure is the request's error.
         The first ``inherited`` messages of ``conversation`` are the previous
         response's. ``tool_events`` shows the agent's own tool runs in its
-        stream."""
+        stream. ``mcp_listed``: the request's MCP servers whose tools the
+        conversation has listed already (no ``mcp_list_tools`` again)."""
         state = self.state
         # Streamed upstream whenever someone may watch the events.
         model, kwargs = turn_options(
@@ -207,13 +211,19 @@ class LiveResponses:
                 live.persisted = len(live.log)
                 live.log.publish(live.persisted)
                 self.running[live.id] = live
+            agent, around = state.agent, partial(self._run, live, req.store)
+            if req.mcp:
+                # The request's MCP servers' tools: this turn's alone.
+                tools = turn_registry(agent.tools)
+                agent = agent.with_tools(tools)
+                around = partial(self._run_with_mcp, live, req, tools, mcp_listed)
             live.turn = hold.start(
                 state.nursery,
-                state.agent,
+                agent,
                 live.conversation,
                 partial(self._consume, live, req.store),
                 registry=state.turns,
-                around=partial(self._run, live, req.store),
+                around=around,
                 **kwargs,
             )
             started = True
@@ -285,6 +295,35 @@ class LiveResponses:
             with trio.move_on_after(FINALIZE_GRACE, shield=True):
                 await self._finalize(live, failure, stored=stored)
             self.running.pop(live.id, None)
+
+    async def _run_with_mcp(
+        self,
+        live: LiveResponse,
+        req: ResponsesRequest,
+        tools: ToolRegistry,
+        listed: frozenset[str],
+        turn: Turn,
+        run: Callable[[], Awaitable[TurnResult]],
+    ) -> None:
+        """:meth:`_run` with the request's MCP servers connected around it;
+        what they offer is an ``mcp_list_tools`` item before the model speaks."""
+
+        async def connected() -> TurnResult:
+            async with open_request_servers(req.mcp, tools) as (listings, names):
+                builder = live.builder
+                builder.mcp_tools.update(names)
+                events: list[ResponseEvent] = []
+                for listing in listings:
+                    if listing.error is not None or listing.label not in listed:
+                        events += builder.mcp_list_tools(
+                            listing.label, listing.tools, listing.error
+                        )
+                if req.store:
+                    events = await self._admit(live, events)
+                live.log.extend(events)
+                return await run()
+
+        await self._run(live, req.store, turn, connected)
 
     async def _admit(self, live: LiveResponse, events: list[ResponseEvent]) -> list[ResponseEvent]:
         """What goes into the log of a stored response now: not its ending

@@ -41,6 +41,7 @@ from ..state import ServerState
 from ..validation import bad
 from .input import check_tool_outputs, item_references, resolve_references
 from .live import STOP_WAIT, LiveResponses
+from .mcp_run import listed_labels
 from .remote import StoredFollowBody, stop_elsewhere
 from .request import (
     ResponsesRequest,
@@ -50,6 +51,10 @@ from .request import (
 )
 
 __all__ = ["register_responses_routes"]
+
+
+# Earlier responses looked at for MCP listings (a longer chain lists again).
+MAX_CHAIN = 100
 
 
 def _not_found(response_id: str) -> APIError:
@@ -80,7 +85,12 @@ class _Responses:
         req = await validate_body(parse, value, body.size)
         conversation, inherited = await self._conversation(req, owner)
         live = await self.live.start(
-            req, owner, conversation, inherited=inherited, tool_events="tools" in extensions
+            req,
+            owner,
+            conversation,
+            inherited=inherited,
+            tool_events="tools" in extensions,
+            mcp_listed=await self._mcp_listed(req, owner),
         )
         builder = live.builder
         if req.stream:
@@ -101,6 +111,21 @@ class _Responses:
                 code=builder.error_code,
             )
         return json_response(builder.snapshot())
+
+    async def _mcp_listed(self, req: ResponsesRequest, owner: str) -> frozenset[str]:
+        """The MCP servers whose tools this conversation has listed already:
+        an ``mcp_list_tools`` item in an earlier response of the chain."""
+        outputs: list[list[dict[str, Any]]] = []
+        parent = req.previous_response_id if req.mcp else None
+        for _ in range(MAX_CHAIN):
+            if parent is None:
+                break
+            stored = await self.store.get(parent, owner)
+            if stored is None:
+                break
+            outputs.append(list(stored.response.get("output") or []))
+            parent = stored.parent
+        return frozenset(listed_labels(outputs))
 
     async def _resolve_references(self, body: dict[str, Any], owner: str) -> dict[str, Any]:
         """The body with its ``item_reference`` inputs replaced by the items
@@ -239,7 +264,11 @@ class _Responses:
 def register_responses_routes(app: QuartTrio, state: ServerState) -> None:
     """Add the ``/v1/responses`` endpoints to ``app``."""
     responses = _Responses(state)
-    parse = partial(parse_responses_request, extra=state.settings.extra_params)
+    parse = partial(
+        parse_responses_request,
+        extra=state.settings.extra_params,
+        mcp_allowed_urls=state.settings.mcp_allowed_urls,
+    )
 
     @app.post("/v1/responses")
     async def create_response() -> Response:

@@ -30,7 +30,7 @@ from ..server.keys import keys_of
 from ..server.run import startup_problem
 from ..server.store import StoreOpenError, open_store, store_path
 from ..tools.registry import ToolRegistry
-from .shell import EXIT_FAILED, EXIT_OK, Shell
+from .process import EXIT_FAILED, EXIT_OK, Shell
 
 __all__ = ["run_doctor"]
 

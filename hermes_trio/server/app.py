@@ -3,7 +3,7 @@ check, error handlers that answer in OpenAI's error JSON, ``/health``,
 ``/v1/models``) and registers each endpoint's routes (:mod:`.chat`,
 :mod:`.responses`) and the chat page's (:mod:`.page`); :func:`asgi_app`
 puts the request gate (origin, host, content type, CORS) and the body
-deadlines in front of it (:mod:`.front`).
+deadlines in front of it (:mod:`.middleware`).
 
 Everything reads the server's settings from ``state.settings``.
 """
@@ -25,9 +25,9 @@ from .approvals import register_approval_routes
 from .bodies import bearer_token, json_response
 from .chat.route import register_chat_routes
 from .errors import APIError
-from .front import Front
 from .gate import GateSettings
 from .keys import current_key, retry_after_header
+from .middleware import Front
 from .page.route import register_page_routes
 from .plain_models import PlainModels, relay
 from .request_log import current_record

@@ -75,7 +75,13 @@ def check_output(output: list[dict[str, Any]], *, listed: bool, a: int, b: int) 
 
 
 async def test_the_mcp_tool_on_the_real_server(tmp_path: Path) -> None:
-    script = [*call_add(2, 3, "Five."), *call_add(4, 4, "Eight."), *call_add(1, 2, "Three.")]
+    script = [
+        *call_add(2, 3, "Five."),
+        *call_add(4, 4, "Eight."),
+        *call_add(1, 2, "Three."),
+        ToolCallReply([("web__shout", {"text": "hi"})]),
+        TextReply("Shouted."),
+    ]
     async with (
         open_http_mcp_server() as (url, calls),
         open_scripted_server(script) as model,
@@ -160,6 +166,33 @@ async def test_the_mcp_tool_on_the_real_server(tmp_path: Path) -> None:
                 assert refused.value.status_code == 400
                 assert refused.value.param == param
 
+            # require_approval "always": the call waits for the client's yes.
+            asking = mcp_tool(url, require_approval="always")
+            with trio.fail_after(30):
+                held = await client.responses.create(model="m", input="shout", tools=[asking])  # type: ignore[list-item]
+            request = held.output[-1].model_dump(mode="json")
+            assert request["type"] == "mcp_approval_request"
+            assert request["server_label"] == "web" and request["name"] == "shout"
+            assert [i.type for i in held.output] == ["mcp_list_tools", "mcp_approval_request"]
+            with trio.fail_after(30):
+                ran = await client.responses.create(
+                    model="m",
+                    previous_response_id=held.id,
+                    tools=[asking],  # type: ignore[list-item]
+                    input=[
+                        {
+                            "type": "mcp_approval_response",
+                            "approval_request_id": request["id"],
+                            "approve": True,
+                        }
+                    ],  # type: ignore[list-item]
+                )
+            call = ran.output[0].model_dump(mode="json")
+            assert call["type"] == "mcp_call" and call["output"] == "HI!"
+            assert call["server_label"] == "web" and call["name"] == "shout"
+            assert call["approval_request_id"] == request["id"]
+            assert ran.output_text == "Shouted."
+
             # The server's own JSON (the SDK's models add nulls of their
             # own), stored and replayed, against OpenAI's schemas.
             async with httpx.AsyncClient(
@@ -167,6 +200,11 @@ async def test_the_mcp_tool_on_the_real_server(tmp_path: Path) -> None:
             ) as http:
                 stored = (await http.get(f"/responses/{first.id}")).text
                 assert_valid(json.loads(stored), "Response")
+                held_raw = (await http.get(f"/responses/{held.id}")).json()
+                assert_valid(held_raw["output"][-1], "MCPApprovalRequest")
+                ran_raw = (await http.get(f"/responses/{ran.id}")).json()
+                assert_valid(ran_raw, "Response")
+                assert_valid(ran_raw["output"][0], "MCPToolCall")
                 second = events[-1]["response"]["id"]
                 replay = (await http.get(f"/responses/{second}", params={"stream": "true"})).text
         frames = [json.loads(line[6:]) for line in replay.splitlines() if line.startswith("data: ")]

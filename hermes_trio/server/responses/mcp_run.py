@@ -64,9 +64,7 @@ async def open_request_servers(
     """Connect to ``requested`` for the life of the block; their tools join
     ``registry``. Yields each server's listing and the model's tool names
     -> (server label, the server's tool name)."""
-    servers = [
-        (request, McpServer(request.label, _config(request, wait))) for request in requested
-    ]
+    servers = [(request, McpServer(request.label, _config(request, wait))) for request in requested]
     async with trio.open_nursery() as nursery:
         for _, server in servers:
             nursery.start_soon(server.run)

@@ -51,6 +51,7 @@ __all__ = ["BodyDeadline", "Front"]
 
 log = logging.getLogger("hermes_trio.server")
 
+
 class BodyDeadline:
     """When a request body's upload has taken too long (no clock of its own)."""
 
@@ -197,11 +198,15 @@ class Front:
             await send_json(send, decision.status, body, decision.headers)
             return
         if isinstance(decision, Answer):
-            await send({
-                "type": "http.response.start",
-                "status": decision.status,
-                "headers": [(k.lower().encode(), v.encode()) for k, v in decision.headers.items()],
-            })
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": decision.status,
+                    "headers": [
+                        (k.lower().encode(), v.encode()) for k, v in decision.headers.items()
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         if kind == "websocket":

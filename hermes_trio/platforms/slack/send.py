@@ -32,9 +32,9 @@ from typing import Any, Protocol
 
 import trio
 
-from ..consumers.messenger import Button, Capabilities, PlatformError, RateLimited
-from .slack_api import SlackApiError
-from .slack_format import to_mrkdwn
+from ...consumers.messenger import Button, Capabilities, PlatformError, RateLimited
+from .api import SlackApiError
+from .format import to_mrkdwn
 
 __all__ = [
     "NO_STREAMS",

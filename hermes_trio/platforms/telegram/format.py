@@ -29,8 +29,8 @@ from functools import lru_cache
 
 from markdown_it.token import Token
 
-from ..markdown_fence import Fence, open_fence
-from .markdown_inline import inline_parser, inline_tokens, with_contents
+from ...markdown_fence import Fence, open_fence
+from ..markdown_inline import inline_parser, inline_tokens, with_contents
 
 __all__ = [
     "RESERVED",

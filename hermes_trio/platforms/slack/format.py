@@ -28,8 +28,8 @@ from functools import lru_cache
 
 from markdown_it.token import Token
 
-from ..markdown_fence import open_fence
-from .markdown_inline import inline_parser, inline_tokens, with_contents
+from ...markdown_fence import open_fence
+from ..markdown_inline import inline_parser, inline_tokens, with_contents
 
 __all__ = ["escape", "to_mrkdwn"]
 

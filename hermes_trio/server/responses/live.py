@@ -42,7 +42,7 @@ from typing import Any
 
 import trio
 
-from ...agent import HeldCalls
+from ...agent import Agent, HeldCalls
 from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
@@ -227,12 +227,7 @@ class LiveResponses:
                 live.persisted = len(live.log)
                 live.log.publish(live.persisted)
                 self.running[live.id] = live
-            agent, around = state.agent, partial(self._run, live, req.store)
-            if req.mcp:
-                # The request's MCP servers' tools: this turn's alone.
-                tools = turn_registry(agent.tools)
-                agent = agent.with_tools(tools)
-                around = partial(self._run_with_mcp, live, req, tools, mcp_listed)
+            agent, around = self._runner(live, req, mcp_listed)
             live.turn = hold.start(
                 state.nursery,
                 agent,
@@ -311,6 +306,17 @@ class LiveResponses:
             with trio.move_on_after(FINALIZE_GRACE, shield=True):
                 await self._finalize(live, failure, stored=stored)
             self.running.pop(live.id, None)
+
+    def _runner(
+        self, live: LiveResponse, req: ResponsesRequest, mcp_listed: frozenset[str]
+    ) -> tuple[Agent, Callable[[Turn, Callable[[], Awaitable[TurnResult]]], Awaitable[None]]]:
+        """The agent a response's turn runs on, and what runs around it."""
+        agent = self.state.agent
+        if not req.mcp:
+            return agent, partial(self._run, live, req.store)
+        # The request's MCP servers' tools: this turn's alone.
+        tools = turn_registry(agent.tools)
+        return agent.with_tools(tools), partial(self._run_with_mcp, live, req, tools, mcp_listed)
 
     async def _run_with_mcp(
         self,

@@ -29,9 +29,17 @@ def build(calls: Calls) -> MCPServer:
     server = MCPServer("hermes-test")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def add(a: int, b: int) -> str:
+    def add(a: int, b: int, ctx: Context) -> str:
         """Add two integers."""
+        calls.headers.append((ctx.headers or {}).get("authorization", ""))
         return f"{a} + {b} = {a + b}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def grow(ctx: Context) -> str:
+        """Offer one more tool, ``extra``, and tell the client the list changed."""
+        server.add_tool(lambda: "extra!", name="extra", description="Added later.")
+        await ctx.session.send_tool_list_changed()
+        return "grown"
 
     @server.tool()
     def shout(text: str) -> str:

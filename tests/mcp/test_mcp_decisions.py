@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hermes_trio.config import ConfigError, load_config
+from hermes_trio.events import ToolProgress
 from hermes_trio.mcp.connection import RESTART_MAX, STABLE_UPTIME, restart_delay
 from hermes_trio.mcp.naming import (
     input_schema,
@@ -21,6 +22,7 @@ from hermes_trio.mcp.naming import (
 )
 from hermes_trio.retry import Backoff
 from hermes_trio.tools import ToolContext, ToolRegistry, ToolResult
+from hermes_trio.wire.tool_events import tool_event
 
 labels = st.from_regex(r"[A-Za-z0-9-]{1,10}(_[A-Za-z0-9-]{1,5})?", fullmatch=True)
 
@@ -131,3 +133,13 @@ async def test_registry_groups_replace_and_never_shadow() -> None:
     registry.add_resolver(lambda name: Named(name) if name.startswith("z__") else None)
     assert (await registry.execute("z__q", "{}", ToolContext())).content == "z__q"
     assert "unknown tool" in (await registry.execute("q", "{}", ToolContext())).content
+
+
+def test_progress_is_an_opt_in_sse_tool_event() -> None:
+    event = ToolProgress("ev__slow", 2, 3, 10, "copying", "call_1")
+    assert tool_event(event) == (
+        "hermes.tool.progress",
+        {"tool": "ev__slow", "index": 2, "progress": 3, "total": 10, "message": "copying"},
+    )
+    assert event.describe() == "3/10 copying"
+    assert ToolProgress("t", 0, 0.5).describe() == "0.5"

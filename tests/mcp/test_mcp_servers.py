@@ -69,6 +69,8 @@ async def test_configured_servers_tools_calls_and_failures() -> None:
             ToolCallReply([("web__slow", {"steps": 50})]),
             ToolCallReply([("web__add", {"a": 1, "b": 1})]),
             TextReply("Two."),
+            ToolCallReply([("web__grow", {})]),
+            TextReply("Grown."),
         ]
     )
     async with open_http_mcp_server() as (url, calls):
@@ -127,3 +129,12 @@ async def test_configured_servers_tools_calls_and_failures() -> None:
             _, result = await run_turn(agent, "one plus one")
             assert result.text == "Two."
             assert tool_messages(double.model_requests[-1]) == ["1 + 1 = 2"]
+
+            # notifications/tools/list_changed: the new tool reaches the model.
+            assert "web__extra" not in agent.tools
+            _, result = await run_turn(agent, "grow")
+            for _ in range(100):
+                if "web__extra" in agent.tools:
+                    break
+                await trio.sleep(0.05)
+            assert "web__extra" in agent.tools

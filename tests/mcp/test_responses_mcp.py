@@ -65,7 +65,7 @@ def check_output(output: list[dict[str, Any]], *, listed: bool, a: int, b: int) 
         listing = output[0]
         assert_valid(listing, "MCPListTools")
         assert listing["server_label"] == "web"
-        assert {t["name"] for t in listing["tools"]} == {"add", "shout", "slow"}
+        assert {t["name"] for t in listing["tools"]} == {"add", "grow", "shout", "slow"}
     call = output[-2]
     assert_valid(call, "MCPToolCall")
     assert call["server_label"] == "web" and call["name"] == "add"
@@ -218,5 +218,6 @@ async def test_the_mcp_tool_on_the_real_server(tmp_path: Path) -> None:
                 )
         assert SECRET not in stored
         assert SECRET not in "\n".join(served.output)
-        assert calls.finished == []
+        # The request's headers reached the MCP server.
+        assert calls.headers == [SECRET] * 3
         nursery.cancel_scope.cancel()

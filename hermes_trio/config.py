@@ -863,8 +863,7 @@ def _check_mcp(config: Config) -> None:
         # The label is the first half of "<label>__<tool>": no "__" in it.
         if not _MCP_LABEL.fullmatch(label) or len(label) > 32:
             raise ConfigError(
-                f"{key}: a label is letters, digits, '-' and single '_' (at most 32), "
-                f"got {label!r}"
+                f"{key}: a label is letters, digits, '-' and single '_' (at most 32), got {label!r}"
             )
         if (server.command is None) == (server.url is None):
             raise ConfigError(f"{key}: expected either command (stdio) or url (streamable HTTP)")

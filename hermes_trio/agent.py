@@ -37,6 +37,7 @@ from .events import (
 )
 from .llm import ModelClient, ModelError, ModelRequest, make_http_client
 from .mcp import open_mcp_servers
+from .recording import Recorder, note_tool, record_turn
 from .tools import (
     ApprovalCallback,
     ToolCallScope,
@@ -150,11 +151,14 @@ class Agent:
         *,
         tools: ToolRegistry | None = None,
         approve: ApprovalCallback | None = None,
+        record: Recorder | None = None,
     ) -> None:
         self.config = config
         self.client = ModelClient(config.model, http)
         self.tools = tools if tools is not None else default_registry(config.agent.tools)
         self.approve = approve
+        #: Where every turn is recorded (``record.dir``), unless a turn says.
+        self.record = record if record is not None else _config_recorder(config)
 
     def with_tools(self, tools: ToolRegistry) -> Agent:
         """This agent with ``tools`` instead of its own (a request that
@@ -231,6 +235,7 @@ class Agent:
         meter: TokenMeter | None = None,
         approvals: ApprovalChannel | None = None,
         held: HeldCalls | None = None,
+        record: Recorder | None = None,
     ) -> TurnResult:
         """Run one turn over ``messages`` (extended in place), sending events.
 
@@ -246,21 +251,27 @@ class Agent:
         a ``defer`` channel the turn ends there instead (``finish_reason
         "approval"``, the call neither run nor answered in ``messages``),
         and a later turn settles the answers with ``held`` first.
+
+        ``record`` writes this turn to a file for replay (default: the
+        agent's ``record``, from ``record.dir``; see
+        :mod:`hermes_trio.testing.replay`).
         """
         ctx = tool_context or self.new_tool_context()
         if approvals is not None:
             # A copy for this turn; the "always" approvals stay shared.
             ctx = dataclasses.replace(ctx, approvals=approvals)
+        options = {"stream": stream, "client_tools": list(client_tools), "params": params}
+        options |= {"model": model, "system": system}
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
-        with send:
+        with send, record_turn(record or self.record, self.config, messages, options, send) as out:
             # Held calls' results go in before what this request added.
             start = len(messages) if held is None else min(len(messages), held.position)
             marks = _Marks()
             try:
                 result = await self._loop(
                     messages,
-                    send,
+                    out,
                     marks=marks,
                     stream=stream,
                     client_tools=client_tools,
@@ -559,6 +570,7 @@ class Agent:
         args, preview = self.tools.preview(call.name, call.arguments)
         await send.send(ToolCallChunk(call.name, preview, args, index, call.id))
         started = trio.current_time()
+        mark = note_tool()
         threshold = self.config.agent.long_tool_hint
 
         async def hint() -> None:
@@ -580,6 +592,16 @@ class Agent:
         result = _encodable_result(result)
         results[slot] = result
         duration = trio.current_time() - started
+        if mark is not None:
+            mark.finished(
+                index=index,
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                ok=result.ok,
+                result=result.content,
+                duration=duration,
+            )
         await send.send(
             ToolCallFinished(call.name, duration, result.ok, index, call.id, result.content)
         )
@@ -612,6 +634,7 @@ async def open_agent(
     approve: ApprovalCallback | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     http_client: httpx.AsyncClient | None = None,
+    record: Recorder | None = None,
 ) -> AsyncIterator[Agent]:
     """Open an agent for the life of this block.
 
@@ -619,7 +642,11 @@ async def open_agent(
     ``transport`` replaces the network under that client (e.g.
     :class:`hermes_trio.testing.ModelDouble`, an in-process model for
     tests); ``http_client`` is a client you own and close yourself. Give
-    one of them, not both.
+    one of them, not both. ``record`` records every turn (default:
+    ``record.dir`` of the config); a recorded turn's model requests are
+    copied where they pass through this module's HTTP client, so with
+    ``http_client`` they are recorded only if its transport is a
+    :class:`hermes_trio.recording.TapTransport`.
     """
     if transport is not None and http_client is not None:
         raise TypeError("open_agent takes transport= or http_client=, not both")
@@ -628,7 +655,16 @@ async def open_agent(
     # The configured MCP servers run as long as the agent does.
     async with open_mcp_servers(config.mcp_servers, registry):
         if http_client is not None:
-            yield Agent(config, http_client, tools=registry, approve=approve)
+            yield Agent(config, http_client, tools=registry, approve=approve, record=record)
             return
         async with make_http_client(config.model, transport=transport) as http:
-            yield Agent(config, http, tools=registry, approve=approve)
+            yield Agent(config, http, tools=registry, approve=approve, record=record)
+
+
+def _config_recorder(config: Config) -> Recorder | None:
+    rec = config.record
+    if not rec.dir:
+        return None
+    return Recorder(
+        rec.dir, max_file_bytes=rec.max_file_bytes, max_total_bytes=rec.max_total_bytes
+    )

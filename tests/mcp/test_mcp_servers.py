@@ -22,6 +22,7 @@ from mcp_support import interrupt_at_progress
 from support import make_config, run_turn
 
 from hermes_trio.agent import open_agent
+from hermes_trio.cli.doctor import _mcp_servers as doctor_mcp_servers
 from hermes_trio.config import McpServerConfig
 from hermes_trio.events import ToolCallFinished
 from hermes_trio.testing import ModelDouble, TextReply, ToolCallReply
@@ -130,3 +131,20 @@ async def test_configured_servers_tools_calls_and_failures() -> None:
                     break
                 await trio.sleep(0.05)
             assert "web__extra" in agent.tools
+
+
+async def test_doctor_lists_each_server_and_its_tools() -> None:
+    async with open_http_mcp_server() as (url, _):
+        config = make_config(
+            "http://127.0.0.1:1/v1",
+            mcp_servers={
+                "web": McpServerConfig(url=url, timeout=10),
+                "gone": McpServerConfig(command="false", timeout=START_TIMEOUT),
+                "off": McpServerConfig(command="false", enabled=False),
+            },
+        )
+        checks = await doctor_mcp_servers(config)
+    lines = sorted(check.line() for check in checks)
+    assert lines[0].startswith("FAIL  mcp server gone: ")
+    assert lines[1] == "ok    mcp server web: answered; tools: add, grow, shout, slow"
+    assert len(lines) == 2

@@ -13,9 +13,12 @@ once, the server sees the cancellation and serves the next call."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from http_server import open_http_mcp_server
 from mcp_support import interrupt_at_progress
@@ -25,7 +28,9 @@ from hermes_trio.agent import open_agent
 from hermes_trio.cli.doctor import _mcp_servers as doctor_mcp_servers
 from hermes_trio.config import McpServerConfig
 from hermes_trio.events import ToolCallFinished
+from hermes_trio.mcp import open_mcp_servers
 from hermes_trio.testing import ModelDouble, TextReply, ToolCallReply
+from hermes_trio.tools import ToolContext, ToolRegistry
 
 # A start that would hang is given up after this long.
 START_TIMEOUT = 3.0
@@ -148,3 +153,39 @@ async def test_doctor_lists_each_server_and_its_tools() -> None:
     assert lines[0].startswith("FAIL  mcp server gone: ")
     assert lines[1] == "ok    mcp server web: answered; tools: add, grow, shout, slow"
     assert len(lines) == 2
+
+
+async def test_a_crashed_server_is_started_again_and_its_stderr_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stdio server that dies mid-call: the call is an error result at
+    once, the server is started again after the first backoff (1 s), and
+    its stderr lines are logged under its label."""
+    caplog.set_level(logging.INFO, logger="hermes_trio.mcp")
+    script = Path(__file__).with_name("stdio_server.py")
+    registry = ToolRegistry()
+    crashy = McpServerConfig(command=sys.executable, args=[str(script)], timeout=20)
+    async with open_mcp_servers({"crashy": crashy}, registry) as running:
+        server = running.servers["crashy"]
+        first = await registry.execute("crashy__pid", "{}", ToolContext())
+        assert first.ok
+        with trio.fail_after(5):
+            crashed = await registry.execute("crashy__crash", "{}", ToolContext())
+        assert not crashed.ok and crashed.content.startswith("error: crashy:")
+        # Down now: an answer at once, not a wait.
+        with trio.fail_after(0.5):
+            down = await registry.execute("crashy__pid", "{}", ToolContext())
+        assert not down.ok
+        # Noticed as down, then up again (no event says either: polled).
+        with trio.fail_after(10):
+            while server.up:  # noqa: ASYNC110
+                await trio.sleep(0.02)
+            went_down = trio.current_time()
+            while not server.up:  # noqa: ASYNC110
+                await trio.sleep(0.02)
+        assert trio.current_time() - went_down >= 0.9  # the first backoff
+        again = await registry.execute("crashy__pid", "{}", ToolContext())
+        assert again.ok and again.content != first.content
+    said = [r.getMessage() for r in caplog.records]
+    assert said.count("[crashy] hello from stderr") == 2
+    assert any("'crashy' is down" in line and "again in 1 s" in line for line in said)

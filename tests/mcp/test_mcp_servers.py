@@ -33,7 +33,7 @@ from hermes_trio.testing import ModelDouble, TextReply, ToolCallReply
 from hermes_trio.tools import ToolContext, ToolRegistry
 
 # A start that would hang is given up after this long.
-START_TIMEOUT = 3.0
+START_TIMEOUT = 2.0
 
 
 def servers(url: str) -> dict[str, McpServerConfig]:
@@ -105,7 +105,7 @@ async def test_configured_servers_tools_calls_and_failures() -> None:
             assert shouted.startswith("refused:") and "approval" in shouted
             assert gone.startswith("error: the MCP server 'gone' is not running")
             assert stuck.startswith("error: the MCP server 'stuck' is not running")
-            assert "did not answer within 3 s" in stuck
+            assert "did not answer within 2 s" in stuck
             finished = sorted(
                 (e for e in events if isinstance(e, ToolCallFinished)), key=lambda e: e.index
             )

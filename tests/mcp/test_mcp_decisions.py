@@ -20,7 +20,10 @@ from hermes_trio.mcp.naming import (
     split_name,
     wanted,
 )
+from hermes_trio.redaction import redact
 from hermes_trio.retry import Backoff
+from hermes_trio.server.errors import APIError
+from hermes_trio.server.responses.request import parse_responses_request
 from hermes_trio.tools import ToolContext, ToolRegistry, ToolResult
 from hermes_trio.wire.tool_events import tool_event
 
@@ -143,3 +146,56 @@ def test_progress_is_an_opt_in_sse_tool_event() -> None:
     )
     assert event.describe() == "3/10 copying"
     assert ToolProgress("t", 0, 0.5).describe() == "0.5"
+
+
+ALLOWED = ("https://mcp.example.com/",)
+
+
+def mcp_body(**tool: object) -> dict[str, object]:
+    base = {"type": "mcp", "server_label": "docs", "server_url": "https://mcp.example.com/x"}
+    return {"model": "m", "input": "hi", "tools": [{**base, **tool}]}
+
+
+@pytest.mark.parametrize(
+    ("tool", "param"),
+    [
+        ({"server_url": "https://evil.example.com/x"}, "tools[0].server_url"),
+        ({"server_url": "ftp://mcp.example.com/x"}, "tools[0].server_url"),
+        ({"connector_id": "connector_gmail"}, "tools[0].connector_id"),
+        ({"authorization": "tok"}, "tools[0].authorization"),
+        ({"server_label": "a__b"}, "tools[0].server_label"),
+        ({"headers": {"X": 1}}, "tools[0].headers"),
+        ({"allowed_tools": "all"}, "tools[0].allowed_tools"),
+        ({"require_approval": "sometimes"}, "tools[0].require_approval"),
+        ({"tunnel_id": "t"}, "tools[0].tunnel_id"),
+    ],
+)
+def test_a_bad_mcp_tool_is_a_400_naming_the_field(tool: dict[str, object], param: str) -> None:
+    with pytest.raises(APIError) as refused:
+        parse_responses_request(mcp_body(**tool), mcp_allowed_urls=ALLOWED)
+    assert refused.value.status == 400 and refused.value.param == param
+
+
+def test_no_url_is_allowed_by_default() -> None:
+    with pytest.raises(APIError, match="none are configured"):
+        parse_responses_request(mcp_body())
+
+
+def test_an_mcp_tool_is_parsed_and_echoed_without_its_headers() -> None:
+    req = parse_responses_request(
+        mcp_body(
+            headers={"Authorization": "Bearer very-secret-token"},
+            allowed_tools={"tool_names": ["search"], "read_only": True},
+            require_approval={"never": {"tool_names": ["search"]}},
+        ),
+        mcp_allowed_urls=ALLOWED,
+    )
+    (tool,) = req.mcp
+    assert tool.headers == {"Authorization": "Bearer very-secret-token"}
+    assert tool.allowed == ("search",) and tool.read_only_only
+    assert not tool.needs_approval("search") and tool.needs_approval("fetch")
+    assert req.tools == []
+    (echoed,) = req.echo["tools"]
+    assert "headers" not in echoed and "very-secret-token" not in str(echoed)
+    assert echoed["require_approval"] == {"never": {"tool_names": ["search"]}}
+    assert "very-secret-token" not in redact("sent Bearer very-secret-token")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ...redaction import register_secret
+from ...redaction import register_secret, register_url
 from ..validation import a_bool, a_string, bad
 
 __all__ = ["McpRequestTool", "parse_mcp_tool"]
@@ -104,6 +104,9 @@ def parse_mcp_tool(tool: dict[str, Any], where: str, allowed_urls: Sequence[str]
             "api_server.mcp_allowed_urls" + ("" if allowed_urls else " (none are configured)"),
             f"{where}.server_url",
         )
+    # Credentials in the URL itself (user information, a key in the query)
+    # are masked in logs like the headers.
+    register_url(url)
     if tool.get("server_description") is not None:
         a_string(tool["server_description"], f"{where}.server_description")
     headers = _headers(tool.get("headers"), f"{where}.headers")

@@ -81,26 +81,24 @@ async def call_with_progress(
     """Call ``tool``; its progress notifications become the turn's
     ``ToolProgress`` events. Everything runs in the caller's task tree."""
     call = ctx.call
-    publish = call.publish if call is not None else None
-    if publish is None:
+    if call is None or call.publish is None:
         ok, text = await server.call(tool, args)
         return ToolResult(ok, text)
-    send, receive = trio.open_memory_channel[ToolProgress](_PROGRESS_BUFFER)
-    assert call is not None
+    publish = call.publish
+    # Plain reports, not events: the events go only into the turn's channel.
+    send, receive = trio.open_memory_channel[tuple[float, float | None, str]](_PROGRESS_BUFFER)
     index, call_id = call.index, call.call_id
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         # Runs in the SDK's reader: never wait there.
         try:
-            send.send_nowait(
-                ToolProgress(shown_name, index, progress, total, message or "", call_id)
-            )
+            send.send_nowait((progress, total, message or ""))
         except (trio.WouldBlock, trio.ClosedResourceError):
             pass
 
     async def forward() -> None:
-        async for event in receive:
-            await publish(event)
+        async for progress, total, message in receive:
+            await publish(ToolProgress(shown_name, index, progress, total, message, call_id))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(forward)

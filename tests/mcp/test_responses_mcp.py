@@ -29,6 +29,7 @@ from openai_spec import assert_valid
 from support import clean_env, start_serve
 
 from hermes_trio.testing import TextReply, ToolCallReply, open_scripted_server
+from tests.wire.test_wire_request_mcp import MCP_CALL_EVENTS
 
 SECRET = "Bearer mcp-secret-0123456789"
 
@@ -129,14 +130,7 @@ async def test_the_mcp_tool_on_the_real_server(tmp_path: Path) -> None:
             mcp_events = [
                 e["type"] for e in events if "mcp" in e["type"] or "output_item" in e["type"]
             ]
-            assert mcp_events[:6] == [
-                "response.output_item.added",
-                "response.mcp_call.in_progress",
-                "response.mcp_call_arguments.delta",
-                "response.mcp_call_arguments.done",
-                "response.mcp_call.completed",
-                "response.output_item.done",
-            ]
+            assert mcp_events[:6] == MCP_CALL_EVENTS
             final = events[-1]["response"]
             check_output(final["output"], listed=False, a=4, b=4)
 

@@ -11,6 +11,15 @@ from tests.openai_spec import assert_valid
 from tests.wire.test_wire_responses_out import builder, check_stream, sdk_replay, types
 
 MCP = {"docs__search": ("docs", "search")}
+# An mcp_call's events, in OpenAI's order.
+MCP_CALL_EVENTS = [
+    "response.output_item.added",
+    "response.mcp_call.in_progress",
+    "response.mcp_call_arguments.delta",
+    "response.mcp_call_arguments.done",
+    "response.mcp_call.completed",
+    "response.output_item.done",
+]
 LISTED = [{"name": "search", "description": "Search.", "input_schema": {"type": "object"}}]
 
 
@@ -32,12 +41,7 @@ def test_listing_then_a_call_in_openais_order() -> None:
         "response.mcp_list_tools.in_progress",
         "response.mcp_list_tools.completed",
         "response.output_item.done",
-        "response.output_item.added",
-        "response.mcp_call.in_progress",
-        "response.mcp_call_arguments.delta",
-        "response.mcp_call_arguments.done",
-        "response.mcp_call.completed",
-        "response.output_item.done",
+        *MCP_CALL_EVENTS,
     ]
     for event in out:
         assert_valid(event.payload(), "ResponseStreamEvent")

@@ -40,6 +40,7 @@ __all__ = [
     "FallbackModel",
     "GatewayConfig",
     "HomeAssistantConfig",
+    "McpServerConfig",
     "ModelConfig",
     "PlatformsConfig",
     "SlackConfig",
@@ -284,6 +285,9 @@ class ApiServerConfig(_HoldsSecrets):
     """Host names requests may be addressed to besides loopback ones
     (``name``, ``name:port``, ``.domain`` for it and its subdomains, ``*``
     for any). Empty: without a key loopback names only, with a key any."""
+    mcp_allowed_urls: list[str] = field(default_factory=list)
+    """URL prefixes a request's ``mcp`` tool may name as its ``server_url``
+    (empty: none, so no request makes the server reach anywhere)."""
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
     upstream_models: bool = False
@@ -452,6 +456,37 @@ class GatewayConfig:
     worked on (once per turn); 0 turns the notice off."""
 
 
+McpApproval = Literal["always", "never", "auto"]
+"""When a configured MCP server's tool asks the user first: ``always``,
+``never``, or ``auto`` (unless the server annotates it ``readOnlyHint``)."""
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One MCP server: a command (stdio) or a ``url`` (streamable HTTP)."""
+
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    # The child's whole environment, with PATH added: nothing else leaks in.
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    cwd: str | None = None
+    url: str | None = _url()
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    enabled: bool = True
+    tools: list[str] | None = None
+    exclude_tools: list[str] = field(default_factory=list)
+    require_approval: McpApproval = "auto"
+    timeout: float = 60.0
+    """Seconds one call (and the start) may take."""
+
+    def __post_init__(self) -> None:
+        register_url(self.url)
+        # Header and environment values are credentials more often than not.
+        for value in (*self.headers.values(), *self.env.values()):
+            if isinstance(value, str) and len(value) >= 8:
+                register_secret(value)
+
+
 @dataclass(frozen=True)
 class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -464,6 +499,7 @@ class Config:
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = field(default_factory=PlatformsConfig)
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     source: str | None = None
     """Path of the config file this came from (None: defaults and environment)."""
 
@@ -688,6 +724,8 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
     if origin is dict or tp is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected a mapping, got {_describe(value)}")
+        if args and args[1] is not Any:
+            return {str(k): _convert(args[1], v, f"{key}.{k}") for k, v in value.items()}
         return dict(value)
     if tp is bool:
         if not isinstance(value, bool):
@@ -820,6 +858,7 @@ def _check(config: Config) -> None:
     _check_api_edge(config.api_server)
     check_keys(config.api_server.keys, "api_server.keys")
     _check_approvals(config)
+    _check_mcp(config)
     if config.agent.channel_size < 1:
         raise ConfigError("agent.channel_size: expected an integer of at least 1")
     for key in ("connect", "first_token", "idle", "request", "total"):
@@ -827,6 +866,30 @@ def _check(config: Config) -> None:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")
     if config.model.max_answer_bytes < 1024:
         raise ConfigError("model.max_answer_bytes: expected an integer of at least 1024")
+
+
+_MCP_LABEL = re.compile(r"[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*")
+
+
+def _check_mcp(config: Config) -> None:
+    for label, server in config.mcp_servers.items():
+        key = f"mcp_servers.{label}"
+        # The label is the first half of "<label>__<tool>": no "__" in it.
+        if not _MCP_LABEL.fullmatch(label) or len(label) > 32:
+            raise ConfigError(
+                f"{key}: a label is letters, digits, '-' and single '_' (at most 32), got {label!r}"
+            )
+        if (server.command is None) == (server.url is None):
+            raise ConfigError(f"{key}: expected either command (stdio) or url (streamable HTTP)")
+        if server.url is not None and not server.url.startswith(("http://", "https://")):
+            raise ConfigError(f"{key}.url: expected an http:// or https:// URL")
+        if server.timeout <= 0:
+            raise ConfigError(f"{key}.timeout: expected a number of seconds above 0")
+    for i, prefix in enumerate(config.api_server.mcp_allowed_urls):
+        if not prefix.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"api_server.mcp_allowed_urls[{i}]: expected an http:// or https:// URL prefix"
+            )
 
 
 def _check_approvals(config: Config) -> None:

@@ -24,43 +24,44 @@ from typing import Any, Protocol
 
 import trio
 
+from .. import metrics
 from ..agent import Agent, TokenMeter
 from ..config import ApiServerConfig
+from ..serving.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
 from ..turn import Consumer, Turn, start_turn
 from .errors import APIError
 from .keys import Refusal, Reservation, current_key, retry_after_header
 
-__all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_options"]
+__all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_limit", "turn_options"]
 
 
 class TurnSlots:
-    """At most ``limit`` turns at once; beyond that, 429 at once (no queue)."""
+    """At most ``limits.limit`` turns at once (fixed, or following the
+    event loop's lag: :mod:`hermes_trio.serving.admission`); beyond that,
+    an answer at once (no queue): 429 at the limit, 503 while the server
+    is behind, both with ``Retry-After``."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._semaphore = trio.Semaphore(limit)
+    def __init__(self, limits: int | TurnLimit) -> None:
+        self.limits: TurnLimit = FixedLimit(limits) if isinstance(limits, int) else limits
+        self.in_use = 0
         self._idle = trio.Event()
         self._idle.set()
 
     @property
-    def in_use(self) -> int:
-        return self.limit - self._semaphore.value
+    def limit(self) -> int:
+        return self.limits.limit
 
     def acquire(self) -> None:
-        try:
-            self._semaphore.acquire_nowait()
-        except trio.WouldBlock:
-            raise APIError(
-                429,
-                f"too many turns running at once (limit {self.limit}); retry shortly",
-                code="rate_limit_exceeded",
-                headers={"Retry-After": "1"},
-            ) from None
+        refused = self.limits.admit(trio.current_time(), self.in_use)
+        if refused is not None:
+            metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
+            raise _refusal(refused)
+        self.in_use += 1
         if self._idle.is_set():
             self._idle = trio.Event()
 
     def release(self) -> None:
-        self._semaphore.release()
+        self.in_use -= 1
         if self.in_use == 0:
             self._idle.set()
 
@@ -68,6 +69,44 @@ class TurnSlots:
         """Return once no turn is running."""
         while not self._idle.is_set():
             await self._idle.wait()
+
+    async def watch_lag(self) -> None:
+        """Measure the event loop's lag for an adaptive limit, for ever
+        (a task of the server's; nothing to do for a fixed one)."""
+        limits = self.limits
+        if not isinstance(limits, AdaptiveLimit):
+            return
+        while True:
+            deadline = trio.current_time() + limits.tick
+            await trio.sleep_until(deadline)
+            now = trio.current_time()
+            limits.loop_tick(now, now - deadline, self.in_use)
+            metrics.ADMISSION_LIMIT.set(limits.limit)
+
+
+def turn_limit(settings: ApiServerConfig) -> TurnLimit:
+    """The limit ``max_concurrent`` asks for: that number, or for ``auto``
+    one that follows the lag, up to a turn per connection served."""
+    if settings.max_concurrent == "auto":
+        return AdaptiveLimit(settings.max_connections)
+    return FixedLimit(settings.max_concurrent)
+
+
+def _refusal(refused: Refused) -> APIError:
+    headers = {"Retry-After": str(refused.retry_after)}
+    if refused.reason == "lag":
+        return APIError(
+            503,
+            "the server is overloaded (it is not keeping up with the turns running); retry shortly",
+            code="server_overloaded",
+            headers=headers,
+        )
+    return APIError(
+        429,
+        f"too many turns running at once (limit {refused.limit}); retry shortly",
+        code="rate_limit_exceeded",
+        headers=headers,
+    )
 
 
 class TurnHold:

@@ -84,11 +84,18 @@ class TurnSlots:
             metrics.ADMISSION_LIMIT.set(limits.limit)
 
 
+AUTO_START = 160
+"""Where ``auto`` starts: the turns a fresh process admits before its lag
+has said anything. A burst arrives faster than the lag can be measured, so
+it meets this number; a core holds about this many streams of 20 tokens a
+second with room to spare (bench/paced.py)."""
+
+
 def turn_limit(settings: ApiServerConfig) -> TurnLimit:
     """The limit ``max_concurrent`` asks for: that number, or for ``auto``
     one that follows the lag, up to a turn per connection served."""
     if settings.max_concurrent == "auto":
-        return AdaptiveLimit(settings.max_connections)
+        return AdaptiveLimit(settings.max_connections, start=AUTO_START)
     return FixedLimit(settings.max_concurrent)
 
 

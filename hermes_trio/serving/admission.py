@@ -16,7 +16,8 @@ limit would not help it.
 The limit moves like TCP's window (AIMD): while the loop keeps up and the
 limit is what refused someone, it grows by an eighth (at least 1) every
 ``interval``; when a tick comes late, it drops to three quarters of the
-turns running (or of the limit, if lower), at most once per ``interval``.
+turns running (or of the limit, if lower), at most once per ``interval``
+(unless next to nothing runs: then the turns are not what made it late).
 Between ticks, a request that finds the last tick overdue by more than
 ``lag_target`` is refused at once: a burst of requests arrives faster than
 ticks, and each one admitted then would wait behind the rest.
@@ -115,6 +116,8 @@ class AdaptiveLimit:
         if now - self._changed_at < self.interval:
             return
         if lag > self.lag_target:
+            if in_use <= self.floor:
+                return  # a late tick with next to nothing running: not the turns' doing
             lower = max(self.floor, int(min(self.limit, in_use) * self.backoff))
             if lower < self.limit:
                 self._change(now, lower)

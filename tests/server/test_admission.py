@@ -20,7 +20,7 @@ from test_metrics import figures, moved
 
 from hermes_trio.config import ConfigError, load_config
 from hermes_trio.server.errors import APIError
-from hermes_trio.server.turns import TurnSlots
+from hermes_trio.server.turns import AUTO_START, TurnSlots
 from hermes_trio.serving.admission import AdaptiveLimit, FixedLimit, Refused
 from hermes_trio.testing import TextReply
 
@@ -49,6 +49,9 @@ def test_a_late_tick_drops_the_limit_to_three_quarters_of_the_turns_running() ->
     for step in range(20):
         limit.loop_tick(1.5 + step, 1.0, in_use=30)
     assert limit.limit == 4  # the floor
+    idle = AdaptiveLimit(100, floor=4)
+    idle.loop_tick(1.0, 2.0, in_use=4)
+    assert idle.limit == 100  # late with next to nothing running: not the turns
 
 
 def test_the_limit_grows_only_when_it_refused_someone_and_the_loop_keeps_up() -> None:
@@ -171,9 +174,11 @@ async def test_auto_refuses_at_once_with_the_error_json_and_counts_it() -> None:
         root = api.base_url.removesuffix("/v1")
         limits = api.state.slots.limits
         assert isinstance(limits, AdaptiveLimit) and limits.ceiling == 256
+        assert limits.limit == AUTO_START
         async with httpx.AsyncClient(timeout=15) as http:
             before = await figures(http, root)
-            assert before[("hermes_admission_limit", ())] == 256
+            # Nothing runs: no late tick moves it.
+            assert before[("hermes_admission_limit", ())] == AUTO_START
             ok = await http.post(f"{api.base_url}/chat/completions", json=CHAT)
             assert ok.status_code == 200, ok.text
             # A loop that has not ticked for ten seconds: behind.

@@ -20,7 +20,7 @@ bench/load.py pins (the server on core 0, the model server and the load
 generator on core 1).
 
     python bench/paced.py [--streams 120] [--interval 0.05] [--targets hermes,raw,pooled]
-                          [--max-concurrent auto] [--workers 1]
+                          [--max-concurrent auto] [--workers 1] [--profile FILE]
     python bench/paced.py --streams 600 --max-concurrent auto   # overload: sheds?
     python bench/paced.py --scale 1,2,4,8 --streams 2000          # 16 cores: workers
 
@@ -184,7 +184,7 @@ def show(label: str, s: dict, cpu: float | None = None) -> None:
 
 @asynccontextmanager
 async def hermes(
-    model_url: str, workers: int, max_concurrent: str
+    model_url: str, workers: int, max_concurrent: str, profile: str | None = None
 ) -> AsyncIterator[tuple[str, int]]:
     with tempfile.TemporaryDirectory() as tmp:
         config = (
@@ -194,9 +194,9 @@ async def hermes(
             f"store: {{data_dir: '{tmp}'}}\n"
         )
         await trio.Path(tmp, "config.yaml").write_text(config)
-        async with serve_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve", "--workers", str(workers)], tmp
-        ) as found:
+        prefix = ["-m", "cProfile", "-o", profile] if profile else []
+        command = [sys.executable, *prefix, "-m", "hermes_trio.cli", "serve"]
+        async with serve_process([*command, "--workers", str(workers)], tmp) as found:
             yield found
 
 
@@ -244,7 +244,9 @@ async def main(args: argparse.Namespace) -> None:
             for workers in worker_counts if target == "hermes" else [1]:
                 show("direct", summary(await loadgen(model.base_url, args.streams)))
                 if target == "hermes":
-                    async with hermes(model.base_url, workers, args.max_concurrent) as (url, pid):
+                    async with hermes(
+                        model.base_url, workers, args.max_concurrent, args.profile
+                    ) as (url, pid):
                         await measure_target(url, pid, f"hermes --workers {workers}", args.streams)
                 else:
                     command = [
@@ -267,8 +269,10 @@ if __name__ == "__main__":
     parser.add_argument("--max-concurrent", default="auto", help="api_server.max_concurrent")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--scale", default="", help="worker counts, e.g. 1,2,4,8")
+    parser.add_argument("--profile", help="run the server under cProfile, written here")
     parser.add_argument("--generate", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.profile = str(Path(args.profile).resolve()) if args.profile else None
     if args.scale and (os.cpu_count() or 1) >= 4:
         half = (os.cpu_count() or 2) // 2
         load.SERVER_CORES = set(range(half))

@@ -173,6 +173,7 @@ if __name__ == "__main__":
                 max_concurrent="auto",
                 workers=1,
                 scale="",
+                profile=None,
             ),
         )
     else:

@@ -92,7 +92,7 @@ def fit_open_files(config: Config, *, announce: bool) -> Config:
     api = config.api_server
     open_files = raise_open_files_limit(announce=announce)
     # With ``auto``, up to a turn per connection.
-    turns = api.max_connections if api.max_concurrent == "auto" else api.max_concurrent
+    turns = None if api.max_concurrent == "auto" else api.max_concurrent
     room = connection_room(open_files, wanted=api.max_connections, turns=turns)
     if not room.reduced:
         return config

@@ -22,6 +22,12 @@ from hermes_trio.config import ConfigError, load_config
 from hermes_trio.server.errors import APIError
 from hermes_trio.server.turns import AUTO_START, TurnSlots
 from hermes_trio.serving.admission import AdaptiveLimit, FixedLimit, Refused
+from hermes_trio.serving.capacity import (
+    FILES_PER_CONNECTION,
+    FILES_PER_TURN,
+    FILES_RESERVED,
+    connection_room,
+)
 from hermes_trio.testing import TextReply
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hi"}]}
@@ -200,6 +206,30 @@ async def test_auto_refuses_at_once_with_the_error_json_and_counts_it() -> None:
         moved(before, after, "hermes_requests_total", route="/v1/chat/completions", status="503")
         == 1
     )
+
+
+@given(
+    open_files=st.integers(min_value=1, max_value=2_000_000),
+    wanted=st.integers(min_value=1, max_value=100_000),
+)
+def test_auto_sizes_the_connections_with_a_turn_each(open_files: int, wanted: int) -> None:
+    # auto's ceiling is the connections served: each may hold a turn too.
+    room = connection_room(open_files, wanted=wanted, turns=None)
+    each = FILES_PER_CONNECTION + FILES_PER_TURN
+    assert 1 <= room.max_connections <= wanted
+    assert room.needed == FILES_RESERVED + each * wanted
+    if room.fits > 1:
+        assert (
+            FILES_RESERVED + each * room.fits
+            <= open_files
+            < FILES_RESERVED + each * (room.fits + 1)
+        )
+
+
+def test_auto_under_a_1024_file_limit_still_serves_connections() -> None:
+    # As a fixed number the 256 turns' files alone would not fit: 1 connection.
+    assert connection_room(1024, wanted=256, turns=256).max_connections == 1
+    assert connection_room(1024, wanted=256, turns=None).max_connections == 138
 
 
 def test_max_concurrent_takes_a_number_or_auto(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from hypercorn.typing import (
 
 from ..serving.errors import error_body
 from . import request_log
+from .errors import APIError
 from .gate import Answer, GateRequest, GateSettings, Refuse, decide
 from .request_log import (
     ACCESS_LOG,
@@ -111,8 +112,12 @@ class Front:
         body_total_timeout: float = math.inf,
         key_required: Callable[[], bool] | None = None,
         session_key: bytes | None = None,
+        shed: Callable[[WWWScope], APIError | None] | None = None,
     ) -> None:
         self.app = app
+        self.shed = shed
+        """The refusal of a request the server has no room for now, before
+        Quart reads and parses it (None: room, or not work that needs it)."""
         self.settings = settings
         self.body_timeout = body_timeout
         self.body_total_timeout = body_total_timeout
@@ -213,6 +218,15 @@ class Front:
             decision.cors,
             BodyDeadline(self.body_timeout, self.body_total_timeout, trio.current_time()),
         )
+        refused = self.shed(scope) if self.shed is not None and kind == "http" else None
+        if refused is not None:
+            # At once and cheaply: a refusal in a burst competes for the
+            # core with the streams that were admitted.
+            if record is not None:
+                record.error_code = refused.code
+                record.reason = refused.message
+            await send_json(exchange.send, refused.status, refused.body(), refused.headers)
+            return
         try:
             await self.app(scope, exchange.receive, exchange.send)
         except Exception:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import trio
+from hypercorn.typing import WWWScope
 
 from .. import metrics
 from ..agent import Agent, TokenMeter
@@ -33,6 +34,11 @@ from .errors import APIError
 from .keys import Refusal, Reservation, current_key, retry_after_header
 
 __all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_limit", "turn_options"]
+
+
+TURN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
+"""Where a POST starts a turn (or a plain model relay): refused in front
+of the app when there is no room (:meth:`TurnSlots.shed`)."""
 
 
 class TurnSlots:
@@ -51,11 +57,35 @@ class TurnSlots:
     def limit(self) -> int:
         return self.limits.limit
 
-    def acquire(self) -> None:
+    def refusal(self) -> APIError | None:
+        """The answer for one more turn now, if it would be refused."""
         refused = self.limits.admit(trio.current_time(), self.in_use)
+        if refused is None:
+            return None
+        metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
+        return _refusal(refused)
+
+    def shed(self, scope: WWWScope) -> APIError | None:
+        """:meth:`refusal` for a request that starts a turn or a relay, in
+        front of the app (``Front(shed=…)``): before its body is read. Not
+        for a session's request, which may stop the session's running turn
+        and take its slot."""
+        if scope.get("method") != "POST" or scope["path"] not in TURN_PATHS:
+            return None
+        if any(name == b"x-session-id" for name, _ in scope["headers"]):
+            return None
+        refused = self.refusal()
         if refused is not None:
-            metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
-            raise _refusal(refused)
+            # Counted as the app counts its own answers.
+            metrics.REQUESTS.labels(scope["path"], str(refused.status)).inc()
+            if refused.status == 429:
+                metrics.RATE_LIMITED.labels(refused.code or "rate_limited").inc()
+        return refused
+
+    def acquire(self) -> None:
+        refused = self.refusal()
+        if refused is not None:
+            raise refused
         self.in_use += 1
         if self._idle.is_set():
             self._idle = trio.Event()

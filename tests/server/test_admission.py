@@ -200,8 +200,17 @@ async def test_auto_refuses_at_once_with_the_error_json_and_counts_it() -> None:
             stalled.last_tick = trio.current_time()
             again = await http.post(f"{api.base_url}/chat/completions", json=CHAT)
             assert again.status_code == 200, again.text
+            # No room: refused before the body is read (none is sent here),
+            # and the connection closes after the answer.
+            api.state.slots.limits = FixedLimit(0)
+            head = await refused_before_the_body(api.host, api.port)
+            assert head.startswith(b"HTTP/1.1 429")
+            assert b"retry-after: 1" in head.lower() and b"connection: close" in head.lower()
+            assert b'"code":"rate_limit_exceeded"' in head.replace(b" ", b"")
             after = await figures(http, root)
     assert moved(before, after, "hermes_admission_refused_total", reason="lag") == 1
+    assert moved(before, after, "hermes_admission_refused_total", reason="limit") == 1
+    assert moved(before, after, "hermes_rate_limited_total", reason="rate_limit_exceeded") == 1
     assert (
         moved(before, after, "hermes_requests_total", route="/v1/chat/completions", status="503")
         == 1
@@ -230,6 +239,21 @@ def test_auto_under_a_1024_file_limit_still_serves_connections() -> None:
     # As a fixed number the 256 turns' files alone would not fit: 1 connection.
     assert connection_room(1024, wanted=256, turns=256).max_connections == 1
     assert connection_room(1024, wanted=256, turns=None).max_connections == 138
+
+
+async def refused_before_the_body(host: str, port: int) -> bytes:
+    """What the server answers a chat request whose body never comes."""
+    stream = await trio.open_tcp_stream(host, port)
+    async with stream:
+        await stream.send_all(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+        )
+        answer = b""
+        with trio.fail_after(5):
+            while data := await stream.receive_some(65536):
+                answer += data
+    return answer
 
 
 def test_max_concurrent_takes_a_number_or_auto(tmp_path: Path) -> None:

@@ -52,6 +52,7 @@ __all__ = ["BodyDeadline", "Front"]
 
 log = logging.getLogger("hermes_trio.server")
 
+
 class BodyDeadline:
     """When a request body's upload has taken too long (no clock of its own)."""
 
@@ -112,12 +113,13 @@ class Front:
         body_total_timeout: float = math.inf,
         key_required: Callable[[], bool] | None = None,
         session_key: bytes | None = None,
-        shed: Callable[[WWWScope], APIError | None] | None = None,
+        shed: Callable[[WWWScope], APIError | Callable[[], None] | None] | None = None,
     ) -> None:
         self.app = app
         self.shed = shed
         """The refusal of a request the server has no room for now, before
-        Quart reads and parses it (None: room, or not work that needs it)."""
+        Quart reads and parses it; else what to call once it is over, or
+        None (not work that needs room)."""
         self.settings = settings
         self.body_timeout = body_timeout
         self.body_total_timeout = body_total_timeout
@@ -202,11 +204,15 @@ class Front:
             await send_json(send, decision.status, body, decision.headers)
             return
         if isinstance(decision, Answer):
-            await send({
-                "type": "http.response.start",
-                "status": decision.status,
-                "headers": [(k.lower().encode(), v.encode()) for k, v in decision.headers.items()],
-            })
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": decision.status,
+                    "headers": [
+                        (k.lower().encode(), v.encode()) for k, v in decision.headers.items()
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         if kind == "websocket":
@@ -218,14 +224,14 @@ class Front:
             decision.cors,
             BodyDeadline(self.body_timeout, self.body_total_timeout, trio.current_time()),
         )
-        refused = self.shed(scope) if self.shed is not None and kind == "http" else None
-        if refused is not None:
+        shed = self.shed(scope) if self.shed is not None and kind == "http" else None
+        if isinstance(shed, APIError):
             # At once and cheaply: a refusal in a burst competes for the
             # core with the streams that were admitted.
             if record is not None:
-                record.error_code = refused.code
-                record.reason = refused.message
-            await send_json(exchange.send, refused.status, refused.body(), refused.headers)
+                record.error_code = shed.code
+                record.reason = shed.message
+            await send_json(exchange.send, shed.status, shed.body(), shed.headers)
             return
         try:
             await self.app(scope, exchange.receive, exchange.send)
@@ -236,6 +242,9 @@ class Front:
             log.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
             body = error_body("internal error", status=500, code="internal_error")
             await send_json(exchange.send, 500, body)
+        finally:
+            if shed is not None:
+                shed()
 
 
 class _Exchange:

@@ -20,6 +20,8 @@ background response or a stream whose client left outlives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 import trio
@@ -41,6 +43,25 @@ TURN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
 of the app when there is no room (:meth:`TurnSlots.shed`)."""
 
 
+class _Entry:
+    """A request let in by :meth:`TurnSlots.shed`, until it takes its slot
+    or ends."""
+
+    __slots__ = ("_slots",)
+
+    def __init__(self, slots: TurnSlots) -> None:
+        self._slots: TurnSlots | None = slots
+        slots.entering += 1
+
+    def leave(self) -> None:
+        if self._slots is not None:
+            self._slots.entering -= 1
+            self._slots = None
+
+
+_ENTRY: ContextVar[_Entry | None] = ContextVar("hermes_turn_entry", default=None)
+
+
 class TurnSlots:
     """At most ``limits.limit`` turns at once (fixed, or following the
     event loop's lag: :mod:`hermes_trio.serving.admission`); beyond that,
@@ -50,6 +71,8 @@ class TurnSlots:
     def __init__(self, limits: int | TurnLimit) -> None:
         self.limits: TurnLimit = FixedLimit(limits) if isinstance(limits, int) else limits
         self.in_use = 0
+        self.entering = 0
+        """Requests let in by :meth:`shed` that have not taken their slot yet."""
         self._idle = trio.Event()
         self._idle.set()
 
@@ -58,18 +81,22 @@ class TurnSlots:
         return self.limits.limit
 
     def refusal(self) -> APIError | None:
-        """The answer for one more turn now, if it would be refused."""
-        refused = self.limits.admit(trio.current_time(), self.in_use)
+        """The answer for one more turn now, if it would be refused: the
+        turns running and the requests let in on their way to theirs
+        count (a burst is let in before any of it has taken a slot)."""
+        refused = self.limits.admit(trio.current_time(), self.in_use + self.entering)
         if refused is None:
             return None
         metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
         return _refusal(refused)
 
-    def shed(self, scope: WWWScope) -> APIError | None:
-        """:meth:`refusal` for a request that starts a turn or a relay, in
-        front of the app (``Front(shed=…)``): before its body is read. Not
-        for a session's request, which may stop the session's running turn
-        and take its slot."""
+    def shed(self, scope: WWWScope) -> APIError | Callable[[], None] | None:
+        """For a request that starts a turn or a relay, in front of the app
+        (``Front(shed=…)``), before its body is read: its refusal, or, let
+        in, what to call when it is over (it counts among those on their
+        way to a slot until it takes one or ends). None for any other
+        request, and for a session's, which may stop the session's running
+        turn and take its slot."""
         if scope.get("method") != "POST" or scope["path"] not in TURN_PATHS:
             return None
         if any(name == b"x-session-id" for name, _ in scope["headers"]):
@@ -80,9 +107,15 @@ class TurnSlots:
             metrics.REQUESTS.labels(scope["path"], str(refused.status)).inc()
             if refused.status == 429:
                 metrics.RATE_LIMITED.labels(refused.code or "rate_limited").inc()
-        return refused
+            return refused
+        entry = _Entry(self)
+        _ENTRY.set(entry)
+        return entry.leave
 
     def acquire(self) -> None:
+        entry = _ENTRY.get()
+        if entry is not None:
+            entry.leave()  # its own place on the way is the slot it takes now
         refused = self.refusal()
         if refused is not None:
             raise refused

@@ -6,8 +6,10 @@ asserted; then the real server refusing at once with the error JSON,
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -270,3 +272,30 @@ def test_max_concurrent_takes_a_number_or_auto(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as error:
             load_config(path)
         assert str(error.value) == message
+
+
+async def test_a_burst_let_in_counts_before_it_takes_its_slots() -> None:
+    slots = TurnSlots(2)
+    chat: Any = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": []}
+    first, second = contextvars.copy_context(), contextvars.copy_context()
+    leave_first = first.run(slots.shed, chat)
+    leave_second = second.run(slots.shed, chat)
+    assert callable(leave_first) and callable(leave_second) and slots.entering == 2
+    # Neither has a slot yet, but a third request would find none.
+    third = slots.shed(chat)
+    assert isinstance(third, APIError) and third.status == 429
+    assert third.headers == {"Retry-After": "1"}
+    # The first takes its slot (its place on the way becomes the slot)...
+    first.run(slots.acquire)
+    assert (slots.in_use, slots.entering) == (1, 1)
+    leave_first()  # ...and leaving once it is over gives nothing back twice
+    assert (slots.in_use, slots.entering) == (1, 1)
+    # The second ends without one (a bad body, say): its place is free again.
+    leave_second()
+    leave_second()
+    assert slots.entering == 0
+    assert callable(contextvars.copy_context().run(slots.shed, chat))
+    # Not turn work, or a session's request: never refused here.
+    assert slots.shed({**chat, "method": "GET"}) is None
+    assert slots.shed({**chat, "path": "/v1/approvals/x"}) is None
+    assert slots.shed({**chat, "headers": [(b"x-session-id", b"s")]}) is None

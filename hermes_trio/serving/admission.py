@@ -13,9 +13,9 @@ that slowing itself, the server's own part of it only: a slow model server
 makes time to first token long without making the loop late, and a lower
 limit would not help it.
 
-The limit moves like TCP's window (AIMD): while the loop keeps up and the
-limit is what refused someone, it grows by an eighth (at least 1) every
-``interval``; when a tick comes late, it drops to three quarters of the
+The limit moves like TCP's window (AIMD): after an ``interval`` in which
+every tick kept up (half the target) and the limit refused someone, it
+grows by an eighth (at least 1); when a tick comes late, it drops to three quarters of the
 turns running (or of the limit, if lower), at most once per ``interval``
 (unless next to nothing runs: then the turns are not what made it late).
 Between ticks, a request that finds the last tick overdue by more than
@@ -89,6 +89,9 @@ class AdaptiveLimit:
         self.last_tick: float | None = None
         self.last_lag = 0.0
         self._changed_at = float("-inf")
+        self._window_start: float | None = None
+        self._worst = 0.0
+        """The worst lag of the ticks since ``_window_start``."""
         self._binding = False
         """Whether the limit refused someone since it last changed: only
         then is there a reason to raise it."""
@@ -113,16 +116,26 @@ class AdaptiveLimit:
         ``in_use`` turns running."""
         self.last_tick = now
         self.last_lag = lag
-        if now - self._changed_at < self.interval:
-            return
+        if self._window_start is None:
+            self._window_start = now
+        self._worst = max(self._worst, lag)
         if lag > self.lag_target:
             if in_use <= self.floor:
                 return  # a late tick with next to nothing running: not the turns' doing
-            lower = max(self.floor, int(min(self.limit, in_use) * self.backoff))
-            if lower < self.limit:
-                self._change(now, lower)
-        elif self._binding and lag <= self.lag_target / 2 and self.limit < self.ceiling:
-            self._change(now, min(self.ceiling, self.limit + max(1, self.limit // 8)))
+            if now - self._changed_at >= self.interval:
+                lower = max(self.floor, int(min(self.limit, in_use) * self.backoff))
+                if lower < self.limit:
+                    self._change(now, lower)
+            return
+        if now - self._window_start < self.interval:
+            return
+        # A whole interval seen: up only if every tick of it kept up.
+        keeping_up = self._worst <= self.lag_target / 2
+        if self._binding and keeping_up and self.limit < self.ceiling:
+            if now - self._changed_at >= self.interval:
+                self._change(now, min(self.ceiling, self.limit + max(1, self.limit // 8)))
+        self._window_start = now
+        self._worst = 0.0
 
     def _change(self, now: float, limit: int) -> None:
         self.limit = limit

@@ -62,23 +62,28 @@ def test_a_late_tick_drops_the_limit_to_three_quarters_of_the_turns_running() ->
     assert idle.limit == 100  # late with next to nothing running: not the turns
 
 
-def test_the_limit_grows_only_when_it_refused_someone_and_the_loop_keeps_up() -> None:
+def test_the_limit_grows_only_after_a_whole_interval_that_kept_up_and_refused() -> None:
     limit = AdaptiveLimit(100, start=16, interval=0.5)
     limit.loop_tick(1.0, 0.0, in_use=3)
+    limit.loop_tick(1.5, 0.0, in_use=3)
     assert limit.limit == 16  # not binding: no reason to grow
-    assert limit.admit(1.0, 16) == Refused("limit", 16)
-    limit.loop_tick(1.05, 0.08, in_use=16)  # under the target, but not by half
-    assert limit.limit == 16
-    limit.loop_tick(1.1, 0.01, in_use=16)
+    assert limit.admit(1.5, 16) == Refused("limit", 16)
+    limit.loop_tick(1.6, 0.08, in_use=16)  # under the target, but not by half
+    limit.loop_tick(2.0, 0.01, in_use=16)
+    assert limit.limit == 16  # that interval had a tick at 0.08
+    limit.loop_tick(2.4, 0.0, in_use=16)
+    assert limit.limit == 16  # within the next interval
+    limit.loop_tick(2.5, 0.0, in_use=16)
     assert limit.limit == 18
-    assert limit.admit(1.1, 17) is None
-    assert limit.admit(1.15, 18) is not None
-    limit.loop_tick(1.3, 0.0, in_use=18)
-    assert limit.limit == 18  # within the interval
-    limit.loop_tick(1.6, 0.0, in_use=18)
+    assert limit.admit(2.5, 17) is None
+    assert limit.admit(2.55, 18) is not None
+    limit.loop_tick(2.8, 0.0, in_use=18)
+    assert limit.limit == 18
+    limit.loop_tick(3.0, 0.0, in_use=18)
     assert limit.limit == 20
     top = AdaptiveLimit(20, start=19)
     top.admit(0.0, 19)
+    top.loop_tick(0.0, 0.0, in_use=19)
     top.loop_tick(1.0, 0.0, in_use=19)
     assert top.limit == 20  # the ceiling
 

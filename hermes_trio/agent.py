@@ -13,6 +13,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import httpx
@@ -47,11 +48,12 @@ from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
 from .wire.think import ThinkFilter
 
-__all__ = ["Agent", "TokenMeter", "open_agent"]
+__all__ = ["Agent", "HeldCall", "HeldCalls", "TokenMeter", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
 INTERRUPTED_MARK = "[interrupted]"
+_TOOL_INTERRUPTED = "interrupted by the user before this tool finished"
 
 
 class TokenMeter:
@@ -114,6 +116,26 @@ class _Step:
     @property
     def shown(self) -> str:
         return "".join(self.parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldCall:
+    """A tool call an earlier turn held for a person's approval
+    (``ApprovalChannel.defer``), now answered: ``refusal`` None runs it,
+    approved; else the model reads ``refusal`` as its result."""
+
+    call: ToolCall
+    refusal: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldCalls:
+    """The held calls a turn settles before it asks the model again; their
+    results go into the conversation at ``position`` (right after the
+    results the earlier turn has, before what the new request adds)."""
+
+    position: int
+    calls: tuple[HeldCall, ...]
 
 
 class Agent:
@@ -199,6 +221,7 @@ class Agent:
         tool_context: ToolContext | None = None,
         meter: TokenMeter | None = None,
         approvals: ApprovalChannel | None = None,
+        held: HeldCalls | None = None,
     ) -> TurnResult:
         """Run one turn over ``messages`` (extended in place), sending events.
 
@@ -210,7 +233,10 @@ class Agent:
         ``approvals`` lets this turn ask the person it runs for: a tool call
         that needs approval sends ``ApprovalRequested`` and waits for
         :func:`hermes_trio.approvals.answer_approval` (or the context's
-        callback); without it nor a callback, such a call is refused.
+        callback); without it nor a callback, such a call is refused. With
+        a ``defer`` channel the turn ends there instead (``finish_reason
+        "approval"``, the call neither run nor answered in ``messages``),
+        and a later turn settles the answers with ``held`` first.
         """
         ctx = tool_context or self.new_tool_context()
         if approvals is not None:
@@ -219,7 +245,8 @@ class Agent:
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
         with send:
-            start = len(messages)
+            # Held calls' results go in before what this request added.
+            start = len(messages) if held is None else min(len(messages), held.position)
             marks = _Marks()
             try:
                 result = await self._loop(
@@ -233,6 +260,7 @@ class Agent:
                     system=system,
                     ctx=ctx,
                     meter=meter or TokenMeter(),
+                    held=held,
                 )
             except trio.BrokenResourceError:
                 # The consumer went away; the turn is over for everyone.
@@ -253,6 +281,7 @@ class Agent:
         ctx: ToolContext,
         marks: _Marks,
         meter: TokenMeter,
+        held: HeldCalls | None = None,
     ) -> TurnResult:
         cfg = self.config.agent
         prompt = cfg.system_prompt
@@ -312,6 +341,8 @@ class Agent:
                     await emit(piece)
 
         try:
+            if held is not None:
+                tools_run = await self._settle(held, messages, send, ctx)
             for _ in range(cfg.max_iterations):
                 step = _Step(cfg.think_tags, client_names)
                 head = [{"role": "system", "content": prompt}] if prompt else []
@@ -356,9 +387,20 @@ class Agent:
                     await send.send(Commentary(said))
                 await send.send(MessageStop(final=False))
                 mine = [c for c in all_calls if c.name not in client_names]
+                waiting: list[str] = []
                 if mine:
-                    await self._run_tools(mine, messages, send, ctx, first_index=tools_run)
+                    waiting = await self._run_tools(
+                        mine, messages, send, ctx, first_index=tools_run
+                    )
                     tools_run += len(mine)
+                if waiting:
+                    # Held for a person's answer in a later request: the
+                    # turn ends here, those calls not run.
+                    recorded = True
+                    calls = tuple(c.to_message() for c in theirs)
+                    return await _end(
+                        send, said, usage, "approval", tool_calls=calls, answer=answer
+                    )
                 if theirs:
                     calls = tuple(c.to_message() for c in theirs)
                     recorded = True
@@ -422,11 +464,7 @@ class Agent:
             # Every tool call needs a result, or the next request is invalid.
             for call in last["tool_calls"]:
                 messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call["id"],
-                        "content": "interrupted by the user before this tool finished",
-                    }
+                    {"role": "tool", "tool_call_id": call["id"], "content": _TOOL_INTERRUPTED}
                 )
             return
         text = f"{shown} {INTERRUPTED_MARK}" if shown else INTERRUPTED_MARK
@@ -440,18 +478,63 @@ class Agent:
         ctx: ToolContext,
         *,
         first_index: int = 0,
-    ) -> None:
+        approved: bool = False,
+    ) -> list[str]:
         """Run one step's tool calls concurrently; results keep call order.
-        Their events are numbered from ``first_index``."""
+        Their events are numbered from ``first_index``. Returns the ids of
+        the calls held for a later answer (they have no result); with
+        ``approved`` the person said yes to every call already."""
         results: list[ToolResult | None] = [None] * len(calls)
+        waiting: list[str] = []
         async with trio.open_nursery() as nursery:
             for slot, call in enumerate(calls):
                 nursery.start_soon(
-                    self._run_tool, slot, first_index + slot, call, results, send, ctx
+                    partial(
+                        self._run_tool,
+                        slot,
+                        first_index + slot,
+                        call,
+                        results,
+                        send,
+                        ctx,
+                        approved=approved,
+                    )
                 )
         for call, result in zip(calls, results, strict=True):
-            assert result is not None
+            if result is None:
+                waiting.append(call.id)
+                continue
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
+        return waiting
+
+    async def _settle(
+        self,
+        held: HeldCalls,
+        messages: list[dict[str, Any]],
+        send: trio.MemorySendChannel[StreamEvent],
+        ctx: ToolContext,
+    ) -> int:
+        """Run the approved held calls and put every held call's result in
+        the conversation at ``held.position``; returns how many ran."""
+        run = [h.call for h in held.calls if h.refusal is None]
+        ran: list[dict[str, Any]] = []
+        try:
+            if run:
+                await self._run_tools(run, ran, send, ctx, approved=True)
+        finally:
+            # Every call gets a result, even when the turn is interrupted
+            # while they run, or the conversation could not go on.
+            results = {m["tool_call_id"]: m for m in ran}
+            messages[held.position : held.position] = [
+                results.get(h.call.id)
+                or {
+                    "role": "tool",
+                    "tool_call_id": h.call.id,
+                    "content": h.refusal or _TOOL_INTERRUPTED,
+                }
+                for h in held.calls
+            ]
+        return len(run)
 
     async def _run_tool(
         self,
@@ -461,6 +544,8 @@ class Agent:
         results: list[ToolResult | None],
         send: trio.MemorySendChannel[StreamEvent],
         ctx: ToolContext,
+        *,
+        approved: bool = False,
     ) -> None:
         args, preview = self.tools.preview(call.name, call.arguments)
         await send.send(ToolCallChunk(call.name, preview, args, index, call.id))
@@ -473,12 +558,16 @@ class Agent:
 
         # The call's own context: an approval it asks for names the call
         # and goes into the turn's channel.
-        ctx = dataclasses.replace(ctx, call=ToolCallScope(index, call.id, args, send.send))
+        scope = ToolCallScope(index, call.id, args, send.send, approved=approved)
+        ctx = dataclasses.replace(ctx, call=scope)
         async with trio.open_nursery() as nursery:
             if threshold > 0:
                 nursery.start_soon(hint)
             result = await self.tools.execute(call.name, call.arguments, ctx)
             nursery.cancel_scope.cancel()
+        if scope.held:
+            # Not run: it waits for an answer in a later request.
+            return
         result = _encodable_result(result)
         results[slot] = result
         duration = trio.current_time() - started

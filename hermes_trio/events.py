@@ -202,7 +202,9 @@ class TurnFinished:
     """The turn is over; always the last event of a turn.
 
     ``finish_reason`` is ``stop``, ``length``, ``tool_calls`` (client-side tools
-    were called and wait for the client), ``interrupted`` or ``error``.
+    were called and wait for the client), ``approval`` (calls wait for a
+    person's answer in a later request: ``ApprovalChannel.defer``),
+    ``interrupted`` or ``error``.
     ``tool_calls`` holds the client-side calls in OpenAI message form and
     ``error`` a human-readable message when ``finish_reason == "error"``, with
     ``error_code`` one of ``model_unreachable``, ``model_timeout``,

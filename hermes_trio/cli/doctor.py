@@ -21,10 +21,14 @@ import trio
 
 from ..config import Config
 from ..consumers.messenger import PlatformError
+from ..gateway import build_adapters
 from ..llm import NO_MODEL_SERVER
 from ..llm.endpoints import endpoint
 from ..redaction import shown_url
-from .shell import EXIT_FAILED, EXIT_OK, Shell
+from ..server.keys import keys_of
+from ..server.run import startup_problem
+from ..server.store import StoreOpenError, open_store, store_path
+from .process import EXIT_FAILED, EXIT_OK, Shell
 
 __all__ = ["run_doctor"]
 
@@ -173,9 +177,6 @@ async def _calls_tools(
 
 
 async def _store(config: Config) -> list[Check]:
-    # Imported here: the web stack only for the checks that need it.
-    from ..server.store import StoreOpenError, open_store, store_path
-
     where = shown_url(config.store.url) if config.store.url else str(store_path(config.store))
     try:
         with trio.fail_after(CHECK_TIMEOUT):
@@ -190,9 +191,6 @@ async def _store(config: Config) -> list[Check]:
 
 
 async def _api_server(config: Config) -> list[Check]:
-    from ..server.keys import keys_of
-    from ..server.run import startup_problem
-
     api = config.api_server
     # The model server has its own check: only the API server's settings
     # (and the keys file they name) here.
@@ -213,8 +211,6 @@ async def _api_server(config: Config) -> list[Check]:
 def _platforms(
     config: Config, http: httpx.AsyncClient
 ) -> list[Callable[[], Awaitable[list[Check]]]]:
-    from ..gateway import build_adapters
-
     try:
         adapters = build_adapters(config, http)
     except PlatformError as exc:

@@ -17,7 +17,7 @@ from ..gateway import Gateway, build_adapters, open_gateway, startup_problem
 from ..platforms.base import PlatformAdapter
 from ..redaction import shown_url
 from ..server.store import StoreOpenError
-from .shell import EXIT_FAILED, EXIT_USAGE, Failure, Shell
+from .process import EXIT_FAILED, EXIT_USAGE, Failure, Shell
 
 __all__ = ["run_gateway"]
 

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .. import __version__
 from ..config import Config, ConfigError, load_config
 
 __all__ = ["main"]
@@ -126,8 +127,6 @@ def _demo_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _version() -> str:
-    from .. import __version__
-
     return __version__
 
 
@@ -153,6 +152,7 @@ def choose_model_server(config: Config, args: argparse.Namespace) -> Config:
     local server that answers; the demo when asked for (``--demo``) or
     when nothing was found under ``--demo=auto``. Says which, except in a
     ``serve --workers`` worker (its supervisor said it)."""
+    # Imported here: the agent, the kit's model and httpx load only for a model.
     from .demo import DEMO_BANNER, demo_config
     from .discovery import discover, local_servers
 
@@ -186,6 +186,7 @@ def _request_ids(args: argparse.Namespace) -> None:
     """Log lines name the request they belong to (serve and gateway, which
     load the server anyway; the others leave the field empty)."""
     if args.command in ("serve", "gateway"):
+        # Imported here: the other commands never load the web stack.
         from ..server import request_log
 
         request_log.JSON_LINES = args.log_format == "json"
@@ -204,6 +205,7 @@ class _NoRequestId(logging.Filter):
 
 def run_completion(config: Config, args: argparse.Namespace) -> int:
     """The completion script for one shell (argcomplete's)."""
+    # Imported here: argcomplete's scripts only for the completion command.
     from argcomplete.shell_integration import shellcode
 
     print(shellcode(["hermes-trio"], shell=args.shell))
@@ -213,7 +215,8 @@ def run_completion(config: Config, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     if "_ARGCOMPLETE" in os.environ:
-        # The shell asks what can follow: argcomplete answers and exits.
+        # The shell asks what can follow: argcomplete answers and exits
+        # (imported here: only a completing shell loads it).
         import argcomplete
 
         argcomplete.autocomplete(parser)

@@ -26,7 +26,7 @@ The supervisor and each worker share a socket pair, the *control* socket:
 
 Workers run in their own session, so a Ctrl-C in the terminal reaches the
 supervisor only, which forwards one SIGTERM to each worker; whatever still
-runs :data:`~hermes_trio.cli.serve.STOP_GRACE` seconds after the first
+runs :data:`~hermes_trio.cli.serve_shared.STOP_GRACE` seconds after the first
 signal is killed (a worker gives itself a little less, so it normally ends
 on its own). A worker that dies is started again
 (:mod:`.worker_restarts` decides when, or that the supervisor gives up
@@ -63,7 +63,8 @@ from ..server.run import open_api_server, startup_problem
 from ..server.store import open_store
 from ..serving import listening_socket
 from .demo import agent_for
-from .serve import (
+from .process import Failure, Shell
+from .serve_shared import (
     STOP_GRACE,
     check_model_server,
     reload_keys_on_sighup,
@@ -71,7 +72,6 @@ from .serve import (
     serve_failures,
     shell,
 )
-from .shell import Failure, Shell
 from .worker_restarts import RestartPlan
 
 __all__ = [

@@ -290,6 +290,7 @@ def startup_problem(config: Config) -> str | None:
     if not (enabled_platforms(config) or config.api_server.enabled):
         return f"nothing to run: {_ways_to_enable()}"
     if config.api_server.enabled:
+        # Imported here: the web stack is only needed when the API is enabled.
         from ..server.run import startup_problem as api_problem
 
         return api_problem(config)

@@ -55,7 +55,7 @@ from ..events import GatewayNotice, StreamEvent
 from ..platforms.base import ButtonPress, InboundMessage
 from ..platforms.registry import edit_interval_for
 from ..tools import ToolContext
-from ..turn import INTERNAL_ERROR, Turn, run_turn
+from ..turn import INTERNAL_ERROR, Turn, TurnResult, run_turn
 from .approval_answers import UserNames, acknowledge_press, answer, approval_channel
 from .chat_settings import ChatSettings, hint_key, verbose_key
 from .history import ChatHistory, MemoryHistory, chat_key
@@ -423,15 +423,9 @@ class ChatSessions:
             return  # nothing in it the model can use; the replies said why
         messenger = self._messenger(platform, chat_id, thread_id)
         stream = self.agent.streams(platform)
-        show_tools = await self._shows_tools(session)
         # Asked of the user this turn answers (the last message's sender).
         hinted = hint_key(platform, batch[-1].user_id)
-        hint = None
-        if not show_tools and messenger.capabilities.can_edit:
-            hint = None if await self._settings.get(hinted) else LONG_TOOL_HINT
-        settings = self.editor_settings(
-            platform, stream=stream, show_tools=show_tools, long_tool_hint=hint
-        )
+        settings, show_tools = await self._turn_settings(session, messenger, stream, hinted)
         key = _key_of(session)
         token, stored = await self._history.begin(key)
         if stored is not None:
@@ -505,6 +499,34 @@ class ChatSessions:
             # the hint still counts it as seen.
             if control.hinted:
                 await self._settings.put(hinted, "1")
+        await self._turn_over(session, turn, result, began, shown=bool(reports), settings=settings)
+
+    async def _turn_settings(
+        self, session: Session, messenger: Messenger, stream: bool, hinted: str
+    ) -> tuple[EditorSettings, bool]:
+        """The editor's settings for a turn of ``session``, and whether it
+        shows tool calls; ``hinted`` keys whether its user saw the hint."""
+        show_tools = await self._shows_tools(session)
+        hint = None
+        if not show_tools and messenger.capabilities.can_edit:
+            hint = None if await self._settings.get(hinted) else LONG_TOOL_HINT
+        settings = self.editor_settings(
+            session.platform, stream=stream, show_tools=show_tools, long_tool_hint=hint
+        )
+        return settings, show_tools
+
+    async def _turn_over(
+        self,
+        session: Session,
+        turn: Turn,
+        result: TurnResult,
+        began: float,
+        *,
+        shown: bool,
+        settings: EditorSettings,
+    ) -> None:
+        """The turn's log line; a failure the editor never showed, said."""
+        platform, chat_id = session.platform, session.chat_id
         failed = result.error_code == INTERNAL_ERROR
         outcome = "interrupted" if turn.scope.cancelled_caught else "failed" if failed else "done"
         log.info(
@@ -514,10 +536,13 @@ class ChatSessions:
             outcome,
             trio.current_time() - began,
         )
-        if failed and not reports:
+        if failed and not shown:
             # The editor crashed, so the chat has not seen the ending yet.
             await self.say(
-                platform, chat_id, settings.error_note.format(error=result.error), thread_id
+                platform,
+                chat_id,
+                settings.error_note.format(error=result.error),
+                session.thread_id,
             )
 
     async def say(

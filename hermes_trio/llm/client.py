@@ -15,7 +15,8 @@ import logging
 import math
 import random
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -598,7 +599,7 @@ class ModelClient:
             wants_usage=self.config.include_usage and not responses_mode,
             max_bytes=self.config.max_answer_bytes,
         )
-        try:
+        with _model_errors(target, lambda exc: _dropped(target, exc, reader.got_event)):
             async with self.http.stream(
                 "POST",
                 self._url(target),
@@ -626,38 +627,6 @@ class ModelClient:
                     watchdog.finish()
                     if reader.finished:
                         await _drain(chunks)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise _unreachable(target, exc) from None
-        except httpx.TransportError as exc:
-            # Before the first event too: a stale kept-alive connection or a
-            # restarting server says nothing about streaming, so the retry
-            # streams again.
-            if not reader.got_event:
-                raise ModelError(
-                    f"the connection to the model server at {target.where} broke before "
-                    f"the answer started ({type(exc).__name__}: {exc})",
-                    retryable=True,
-                ) from None
-            raise ModelError(
-                f"the model server at {target.where} dropped the stream "
-                f"({type(exc).__name__}: {exc})",
-                code="model_error",
-                retryable=True,
-            ) from None
-        except httpx.HTTPError as exc:
-            # A body that does not decompress, and the like.
-            raise _broken_body(target, exc) from None
-        except SSEError:
-            raise ModelError(
-                f"the model server sent an event of more than "
-                f"{_MAX_EVENT_BYTES // 1024} KiB without ending it"
-            ) from None
-        except ProviderError as exc:
-            raise ModelError(
-                f"the model server reported an error: {exc.message}", code="model_error"
-            ) from None
-        except ChunkError as exc:
-            raise ModelError(f"the model server sent a malformed chunk: {exc}") from None
         if not reader.got_event:
             raise ModelError(
                 f"the model server at {target.where} ended the stream before its first event",
@@ -685,28 +654,18 @@ class ModelClient:
         timeouts = self.config.timeouts
         status = 0
         raw = b""
-        with trio.move_on_after(timeouts.request) as scope:
-            try:
-                async with self.http.stream(
-                    "POST",
-                    self._url(target),
-                    content=_json_bytes(self._body(target, request, stream=False)),
-                    headers=self._headers(target, stream=False),
-                ) as response:
-                    status = response.status_code
-                    if status != 200:
-                        raw = await _read_capped(response, _MAX_ERROR_BYTES)
-                        raise _status_error(target, response, raw)
-                    raw = await _read_body(response, self.config.max_answer_bytes)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                raise _unreachable(target, exc) from None
-            except httpx.TransportError as exc:
-                raise ModelError(
-                    f"the model server at {target.where} failed: {type(exc).__name__}: {exc}",
-                    retryable=True,
-                ) from None
-            except httpx.HTTPError as exc:
-                raise _broken_body(target, exc) from None
+        with trio.move_on_after(timeouts.request) as scope, _model_errors(target, _failed(target)):
+            async with self.http.stream(
+                "POST",
+                self._url(target),
+                content=_json_bytes(self._body(target, request, stream=False)),
+                headers=self._headers(target, stream=False),
+            ) as response:
+                status = response.status_code
+                if status != 200:
+                    raw = await _read_capped(response, _MAX_ERROR_BYTES)
+                    raise _status_error(target, response, raw)
+                raw = await _read_body(response, self.config.max_answer_bytes)
         if scope.cancelled_caught:
             raise ModelError(
                 f"no answer from the model server at {target.where} within "
@@ -736,6 +695,58 @@ def _unreachable(target: Target, exc: httpx.TransportError) -> ModelError:
     return ModelError(
         f"cannot connect to the model server at {target.where}: {exc}",
         code="model_unreachable",
+        retryable=True,
+    )
+
+
+@contextmanager
+def _model_errors(
+    target: Target, broke: Callable[[httpx.TransportError], ModelError]
+) -> Iterator[None]:
+    """What the HTTP client and the answer's parsers raise, as the
+    ``ModelError`` that says it; ``broke`` words a connection that broke."""
+    try:
+        yield
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise _unreachable(target, exc) from None
+    except httpx.TransportError as exc:
+        raise broke(exc) from None
+    except httpx.HTTPError as exc:
+        # A body that does not decompress, and the like.
+        raise _broken_body(target, exc) from None
+    except SSEError:
+        raise ModelError(
+            f"the model server sent an event of more than "
+            f"{_MAX_EVENT_BYTES // 1024} KiB without ending it"
+        ) from None
+    except ProviderError as exc:
+        raise ModelError(
+            f"the model server reported an error: {exc.message}", code="model_error"
+        ) from None
+    except ChunkError as exc:
+        raise ModelError(f"the model server sent a malformed chunk: {exc}") from None
+
+
+def _dropped(target: Target, exc: httpx.TransportError, started: bool) -> ModelError:
+    # Before the first event too: a stale kept-alive connection or a
+    # restarting server says nothing about streaming, so the retry
+    # streams again.
+    if not started:
+        return ModelError(
+            f"the connection to the model server at {target.where} broke before "
+            f"the answer started ({type(exc).__name__}: {exc})",
+            retryable=True,
+        )
+    return ModelError(
+        f"the model server at {target.where} dropped the stream ({type(exc).__name__}: {exc})",
+        code="model_error",
+        retryable=True,
+    )
+
+
+def _failed(target: Target) -> Callable[[httpx.TransportError], ModelError]:
+    return lambda exc: ModelError(
+        f"the model server at {target.where} failed: {type(exc).__name__}: {exc}",
         retryable=True,
     )
 

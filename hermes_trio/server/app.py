@@ -3,7 +3,7 @@ check, error handlers that answer in OpenAI's error JSON, ``/health``,
 ``/v1/models``) and registers each endpoint's routes (:mod:`.chat`,
 :mod:`.responses`) and the chat page's (:mod:`.page`); :func:`asgi_app`
 puts the request gate (origin, host, content type, CORS) and the body
-deadlines in front of it (:mod:`.front`).
+deadlines in front of it (:mod:`.middleware`).
 
 Everything reads the server's settings from ``state.settings``.
 """
@@ -25,9 +25,9 @@ from .approvals import register_approval_routes
 from .bodies import bearer_token, json_response
 from .chat.route import register_chat_routes
 from .errors import APIError
-from .front import Front
 from .gate import GateSettings
 from .keys import current_key, retry_after_header
+from .middleware import Front
 from .page.route import register_page_routes
 from .plain_models import PlainModels, relay
 from .request_log import current_record
@@ -49,6 +49,15 @@ def create_app(state: ServerState) -> QuartTrio:
     app.config["RESPONSE_TIMEOUT"] = None
     # The front's body deadlines replace Quart's single total one.
     app.config["BODY_TIMEOUT"] = None
+    _install_errors(app, state)
+    _install_key_check(app, state)
+    _install_routes(app, state)
+    return app
+
+
+def _install_errors(app: QuartTrio, state: ServerState) -> None:
+    """Every error, ours or Quart's, answers in OpenAI's error JSON."""
+    api = state.settings
 
     @app.errorhandler(APIError)
     async def on_api_error(exc: APIError) -> Response:
@@ -78,11 +87,10 @@ def create_app(state: ServerState) -> QuartTrio:
         body = error_body(f"internal error: {type(exc).__name__}", status=500, code=INTERNAL_ERROR)
         return json_response(body, 500)
 
-    @app.after_request
-    async def count(response: Response) -> Response:
-        rule = request.url_rule.rule if request.url_rule is not None else "other"
-        metrics.REQUESTS.labels(rule, str(response.status_code)).inc()
-        return response
+
+def _install_key_check(app: QuartTrio, state: ServerState) -> None:
+    """The API key, checked and admitted against its budget before any route."""
+    api = state.settings
 
     @app.before_request
     async def check_key() -> None:
@@ -116,6 +124,18 @@ def create_app(state: ServerState) -> QuartTrio:
         # The work the request starts (a turn, a relay) reserves the key's
         # place and is charged its tokens when it ends (turns.TurnHold).
         current_key.set((state.keys, key))
+
+
+def _install_routes(app: QuartTrio, state: ServerState) -> None:
+    """``/metrics``, ``/health``, ``/v1/models`` here, each endpoint's own
+    routes from its package, and the request count per route."""
+    api = state.settings
+
+    @app.after_request
+    async def count(response: Response) -> Response:
+        rule = request.url_rule.rule if request.url_rule is not None else "other"
+        metrics.REQUESTS.labels(rule, str(response.status_code)).inc()
+        return response
 
     @app.get("/metrics")
     async def figures() -> Response:
@@ -165,7 +185,6 @@ def create_app(state: ServerState) -> QuartTrio:
     register_responses_routes(app, state)
     register_approval_routes(app, state.approvals)
     register_page_routes(app)
-    return app
 
 
 def asgi_app(state: ServerState, *, session_key: bytes | None = None) -> Front:

@@ -124,9 +124,7 @@ async def _read_raw() -> bytes:
     # rather than trust every way a body can arrive.
     refusal = content_type_refusal(request.headers.get("Content-Type"))
     if refusal is not None:
-        raise APIError(
-            refusal.status, refusal.message, param=refusal.param, code=refusal.code
-        )
+        raise APIError(refusal.status, refusal.message, param=refusal.param, code=refusal.code)
     # All three spelled out: only then do quart's overloads say bytes.
     return await request.get_data(cache=False, as_text=False, parse_form_data=False)
 

@@ -11,7 +11,7 @@ upstream read feeds a small channel the response body reads, so a slow
 client slows the upstream read, and a client that goes away cancels the
 relay, which closes the upstream request at once. Like a turn it holds the
 request key's place until it ends, and its end charges the key the tokens
-the answer cost (:class:`~.turns.TurnHold`).
+the answer cost (:class:`~.turn_slots.TurnHold`).
 
 The model server's key is this server's, never the client's: its errors
 and error frames are redacted on their way (:mod:`hermes_trio.wire.relay`),
@@ -45,7 +45,7 @@ from ..wire.sse import SSEError
 from .bodies import StreamedBody, json_response, sse_response
 from .errors import APIError
 from .state import ServerState
-from .turns import TurnHold
+from .turn_slots import TurnHold
 
 __all__ = ["PlainModels", "relay"]
 

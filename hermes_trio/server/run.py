@@ -35,7 +35,7 @@ from .keys import KeyRing, keys_of
 from .sessions import SESSION_INTERRUPTED, SessionStore
 from .state import ServerState
 from .store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
-from .turns import TurnSlots, turn_limit
+from .turn_slots import TurnSlots, turn_limit
 
 __all__ = [
     "ApiServer",

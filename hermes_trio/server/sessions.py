@@ -182,8 +182,7 @@ class SessionStore:
             if trio.current_time() >= deadline:
                 raise APIError(
                     409,
-                    "this session's turn in another server process did not stop in time; "
-                    "try again",
+                    "this session's turn in another server process did not stop in time; try again",
                     param="X-Session-ID",
                     code="session_busy",
                 )

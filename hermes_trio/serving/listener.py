@@ -76,6 +76,26 @@ _ACCEPT_CAPACITY_ERRNOS = frozenset(
 )
 _WARN_EVERY = 10.0
 
+# What of hypercorn's below its public API this module relies on: methods
+# ``_H11`` overrides or calls (an override of a renamed method is silently
+# never called) and the internal modules and names it builds connections
+# from. pyproject.toml caps hypercorn below its next minor version, and
+# tests/core/test_hypercorn_reliance.py checks each name is still there.
+HYPERCORN_INTERNALS = {
+    "hypercorn.protocol.h11.H11Protocol": (
+        "_send_error_response",  # overridden: the JSON error body
+        "_check_protocol",  # overridden: no switch to h2c
+        "_send_h11_event",  # called to write our own answers
+        "_handle_events",  # where hypercorn calls the two overrides
+    ),
+    "hypercorn.trio.task_group.TaskGroup": ("__aenter__", "__aexit__"),
+    "hypercorn.trio.lifespan.Lifespan": (
+        "handle_lifespan",
+        "wait_for_startup",
+        "wait_for_shutdown",
+    ),
+}
+
 # What h11's status hint for a request it cannot parse means to a client.
 _PROTOCOL_ERRORS = {
     400: "the request is not valid HTTP/1.1",

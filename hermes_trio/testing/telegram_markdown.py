@@ -4,17 +4,18 @@
 ``parse_markdown_v2``): it returns the text a user sees plus its entities, or
 raises ``MarkdownV2Error`` with the message Telegram would give. The fake Bot
 API uses it, and the property tests check the converter
-(``platforms.telegram_format.to_markdown_v2``) against it. Nothing in the
+(``platforms.telegram.format.to_markdown_v2``) against it. Nothing in the
 product parses MarkdownV2, so it lives in the testing kit.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..platforms.telegram_format import RESERVED
+from ..platforms.telegram.format import RESERVED
 
 __all__ = ["MarkdownV2Error", "ParsedText", "parse_markdown_v2"]
 
@@ -60,206 +61,244 @@ def _utf16(ch: str) -> int:
 
 def parse_markdown_v2(text: str) -> ParsedText:
     """Parse MarkdownV2 the way Telegram does (tdlib's algorithm)."""
-    result: list[str] = []
-    entities: list[dict[str, Any]] = []
-    # Open entities: [type, argument, utf16 offset, byte offset, result index]
-    nested: list[list[Any]] = []
-    utf16 = 0
-    have_quote = False
-    can_start_quote = True
-    n = len(text)
+    return _Parser(text).parse()
 
-    def at(k: int) -> str:
-        return text[k] if k < n else ""
 
-    def byte_offset(k: int) -> int:
-        return len(text[:k].encode("utf-8"))
+@dataclass(slots=True)
+class _Open:
+    """An entity opened and not yet closed."""
 
-    def cant_find_end(entry: list[Any]) -> MarkdownV2Error:
-        name = _TYPE_NAMES.get(entry[0], entry[0])
-        if entry[0] == "pre" and entry[1]:
+    kind: str
+    argument: str  # a pre block's language
+    utf16: int  # where it starts in the visible text (UTF-16 units)
+    byte: int  # where it starts in the markup (UTF-8 bytes), for errors
+    index: int  # where it starts in the result list (a link's own URL)
+
+
+# Which character ends the innermost open entity (``c``, then what follows).
+_ENDS: dict[str, Callable[[str, str, str], bool]] = {
+    "bold": lambda c, nxt, nxt2: c == "*",
+    "italic": lambda c, nxt, nxt2: c == "_" and nxt != "_",
+    "code": lambda c, nxt, nxt2: c == "`",
+    "pre": lambda c, nxt, nxt2: c == "`" and nxt == "`" and nxt2 == "`",
+    "text_link": lambda c, nxt, nxt2: c == "]",
+    "underline": lambda c, nxt, nxt2: c == "_" and nxt == "_",
+    "strikethrough": lambda c, nxt, nxt2: c == "~",
+    "spoiler": lambda c, nxt, nxt2: c == "|" and nxt == "|",
+    "custom_emoji": lambda c, nxt, nxt2: c == "]",
+    "blockquote": lambda c, nxt, nxt2: False,
+}
+# The one-character openers: the character, what follows it, the entity.
+_SIMPLE_OPENERS = {"*": "bold", "~": "strikethrough", "[": "text_link"}
+
+
+class _Parser:
+    """One pass over the markup, as tdlib makes it; ``i`` is the cursor."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.i = 0
+        self.result: list[str] = []
+        self.entities: list[dict[str, Any]] = []
+        self.nested: list[_Open] = []
+        self.utf16 = 0
+        self.have_quote = False
+        self.can_start_quote = True
+
+    def at(self, k: int) -> str:
+        return self.text[k] if k < self.n else ""
+
+    def byte_offset(self, k: int) -> int:
+        return len(self.text[:k].encode("utf-8"))
+
+    def cant_find_end(self, entry: _Open) -> MarkdownV2Error:
+        name = _TYPE_NAMES.get(entry.kind, entry.kind)
+        if entry.kind == "pre" and entry.argument:
             name = "PreCode"
-        return MarkdownV2Error(f"Can't find end of {name} entity at byte offset {entry[3]}")
+        return MarkdownV2Error(f"Can't find end of {name} entity at byte offset {entry.byte}")
 
-    i = 0
-    while i < n:
-        c = text[i]
-        nxt = at(i + 1)
-        if c == "\\" and nxt and 0 < ord(nxt) <= 126:
-            i += 1
-            utf16 += 1
-            result.append(nxt)
-            if nxt != "\r":
-                can_start_quote = nxt == "\n"
-            i += 1
-            continue
-        in_code = bool(nested) and nested[-1][0] in ("code", "pre")
-        reserved = "`" if in_code else RESERVED + "\n"
-        if c not in reserved:
-            utf16 += _utf16(c)
-            if c != "\r":
-                can_start_quote = False
-            result.append(c)
-            i += 1
-            continue
-
-        top = nested[-1][0] if nested else None
-        if top is None:
-            is_end = False
-        elif have_quote and c == "\n" and (i + 1 == n or nxt != ">"):
-            is_end = True
-        else:
-            is_end = {
-                "bold": c == "*",
-                "italic": c == "_" and nxt != "_",
-                "code": c == "`",
-                "pre": c == "`" and nxt == "`" and at(i + 2) == "`",
-                "text_link": c == "]",
-                "underline": c == "_" and nxt == "_",
-                "strikethrough": c == "~",
-                "spoiler": c == "|" and nxt == "|",
-                "custom_emoji": c == "]",
-                "blockquote": False,
-            }[top]
-
-        if not is_end:
-            start = i
-            argument = ""
-            if c == "_":
-                if nxt == "_":
-                    kind = "underline"
-                    i += 1
-                else:
-                    kind = "italic"
-            elif c == "*":
-                kind = "bold"
-            elif c == "~":
-                kind = "strikethrough"
-            elif c == "|":
-                if nxt != "|":
-                    raise _reserved_error(c)
-                i += 1
-                kind = "spoiler"
-            elif c == "[":
-                kind = "text_link"
-            elif c == "`":
-                if nxt == "`" and at(i + 2) == "`":
-                    i += 3
-                    kind = "pre"
-                    lang_end = i
-                    while lang_end < n and not text[lang_end].isspace() and text[lang_end] != "`":
-                        lang_end += 1
-                    if i != lang_end and lang_end < n and text[lang_end] != "`":
-                        argument = text[i:lang_end]
-                        i = lang_end
-                    if at(i) in ("\n", "\r"):
-                        if at(i + 1) in ("\n", "\r") and at(i) != at(i + 1):
-                            i += 2
-                        else:
-                            i += 1
-                    i -= 1
-                else:
-                    kind = "code"
-            elif c == "!":
-                if nxt != "[":
-                    raise _reserved_error(c)
-                i += 1
-                kind = "custom_emoji"
-            elif c == "\n":
-                utf16 += 1
-                result.append("\n")
-                can_start_quote = True
-                i += 1
+    def parse(self) -> ParsedText:
+        while self.i < self.n:
+            c = self.text[self.i]
+            nxt = self.at(self.i + 1)
+            if c == "\\" and nxt and 0 < ord(nxt) <= 126:
+                self.escaped(nxt)
                 continue
-            elif c == ">":
-                if not can_start_quote:
-                    raise _reserved_error(c)
-                if have_quote:
-                    i += 1
-                    continue
-                kind = "blockquote"
-                have_quote = True
+            in_code = bool(self.nested) and self.nested[-1].kind in ("code", "pre")
+            reserved = "`" if in_code else RESERVED + "\n"
+            if c not in reserved:
+                self.utf16 += _utf16(c)
+                if c != "\r":
+                    self.can_start_quote = False
+                self.result.append(c)
+                self.i += 1
+            elif self.is_end(c, nxt):
+                self.close(c)
+                self.i += 1
             else:
-                raise _reserved_error(c)
-            nested.append([kind, argument, utf16, byte_offset(start), len(result)])
-            i += 1
-            continue
+                self.open(c, nxt)
+        return self.finish()
 
-        # End of an entity.
-        entry = nested[-1]
-        kind = entry[0]
+    def escaped(self, ch: str) -> None:
+        self.utf16 += 1
+        self.result.append(ch)
+        if ch != "\r":
+            self.can_start_quote = ch == "\n"
+        self.i += 2
+
+    def is_end(self, c: str, nxt: str) -> bool:
+        if not self.nested:
+            return False
+        if self.have_quote and c == "\n" and (self.i + 1 == self.n or nxt != ">"):
+            return True
+        return _ENDS[self.nested[-1].kind](c, nxt, self.at(self.i + 2))
+
+    def open(self, c: str, nxt: str) -> None:
+        """Open the entity ``c`` starts (or take a newline, or refuse ``c``)."""
+        start = self.i
+        argument = ""
+        if c in _SIMPLE_OPENERS:
+            kind = _SIMPLE_OPENERS[c]
+        elif c == "_":
+            kind = "underline" if nxt == "_" else "italic"
+            self.i += nxt == "_"
+        elif c == "|" and nxt == "|":
+            self.i += 1
+            kind = "spoiler"
+        elif c == "`" and nxt == "`" and self.at(self.i + 2) == "`":
+            kind = "pre"
+            argument = self.open_pre()
+        elif c == "`":
+            kind = "code"
+        elif c == "!" and nxt == "[":
+            self.i += 1
+            kind = "custom_emoji"
+        elif c == "\n":
+            self.utf16 += 1
+            self.result.append("\n")
+            self.can_start_quote = True
+            self.i += 1
+            return
+        elif c == ">" and self.can_start_quote:
+            if self.have_quote:
+                self.i += 1
+                return
+            kind = "blockquote"
+            self.have_quote = True
+        else:
+            raise _reserved_error(c)
+        self.nested.append(
+            _Open(kind, argument, self.utf16, self.byte_offset(start), len(self.result))
+        )
+        self.i += 1
+
+    def open_pre(self) -> str:
+        """Past a pre block's ```` ``` ````, its language and line end; the language."""
+        text, n = self.text, self.n
+        self.i += 3
+        argument = ""
+        lang_end = self.i
+        while lang_end < n and not text[lang_end].isspace() and text[lang_end] != "`":
+            lang_end += 1
+        if self.i != lang_end and lang_end < n and text[lang_end] != "`":
+            argument = text[self.i : lang_end]
+            self.i = lang_end
+        if self.at(self.i) in ("\n", "\r"):
+            if self.at(self.i + 1) in ("\n", "\r") and self.at(self.i) != self.at(self.i + 1):
+                self.i += 2
+            else:
+                self.i += 1
+        self.i -= 1
+        return argument
+
+    def close(self, c: str) -> None:
+        """End the innermost entity at ``c``."""
+        entry = self.nested[-1]
+        kind = entry.kind
         if c == "\n" and kind != "blockquote":
             # Only an expandable-quote marker "||" may sit right before the
             # newline that ends a quote; anything else is an unclosed entity.
-            if kind != "spoiler" or entry[3] != byte_offset(i) - 2:
-                raise cant_find_end(entry)
-            nested.pop()
-            entry = nested[-1]
-            kind = entry[0]
-            if kind != "blockquote":
-                raise cant_find_end(entry)
+            if kind != "spoiler" or entry.byte != self.byte_offset(self.i) - 2:
+                raise self.cant_find_end(entry)
+            self.nested.pop()
+            entry = self.nested[-1]
+            if entry.kind != "blockquote":
+                raise self.cant_find_end(entry)
             kind = "expandable_blockquote"
-        skip = utf16 == entry[2]
+        skip = self.utf16 == entry.utf16
         extra: dict[str, Any] = {}
         if kind in ("underline", "spoiler"):
-            i += 1
+            self.i += 1
         elif kind == "pre":
-            i += 2
-            if entry[1]:
-                extra["language"] = entry[1]
+            self.i += 2
+            if entry.argument:
+                extra["language"] = entry.argument
         elif kind == "text_link":
-            if at(i + 1) != "(":
-                url = "".join(result[entry[4] :])
-            else:
-                i += 2
-                url_start = i
-                url_chars: list[str] = []
-                while i < n and text[i] != ")":
-                    if text[i] == "\\" and at(i + 1) and 0 < ord(at(i + 1)) <= 126:
-                        url_chars.append(text[i + 1])
-                        i += 2
-                        continue
-                    url_chars.append(text[i])
-                    i += 1
-                if at(i) != ")":
-                    raise MarkdownV2Error(
-                        f"Can't find end of a URL at byte offset {byte_offset(url_start)}"
-                    )
-                url = "".join(url_chars)
+            url = self.link_url(entry)
             if _PARSER_URL_RE.match(url):
                 extra["url"] = url
             else:
                 skip = True
         elif kind == "custom_emoji":
-            if at(i + 1) != "(":
-                raise MarkdownV2Error("Custom emoji entity must contain a tg://emoji URL")
-            close = text.find(")", i + 2)
-            if close < 0:
-                raise MarkdownV2Error(
-                    f"Can't find end of a custom emoji URL at byte offset {byte_offset(i + 2)}"
-                )
-            i = close
+            self.skip_emoji_url()
         elif kind in ("blockquote", "expandable_blockquote"):
-            have_quote = False
-            result.append(c)
-            can_start_quote = True
-            utf16 += 1
+            self.have_quote = False
+            self.result.append(c)
+            self.can_start_quote = True
+            self.utf16 += 1
             skip = False
         if not skip:
-            entities.append({"type": kind, "offset": entry[2], "length": utf16 - entry[2], **extra})
-        nested.pop()
-        i += 1
+            length = self.utf16 - entry.utf16
+            self.entities.append({"type": kind, "offset": entry.utf16, "length": length, **extra})
+        self.nested.pop()
 
-    if have_quote:
-        kind = "blockquote"
-        if nested[-1][0] == "spoiler" and nested[-1][3] == len(text.encode("utf-8")) - 2:
-            nested.pop()
-            kind = "expandable_blockquote"
-        if nested[-1][0] == "blockquote":
-            entry = nested.pop()
-            if utf16 != entry[2]:
-                entities.append({"type": kind, "offset": entry[2], "length": utf16 - entry[2]})
-    if nested:
-        raise cant_find_end(nested[-1])
-    entities.sort(key=lambda e: (e["offset"], -e["length"]))
-    return ParsedText("".join(result), tuple(entities))
+    def link_url(self, entry: _Open) -> str:
+        """The URL of the link ending at the cursor's ``]``: its ``(...)``, or its text."""
+        text, n = self.text, self.n
+        if self.at(self.i + 1) != "(":
+            return "".join(self.result[entry.index :])
+        self.i += 2
+        url_start = self.i
+        url_chars: list[str] = []
+        while self.i < n and text[self.i] != ")":
+            if text[self.i] == "\\" and self.at(self.i + 1) and 0 < ord(self.at(self.i + 1)) <= 126:
+                url_chars.append(text[self.i + 1])
+                self.i += 2
+                continue
+            url_chars.append(text[self.i])
+            self.i += 1
+        if self.at(self.i) != ")":
+            raise MarkdownV2Error(
+                f"Can't find end of a URL at byte offset {self.byte_offset(url_start)}"
+            )
+        return "".join(url_chars)
+
+    def skip_emoji_url(self) -> None:
+        if self.at(self.i + 1) != "(":
+            raise MarkdownV2Error("Custom emoji entity must contain a tg://emoji URL")
+        close = self.text.find(")", self.i + 2)
+        if close < 0:
+            raise MarkdownV2Error(
+                "Can't find end of a custom emoji URL at byte offset "
+                f"{self.byte_offset(self.i + 2)}"
+            )
+        self.i = close
+
+    def finish(self) -> ParsedText:
+        nested = self.nested
+        if self.have_quote:
+            kind = "blockquote"
+            end = len(self.text.encode("utf-8"))
+            if nested[-1].kind == "spoiler" and nested[-1].byte == end - 2:
+                nested.pop()
+                kind = "expandable_blockquote"
+            if nested[-1].kind == "blockquote":
+                entry = nested.pop()
+                if self.utf16 != entry.utf16:
+                    length = self.utf16 - entry.utf16
+                    self.entities.append({"type": kind, "offset": entry.utf16, "length": length})
+        if nested:
+            raise self.cant_find_end(nested[-1])
+        self.entities.sort(key=lambda e: (e["offset"], -e["length"]))
+        return ParsedText("".join(self.result), tuple(self.entities))

@@ -22,7 +22,7 @@ from test_metrics import figures, moved
 
 from hermes_trio.config import ConfigError, load_config
 from hermes_trio.server.errors import APIError
-from hermes_trio.server.turns import AUTO_START, TurnSlots
+from hermes_trio.server.turn_slots import AUTO_START, TurnSlots
 from hermes_trio.serving.admission import AdaptiveLimit, FixedLimit, Refused
 from hermes_trio.serving.capacity import (
     FILES_PER_CONNECTION,

@@ -11,7 +11,7 @@ import pytest
 from support import api_stack
 
 import hermes_trio.server.page
-from hermes_trio.cli.serve import page_url
+from hermes_trio.cli.serve_shared import page_url
 from hermes_trio.server.page.route import (
     ASSETS,
     CONTENT_SECURITY_POLICY,

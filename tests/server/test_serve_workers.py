@@ -19,7 +19,7 @@ import trio
 from support import ServeProcess, clean_env, make_config, run_cli, start_serve
 from test_connections import Reader, eof, request_bytes
 
-from hermes_trio.cli.serve import STOP_GRACE
+from hermes_trio.cli.serve_shared import STOP_GRACE
 from hermes_trio.config import ApiServerConfig
 from hermes_trio.server.run import open_api_server
 from hermes_trio.serving import listening_socket

@@ -38,7 +38,7 @@ from ..request_log import current_record
 from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
 from ..state import ServerState
 from ..store import wall_clock
-from ..turns import TurnHold, turn_options
+from ..turn_slots import TurnHold, turn_options
 from .request import ChatRequest, parse_chat_request
 from .stream import ChatStreamBody, untold_failure
 

@@ -35,13 +35,15 @@ visible as they are built.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import trio
 
+from ...agent import HeldCalls
+from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
 from ...turn import INTERNAL_ERROR, Turn, TurnResult
@@ -49,8 +51,8 @@ from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent
 from ..bodies import StreamedBody
 from ..request_log import current_record
 from ..state import ServerState
-from ..store import StoredResponse, StoreError, wall_clock
-from ..turns import TurnHold, turn_options
+from ..store import HeldApproval, StoredResponse, StoreError, wall_clock
+from ..turn_slots import TurnHold, turn_options
 from .request import ResponsesRequest
 
 __all__ = ["FollowBody", "LiveResponse", "LiveResponses"]
@@ -150,24 +152,37 @@ class LiveResponses:
         *,
         inherited: int = 0,
         tool_events: bool = False,
+        held: HeldCalls | None = None,
+        approved: Mapping[str, str] | None = None,
+        response_id: str | None = None,
     ) -> LiveResponse:
         """Start a response's turn; returns once the response is stored (when
         it is to be) and running, so a store failure is the request's error.
         The first ``inherited`` messages of ``conversation`` are the previous
         response's. ``tool_events`` shows the agent's own tool runs in its
-        stream."""
+        stream. ``held`` are the previous response's held calls, settled
+        (``approved``: the approval ids of those that run, by call id)."""
         state = self.state
         # Streamed upstream whenever someone may watch the events.
         model, kwargs = turn_options(
             state.agent, state.settings, req, True if req.stream or req.background else None
         )
+        if req.store:
+            # A flagged call ends the response with an mcp_approval_request;
+            # the answer comes with a later request, on any process.
+            kwargs["approvals"] = ApprovalChannel(
+                timeout=state.agent.config.approval_timeout("api_server"), defer=True
+            )
+        if held is not None:
+            kwargs["held"] = held
         builder = ResponseBuilder(
-            new_response_id(),
+            response_id or new_response_id(),
             created_at=int(wall_clock()),
             model=model,
             echo=req.echo,
             clock=wall_clock,
             tool_events=tool_events,
+            approved_calls=approved,
         )
         live = LiveResponse(
             builder.id,
@@ -344,6 +359,8 @@ class LiveResponses:
         try:
             if stored:
                 try:
+                    # Held first: once the ending shows, they can be answered.
+                    await self.state.store.hold_approvals(_held(live))
                     await self.state.store.finish(
                         live.id,
                         status=builder.status,
@@ -380,6 +397,23 @@ class LiveResponses:
 
 def _nothing() -> None:
     pass
+
+
+def _held(live: LiveResponse) -> list[HeldApproval]:
+    """The approvals the response asks for, as the store keeps them (their
+    trio deadlines as Unix seconds)."""
+    now, wall = trio.current_time(), wall_clock()
+    return [
+        HeldApproval(
+            asked.id,
+            live.owner,
+            live.id,
+            asked.call_id,
+            asked.reason,
+            wall + asked.deadline - now,
+        )
+        for asked in live.builder.approval_requests
+    ]
 
 
 def _ending_start(events: list[ResponseEvent]) -> int:

@@ -6,7 +6,7 @@ API sessions and chat conversations, and which process runs what.
 (``store.url``) implement it with the same statements. Several processes
 may share one store: ``serve --workers``, several ``serve`` instances, the
 gateway. See :mod:`.runners` for how a process that died is noticed and
-:mod:`.duties` for the signals by which processes ask each other to stop a
+:mod:`.signals` for the signals by which processes ask each other to stop a
 turn.
 
 Stored responses. A row holds the response object, its own part of the
@@ -22,7 +22,10 @@ into them first, so a chain never breaks. Stream events live in their own
 table, keyed by (response id, sequence number), so a dropped client can
 resume after the last event it saw — from any process, a page at a time;
 they are written only while their response's row exists. The input and
-output items are indexed by (owner, item id).
+output items are indexed by (owner, item id). The tool calls a response
+holds for a person's answer (``mcp_approval_request`` items) are rows of
+their own, keyed by approval id, so one answer counts whichever process
+takes it; they go with their response.
 
 Events reach clients only once they are stored (the server's event log
 shows a batch after its transaction committed), so after a crash a
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 from .base import (
     Claim,
+    HeldApproval,
     Signal,
     Store,
     StoredResponse,
@@ -56,16 +60,17 @@ from .base import (
     owner_scope,
     wall_clock,
 )
-from .duties import SIGNAL_POLL, SignalHandlers, keep_store
 from .opening import open_store, store_path
 from .postgres import PostgresStore
 from .private import install_secret
+from .signals import SIGNAL_POLL, SignalHandlers, keep_store
 from .sqlite import DB_FILENAME, SQLiteStore, store_failure
 
 __all__ = [
     "DB_FILENAME",
     "SIGNAL_POLL",
     "Claim",
+    "HeldApproval",
     "PostgresStore",
     "SQLiteStore",
     "Signal",

@@ -21,6 +21,7 @@ from .runners import Runner
 
 __all__ = [
     "Claim",
+    "HeldApproval",
     "Signal",
     "Store",
     "StoreError",
@@ -94,6 +95,22 @@ class StoredResponse:
     ``previous_response_id``, while that exists): the first ``inherited``
     messages are stored there, once, not again with this one."""
     inherited: int = 0
+
+
+@dataclass(frozen=True)
+class HeldApproval:
+    """A tool call a response holds for a person's answer (its
+    ``mcp_approval_request`` item): whose it is, which call of the stored
+    conversation, why it needs approval, until when (Unix seconds) it may
+    be answered, and the response that answered it (None while open)."""
+
+    id: str
+    owner: str
+    response_id: str
+    call_id: str
+    reason: str
+    expires_at: float
+    answered_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +189,16 @@ class Store(Protocol):
         the first ``limit`` of them when given (a page)."""
 
     async def delete(self, response_id: str, owner: str) -> bool: ...
+
+    async def hold_approvals(self, held: Sequence[HeldApproval]) -> None:
+        """Record the approvals a response holds (they go with it)."""
+
+    async def held_approval(self, approval_id: str) -> HeldApproval | None:
+        """The held approval ``approval_id``, answered or not, whoever's."""
+
+    async def take_approval(self, approval_id: str, answered_by: str) -> bool:
+        """Mark it answered by response ``answered_by``; False when it was
+        answered already (by this or any other process): one answer counts."""
 
     async def recover_interrupted(self) -> int:
         """End the responses left ``in_progress`` by processes that are gone

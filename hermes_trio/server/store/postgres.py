@@ -137,6 +137,15 @@ _MIGRATIONS: list[tuple[int, list[str | Callable[[sql.Db], None]]]] = [
             sql.compact_chains,
         ],
     ),
+    (
+        7,
+        [
+            "CREATE TABLE response_approvals (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+            "response_id TEXT NOT NULL, call_id TEXT NOT NULL, reason TEXT NOT NULL, "
+            "expires_at DOUBLE PRECISION NOT NULL, answered_by TEXT)",
+            "CREATE INDEX response_approvals_by_response ON response_approvals (response_id)",
+        ],
+    ),
 ]
 
 

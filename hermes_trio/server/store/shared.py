@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from ...wire.responses_out import ResponseEvent
 from . import statements as sql
-from .base import Claim, Signal, StoredResponse
+from .base import Claim, HeldApproval, Signal, StoredResponse
 from .grouped import GroupedWrites
 from .runners import Runner
 
@@ -114,6 +114,18 @@ class SQLStore:
 
     async def delete(self, response_id: str, owner: str) -> bool:
         return await self._write(partial(sql.delete, response_id=response_id, owner=owner))
+
+    async def hold_approvals(self, held: Sequence[HeldApproval]) -> None:
+        if held:
+            await self._write(partial(sql.hold_approvals, held=held))
+
+    async def held_approval(self, approval_id: str) -> HeldApproval | None:
+        return await self._read(partial(sql.held_approval, approval_id=approval_id))
+
+    async def take_approval(self, approval_id: str, answered_by: str) -> bool:
+        return await self._write(
+            partial(sql.take_approval, approval_id=approval_id, answered_by=answered_by)
+        )
 
     async def recover_interrupted(self) -> int:
         count = await self._write(partial(sql.recover, me=self.runner, now=self.clock()))

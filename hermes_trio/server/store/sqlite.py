@@ -41,7 +41,7 @@ log = logging.getLogger("hermes_trio.server.store")
 T = TypeVar("T")
 
 DB_FILENAME = "responses.sqlite3"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """2: events, reservations. 3: the item index. 4: runners, conversations,
 signals. 5: chat settings. 6: a response's own messages and a reference to the one it
 continues (``parent_id``, ``inherited``), instead of the whole conversation
@@ -140,6 +140,20 @@ ALTER TABLE responses ADD COLUMN inherited INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX responses_by_parent ON responses (parent_id);
 """
 
+# Tool calls a response holds for a person's answer (mcp_approval_request).
+_SCHEMA_V7 = """
+CREATE TABLE response_approvals (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    answered_by TEXT
+) WITHOUT ROWID;
+CREATE INDEX response_approvals_by_response ON response_approvals (response_id);
+"""
+
 # The gateway's small settings that outlive a restart (``/verbose`` per chat,
 # the long-tool hint a user has seen), by key.
 _SCHEMA_V5_CHAT_SETTINGS = """
@@ -177,6 +191,7 @@ _MIGRATIONS: list[tuple[int, list[str | Callable[[sql.Db], None]]]] = [
     (4, [*_statements(_SCHEMA_V4)]),
     (5, [*_statements(_SCHEMA_V5_CHAT_SETTINGS)]),
     (6, [*_statements(_SCHEMA_V6), sql.compact_chains]),
+    (7, [*_statements(_SCHEMA_V7)]),
 ]
 
 

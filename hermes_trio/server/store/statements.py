@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from ...agent import INTERRUPTED_MARK
 from ...wire.responses_out import ResponseEvent
 from ...wire.responses_replay import output_text, replay_output
-from .base import Claim, Signal, StoredResponse, dumps
+from .base import Claim, HeldApproval, Signal, StoredResponse, dumps
 from .runners import Runner, RunnerRow, is_dead
 
 __all__ = ["Cursor", "Db", "Rows"]
@@ -325,6 +325,39 @@ def _forget_rest(db: Db, ids: list[tuple[str]]) -> None:
     db.executemany("DELETE FROM response_events WHERE response_id = ?", ids)
     db.executemany(FORGET_RESERVATION, ids)
     db.executemany(FORGET_ITEMS, ids)
+    db.executemany(FORGET_APPROVALS, ids)
+
+
+# -- approvals held for a later request -----------------------------------------
+
+FORGET_APPROVALS = "DELETE FROM response_approvals WHERE response_id = ?"
+
+
+def hold_approvals(db: Db, held: Sequence[HeldApproval]) -> None:
+    db.executemany(
+        "INSERT INTO response_approvals "
+        "(id, owner, response_id, call_id, reason, expires_at) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (id) DO NOTHING",
+        [(h.id, h.owner, h.response_id, h.call_id, h.reason, h.expires_at) for h in held],
+    )
+
+
+def held_approval(db: Db, approval_id: str) -> HeldApproval | None:
+    row = db.execute(
+        "SELECT id, owner, response_id, call_id, reason, expires_at, answered_by "
+        "FROM response_approvals WHERE id = ?",
+        (approval_id,),
+    ).fetchone()
+    return None if row is None else HeldApproval(*row)
+
+
+def take_approval(db: Db, approval_id: str, answered_by: str) -> bool:
+    """Mark the approval answered, unless it was already: only one answer counts."""
+    cursor = db.execute(
+        "UPDATE response_approvals SET answered_by = ? WHERE id = ? AND answered_by IS NULL",
+        (answered_by, approval_id),
+    )
+    return cursor.rowcount == 1
 
 
 def prune(db: Db, cutoff: float, keep: int) -> int:

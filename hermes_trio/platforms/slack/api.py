@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 import httpx
 
-from ..consumers.messenger import PlatformError, RateLimited
-from ..redaction import redact, register_secret
-from ..retry import parse_retry_after
-from .base import CredentialsRejected
-from .http import download, send_request
+from ...consumers.messenger import PlatformError, RateLimited
+from ...redaction import redact, register_secret
+from ...retry import parse_retry_after
+from ..base import CredentialsRejected
+from ..http import download, send_request
 
 __all__ = [
     "TOKEN_SETTINGS",

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from hermes_trio.cli.shell import (
+from hermes_trio.cli.process import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from hermes_trio.tools.shell_syntax import (
+from hermes_trio.command_check.shell_syntax import (
     Arith,
     Array,
     CmdSub,
@@ -40,7 +40,7 @@ from hermes_trio.tools.shell_syntax import (
     Var,
     Word,
 )
-from hermes_trio.tools.shell_words import word_literal
+from hermes_trio.command_check.shell_words import word_literal
 
 __all__ = ["Facts", "Known", "assignment", "facts_of"]
 

@@ -13,11 +13,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
-from hermes_trio.tools.command_programs import NO_FEED, NOTHING, Feed, Output
-from hermes_trio.tools.command_rules import words_text
-from hermes_trio.tools.shell_options import NO_OPTIONS, OptionSpec, Scan, names
-from hermes_trio.tools.shell_paths import HERE, SYSTEM, Place, is_temporary_root
-from hermes_trio.tools.shell_words import (
+from hermes_trio.command_check.programs import NO_FEED, NOTHING, Feed, Output
+from hermes_trio.command_check.rules import words_text
+from hermes_trio.command_check.shell_options import NO_OPTIONS, OptionSpec, Scan, names
+from hermes_trio.command_check.shell_paths import HERE, SYSTEM, Place, is_temporary_root
+from hermes_trio.command_check.shell_words import (
     UNKNOWN,
     Segment,
     Value,

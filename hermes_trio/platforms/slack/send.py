@@ -28,16 +28,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import trio
 
-from ..consumers.messenger import Button, Capabilities, PlatformError, RateLimited
-from .slack_api import SlackApiError
-from .slack_format import to_mrkdwn
-
-if TYPE_CHECKING:
-    from .slack import SlackAdapter
+from ...consumers.messenger import Button, Capabilities, PlatformError, RateLimited
+from .api import SlackApiError
+from .format import to_mrkdwn
 
 __all__ = [
     "NO_STREAMS",
@@ -45,6 +42,7 @@ __all__ = [
     "SLACK_STREAM_CAPABILITIES",
     "STREAM_OVER",
     "OpenStreams",
+    "SlackHost",
     "SlackMessenger",
     "SlackStreamMessenger",
 ]
@@ -75,10 +73,26 @@ NO_STREAMS = frozenset(
 STREAM_OVER = frozenset({"message_not_in_streaming_state"})
 
 
+class SlackHost(Protocol):
+    """What a messenger needs of its adapter (``SlackAdapter`` is one): Slack's
+    Web API and the adapter's record of streams."""
+
+    streams: OpenStreams
+    streams_unavailable: bool
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One Web API call; ``SlackApiError`` when Slack says no."""
+        ...
+
+    def streams_refused(self, error: str) -> None:
+        """The workspace refused the streaming methods: edits from now on."""
+        ...
+
+
 class SlackMessenger:
     capabilities = SLACK_CAPABILITIES
 
-    def __init__(self, adapter: SlackAdapter, channel: str, thread: str | None = None) -> None:
+    def __init__(self, adapter: SlackHost, channel: str, thread: str | None = None) -> None:
         self._adapter = adapter
         self.channel = channel
         self.thread = thread
@@ -202,7 +216,7 @@ class SlackStreamMessenger(SlackMessenger):
 
     def __init__(
         self,
-        adapter: SlackAdapter,
+        adapter: SlackHost,
         channel: str,
         thread: str,
         *,

@@ -17,7 +17,7 @@ A :class:`Value` is a tuple of segments ``(kind, text)``:
 ``unknown``  anything at all, including empty, ``/`` or several words
 
 Which variable is which is the caller's knowledge (:class:`Expander`);
-:mod:`hermes_trio.tools.shell_paths` says how much of the file system a
+:mod:`hermes_trio.command_check.shell_paths` says how much of the file system a
 path can reach.  Pure functions, no I/O.
 """
 
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from hermes_trio.tools.shell_syntax import (
+from hermes_trio.command_check.shell_syntax import (
     Arith,
     Array,
     CmdSub,

@@ -1,7 +1,7 @@
 """The Discord Gateway protocol as a state machine that never touches a
 socket or a clock.
 
-The trio shell around it (``discord.py``) opens websockets, feeds every
+The trio shell around it (``adapter.py``) opens websockets, feeds every
 received text frame to :meth:`GatewayProtocol.receive` with the current
 time, calls :meth:`GatewayProtocol.heartbeat_due` when
 :attr:`GatewayProtocol.heartbeat_at` has come, and tells it when a socket

@@ -2,7 +2,7 @@
 command runs.
 
 A :class:`Place` holds the directories a command may be running in, as
-segments (see :mod:`hermes_trio.tools.shell_words`; ``start`` is the
+segments (see :mod:`hermes_trio.command_check.shell_words`; ``start`` is the
 directory the whole command started in, ``pwd`` in an argument is the
 current one), and the absolute path of that start directory when it is
 known.  A relative argument is rooted in each of them before it is judged,
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hermes_trio.tools.shell_words import UNKNOWN, Segment, Value, literal
+from hermes_trio.command_check.shell_words import UNKNOWN, Segment, Value, literal
 
 __all__ = [
     "HERE",

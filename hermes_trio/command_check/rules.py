@@ -1,11 +1,11 @@
 """The rules of the dangerous-command table (see
-:mod:`hermes_trio.tools.command_policy` for the table and how commands are
+:mod:`hermes_trio.command_check.policy` for the table and how commands are
 read): what each rule key means and the checks on one command's arguments.
 
 A rule gets a :class:`RuleContext` (to flag what it finds, to measure a
 path where the command runs, to judge a script an option holds) and the
 command's expanded arguments and words.  Options are read with the one
-option scanner (:mod:`hermes_trio.tools.shell_options`).  Pure functions.
+option scanner (:mod:`hermes_trio.command_check.shell_options`).  Pure functions.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
-from hermes_trio.tools.shell_options import OptionSpec, names, scan
-from hermes_trio.tools.shell_paths import HERE, SYSTEM
-from hermes_trio.tools.shell_words import Value, literal
+from hermes_trio.command_check.shell_options import OptionSpec, names, scan
+from hermes_trio.command_check.shell_paths import HERE, SYSTEM
+from hermes_trio.command_check.shell_words import Value, literal
 
 __all__ = [
     "DANGEROUS_PATTERNS",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hermes_trio.tools.shell_words import Value, lit_value, literal
+from hermes_trio.command_check.shell_words import Value, lit_value, literal
 
 __all__ = ["NO_OPTIONS", "Opt", "OptionSpec", "Scan", "names", "scan"]
 

@@ -2,7 +2,7 @@
 limits, and Discord's errors turned into ours.
 
 Every call names its route template and major parameter, so the rate-limit
-bookkeeping (``discord_ratelimit``) keys buckets the way Discord does. A
+bookkeeping (``ratelimit``) keys buckets the way Discord does. A
 call whose bucket is spent (or during a global limit) raises
 ``RateLimited`` without going out; a 429 raises it with Discord's
 ``retry_after``.
@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import trio
 
-from ..consumers.messenger import PlatformError, RateLimited
-from ..redaction import redact, register_secret
-from .base import CredentialsRejected
-from .discord_gateway import TOKEN_REJECTED
-from .discord_ratelimit import RateLimits, RouteKey
-from .http import download, send_request
+from ...consumers.messenger import PlatformError, RateLimited
+from ...redaction import redact, register_secret
+from ..base import CredentialsRejected
+from ..http import download, send_request
+from .gateway import TOKEN_REJECTED
+from .ratelimit import RateLimits, RouteKey
 
 __all__ = ["DiscordApiError", "DiscordRest", "TokenRejected"]
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from .base import Attachment, InboundMessage
+from ..base import Attachment, InboundMessage
 
 __all__ = ["SeenMessages", "mentions_bot", "strip_mentions", "to_inbound"]
 

@@ -3,15 +3,15 @@ the REST API (httpx).
 
 ``run`` asks ``GET /users/@me`` (a wrong token shows here, before the
 gateway starts) and ``GET /gateway/bot`` for the websocket URL, then keeps
-one gateway connection open: the protocol (``discord_gateway``) decides,
+one gateway connection open: the protocol (``gateway``) decides,
 this module does the I/O and the waiting, on trio's clock. Losing the
 connection is routine for Discord bots; the adapter resumes the session
 (Discord replays what it missed) and logs one warning when an outage
 starts and one line when it ends, never one per attempt.
 
 Which messages are answered, and how they become ``InboundMessage``s, is
-``discord_messages``; the REST calls and their rate limits are
-``discord_rest``. Nothing is answered twice: the ids of recently handed
+``messages``; the REST calls and their rate limits are
+``rest``. Nothing is answered twice: the ids of recently handed
 over messages are kept, and a replayed one is dropped.
 """
 
@@ -29,11 +29,13 @@ import httpx
 import trio
 import trio_websocket
 
-from ..config import DiscordConfig
-from ..consumers.messenger import Button, Capabilities, PlatformError
-from ..retry import Backoff
-from .base import ButtonPress, CredentialsRejected, InboundMessage
-from .discord_gateway import (
+from ...config import DiscordConfig
+from ...consumers.messenger import Button, Capabilities, PlatformError
+from ...retry import Backoff
+from ..base import ButtonPress, CredentialsRejected, InboundMessage
+from ..http import allow_list, user_allowed
+from ..websocket import open_websocket
+from .gateway import (
     RESUME_CLOSE_CODE,
     Dispatch,
     Fatal,
@@ -41,10 +43,8 @@ from .discord_gateway import (
     Reconnect,
     Send,
 )
-from .discord_messages import SeenMessages, to_inbound
-from .discord_rest import UNKNOWN_MESSAGE, DiscordApiError, DiscordRest, TokenRejected
-from .http import allow_list, user_allowed
-from .websocket import open_websocket
+from .messages import SeenMessages, to_inbound
+from .rest import UNKNOWN_MESSAGE, DiscordApiError, DiscordRest, TokenRejected
 
 __all__ = [
     "DISCORD_CAPABILITIES",
@@ -55,7 +55,7 @@ __all__ = [
     "GatewaySocket",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("hermes_trio.platforms.discord")
 
 # Discord's API is written in Python and measures content with len(), in
 # code points (staff answer in discord/discord-api-docs#1315): "chars".

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hermes_trio.tools.shell_options import NO_OPTIONS, OptionSpec, names, scan
-from hermes_trio.tools.shell_syntax import decode_escapes
-from hermes_trio.tools.shell_words import Value, literal, placeholder_text
+from hermes_trio.command_check.shell_options import NO_OPTIONS, OptionSpec, names, scan
+from hermes_trio.command_check.shell_syntax import decode_escapes
+from hermes_trio.command_check.shell_words import Value, literal, placeholder_text
 
 __all__ = [
     "DOWNLOADERS",

@@ -5,7 +5,7 @@ Two tokens: the app-level token (``xapp-…``) only opens Socket Mode
 connections (``apps.connections.open`` gives a one-time websocket URL); the
 bot token (``xoxb-…``) does everything else. Every envelope is acknowledged
 (``{"envelope_id": …}``) the moment it arrives, before any work, so Slack
-has no reason to send it again; ``slack_events.EventSieve`` drops it when it
+has no reason to send it again; ``events.EventSieve`` drops it when it
 does anyway. A ``disconnect`` envelope (Slack refreshes connections every
 few hours) opens the next connection at once — except ``link_disabled``
 (Socket Mode turned off), which is waited out like an outage; a dropped
@@ -13,7 +13,7 @@ socket, a connection quiet for ``ping_interval`` whose ping goes
 unanswered, or an unreachable Slack is retried with capped backoff, logged
 once when the outage begins and once when it ends.
 
-The Web API is in ``slack_api``; sending in ``slack_send``: edits
+The Web API is in ``api``; sending in ``send``: edits
 (``chat.update``) by default, Slack's streaming methods with ``transport:
 stream`` (where this adapter also stops streams left idle).
 """
@@ -31,21 +31,21 @@ import httpx
 import trio
 import trio_websocket
 
-from ..config import SlackConfig
-from ..consumers.messenger import Messenger, PlatformError
-from ..exception_groups import leaves
-from ..redaction import redact
-from ..retry import Backoff
-from .base import Attachment, ButtonPress, InboundMessage
-from .http import allow_list, user_allowed
-from .slack_api import SlackTokenRejected, SlackWebApi, TokenKind
-from .slack_events import EventSieve, SlackQuestion
-from .slack_send import OpenStreams, SlackMessenger, SlackStreamMessenger
-from .websocket import open_websocket
+from ...config import SlackConfig
+from ...consumers.messenger import Messenger, PlatformError
+from ...exception_groups import leaves
+from ...redaction import redact
+from ...retry import Backoff
+from ..base import Attachment, ButtonPress, InboundMessage
+from ..http import allow_list, user_allowed
+from ..websocket import open_websocket
+from .api import SlackTokenRejected, SlackWebApi, TokenKind
+from .events import EventSieve, SlackQuestion
+from .send import OpenStreams, SlackMessenger, SlackStreamMessenger
 
 __all__ = ["SlackAdapter"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("hermes_trio.platforms.slack")
 
 # Socket Mode messages are small; this bounds a misbehaving peer.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024

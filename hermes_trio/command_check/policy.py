@@ -1,7 +1,7 @@
 """Which shell commands need the user's approval before the terminal tool runs
 them: the rule table and the judge that applies it to a parsed command.
 
-The command is parsed (:mod:`hermes_trio.tools.shell_syntax`), not matched as
+The command is parsed (:mod:`hermes_trio.command_check.shell_syntax`), not matched as
 text, so quoting (``\\rm``, ``"rm"``, ``r''m``, ``$'\\x72m'``), line
 continuations and brace expansion cannot hide a command name, and ``echo
 "rm -rf /"`` or ``grep reboot log.txt`` are not mistaken for one.  Every
@@ -133,8 +133,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from hermes_trio.tools.command_judge import CommandJudge, OverBudget
-from hermes_trio.tools.command_rules import DANGEROUS_PATTERNS, DangerPattern
+from hermes_trio.command_check.judge import CommandJudge, OverBudget
+from hermes_trio.command_check.rules import DANGEROUS_PATTERNS, DangerPattern
 
 __all__ = [
     "MAX_COMMAND_LENGTH",

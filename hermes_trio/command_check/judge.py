@@ -2,10 +2,10 @@
 the shell would run it, keeping track of where the command is (``cd``),
 what its variables hold, which functions, aliases and traps it defined and
 which files it downloaded or wrote, and applies the rules
-(:mod:`hermes_trio.tools.command_rules`) to every simple command it finds,
+(:mod:`hermes_trio.command_check.rules`) to every simple command it finds,
 after unwrapping the commands that run other commands
-(:mod:`hermes_trio.tools.command_wrappers`).  Every step counts work
-against a budget; :mod:`hermes_trio.tools.command_policy` holds the rule
+(:mod:`hermes_trio.command_check.wrappers`).  Every step counts work
+against a budget; :mod:`hermes_trio.command_check.policy` holds the rule
 table and the entry points.  Pure.
 """
 
@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hermes_trio.tools.command_programs import (
+from hermes_trio.command_check.programs import (
     DOWNLOADERS,
     NO_FEED,
     NOTHING,
@@ -30,16 +30,15 @@ from hermes_trio.tools.command_programs import (
     output_of,
     program_source,
 )
-from hermes_trio.tools.command_rules import (
+from hermes_trio.command_check.rules import (
     ARGUMENT_RULES,
     device_write,
     rule_for,
     shorten,
     words_text,
 )
-from hermes_trio.tools.command_wrappers import HOME, WRAPPERS, Call
-from hermes_trio.tools.shell_options import OptionSpec, Scan, scan
-from hermes_trio.tools.shell_paths import (
+from hermes_trio.command_check.shell_options import OptionSpec, Scan, scan
+from hermes_trio.command_check.shell_paths import (
     START,
     Place,
     breadth,
@@ -47,7 +46,7 @@ from hermes_trio.tools.shell_paths import (
     normalize_dir,
     rooted,
 )
-from hermes_trio.tools.shell_syntax import (
+from hermes_trio.command_check.shell_syntax import (
     COMMAND_COST,
     MAX_DEPTH,
     PLACEHOLDERS,
@@ -64,8 +63,8 @@ from hermes_trio.tools.shell_syntax import (
     Word,
     parse,
 )
-from hermes_trio.tools.shell_variables import Facts, Known, assignment, facts_of
-from hermes_trio.tools.shell_words import (
+from hermes_trio.command_check.shell_variables import Facts, Known, assignment, facts_of
+from hermes_trio.command_check.shell_words import (
     UNKNOWN,
     Segment,
     Value,
@@ -76,6 +75,7 @@ from hermes_trio.tools.shell_words import (
     placeholder_text,
     word_literal,
 )
+from hermes_trio.command_check.wrappers import HOME, WRAPPERS, Call
 
 __all__ = ["CommandJudge", "OverBudget"]
 

@@ -47,19 +47,19 @@ from typing import Any
 import httpx
 import trio
 
-from ..config import TelegramConfig
-from ..consumers.messenger import (
+from ...config import TelegramConfig
+from ...consumers.messenger import (
     Button,
     Capabilities,
     DraftRefused,
     PlatformError,
     RateLimited,
 )
-from ..redaction import redact, register_secret
-from ..retry import Backoff, parse_retry_after
-from .base import Attachment, ButtonPress, CredentialsRejected, InboundMessage
-from .http import allow_list, download, send_request, user_allowed
-from .telegram_format import to_markdown_v2
+from ...redaction import redact, register_secret
+from ...retry import Backoff, parse_retry_after
+from ..base import Attachment, ButtonPress, CredentialsRejected, InboundMessage
+from ..http import allow_list, download, send_request, user_allowed
+from .format import to_markdown_v2
 
 __all__ = [
     "TELEGRAM_CAPABILITIES",
@@ -71,7 +71,7 @@ __all__ = [
     "TokenRejected",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("hermes_trio.platforms.telegram")
 
 TELEGRAM_CAPABILITIES = Capabilities(
     can_edit=True, max_length=4096, length_unit="utf16", buttons=True

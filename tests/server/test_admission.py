@@ -182,7 +182,11 @@ async def test_the_lag_watch_measures_a_blocked_loop_on_the_clock(
 
 
 async def test_auto_refuses_at_once_with_the_error_json_and_counts_it() -> None:
-    script = [TextReply("hello"), TextReply("again")]
+    script = [
+        TextReply("hello"),
+        TextReply(tokens=["a ", "b ", "c"], delay=0.2),
+        TextReply("again"),
+    ]
     async with api_stack(script, api={"max_concurrent": "auto"}) as (api, _):
         root = api.base_url.removesuffix("/v1")
         limits = api.state.slots.limits
@@ -194,6 +198,17 @@ async def test_auto_refuses_at_once_with_the_error_json_and_counts_it() -> None:
             assert before[("hermes_admission_limit", ())] == AUTO_START
             ok = await http.post(f"{api.base_url}/chat/completions", json=CHAT)
             assert ok.status_code == 200, ok.text
+            slots = api.state.slots
+            streamed = {**CHAT, "stream": True}
+            seen: list[tuple[int, int]] = []
+            async with http.stream("POST", f"{api.base_url}/chat/completions", json=streamed) as s:
+                async for _ in s.aiter_bytes():
+                    seen.append((slots.in_use, slots.entering))
+            # Let in by the front, the stream's place became its slot.
+            assert seen[0] == (1, 0)
+            with trio.fail_after(10):
+                await slots.wait_idle()
+            assert slots.entering == 0
             # A loop that has not ticked for ten seconds: behind.
             stalled = AdaptiveLimit(1, floor=1, tick=3600)
             stalled.last_tick = trio.current_time() - 3610

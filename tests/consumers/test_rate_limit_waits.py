@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import pytest
 import trio
+from test_approval_prompts import ASKED
 from trio.testing import MockClock
 
 from hermes_trio.consumers.approval_prompts import PROMPT_RATE_LIMIT_WAIT, ApprovalPrompts
 from hermes_trio.consumers.messenger import RateLimited
 from hermes_trio.consumers.rate_limits import waiting_out_rate_limits
-from hermes_trio.events import ApprovalRequested
 from hermes_trio.testing import FakeMessenger
-
-ASKED = ApprovalRequested(
-    id="mcpr_" + "b" * 48,
-    tool_name="terminal",
-    arguments={"command": "rm -rf /srv/x/*"},
-    command="rm -rf /srv/x/*",
-    reason="recursive delete of a broad path",
-    deadline=300.0,
-    timeout=300.0,
-)
 
 
 async def test_a_prompt_gives_up_at_once_on_a_wait_longer_than_it_may_take(

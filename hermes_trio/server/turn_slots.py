@@ -20,7 +20,6 @@ background response or a stream whose client left outlives.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -44,19 +43,25 @@ of the app when there is no room (:meth:`TurnSlots.shed`)."""
 
 
 class _Entry:
-    """A request let in by :meth:`TurnSlots.shed`, until it takes its slot
-    or ends."""
+    """A request let in by :meth:`TurnSlots.shed`: on its way to a slot
+    from when its body has arrived (a slow upload holds no place) until it
+    takes the slot or ends."""
 
-    __slots__ = ("_slots",)
+    __slots__ = ("_counted", "_slots")
 
     def __init__(self, slots: TurnSlots) -> None:
         self._slots: TurnSlots | None = slots
-        slots.entering += 1
+        self._counted = False
+
+    def arrived(self) -> None:
+        if self._slots is not None and not self._counted:
+            self._counted = True
+            self._slots.entering += 1
 
     def leave(self) -> None:
-        if self._slots is not None:
+        if self._slots is not None and self._counted:
             self._slots.entering -= 1
-            self._slots = None
+        self._slots = None
 
 
 _ENTRY: ContextVar[_Entry | None] = ContextVar("hermes_turn_entry", default=None)
@@ -90,13 +95,13 @@ class TurnSlots:
         metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
         return _refusal(refused)
 
-    def shed(self, scope: WWWScope) -> APIError | Callable[[], None] | None:
+    def shed(self, scope: WWWScope) -> APIError | _Entry | None:
         """For a request that starts a turn or a relay, in front of the app
         (``Front(shed=…)``), before its body is read: its refusal, or, let
-        in, what to call when it is over (it counts among those on their
-        way to a slot until it takes one or ends). None for any other
-        request, and for a session's, which may stop the session's running
-        turn and take its slot."""
+        in, its place on the way (counted once its body has arrived, until
+        it takes its slot or ends). None for any other request, and for a
+        session's, which may stop the session's running turn and take its
+        slot."""
         if scope.get("method") != "POST" or scope["path"] not in TURN_PATHS:
             return None
         if any(name == b"x-session-id" for name, _ in scope["headers"]):
@@ -110,7 +115,7 @@ class TurnSlots:
             return refused
         entry = _Entry(self)
         _ENTRY.set(entry)
-        return entry.leave
+        return entry
 
     def acquire(self) -> None:
         entry = _ENTRY.get()

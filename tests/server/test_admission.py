@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -22,7 +22,7 @@ from test_metrics import figures, moved
 
 from hermes_trio.config import ConfigError, load_config
 from hermes_trio.server.errors import APIError
-from hermes_trio.server.turn_slots import AUTO_START, TurnSlots
+from hermes_trio.server.turn_slots import AUTO_START, TurnSlots, _Entry
 from hermes_trio.serving.admission import AdaptiveLimit, FixedLimit, Refused
 from hermes_trio.serving.capacity import (
     FILES_PER_CONNECTION,
@@ -297,10 +297,16 @@ def test_max_concurrent_takes_a_number_or_auto(tmp_path: Path) -> None:
 async def test_a_burst_let_in_counts_before_it_takes_its_slots() -> None:
     slots = TurnSlots(2)
     chat: Any = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": []}
-    first, second = contextvars.copy_context(), contextvars.copy_context()
-    leave_first = first.run(slots.shed, chat)
-    leave_second = second.run(slots.shed, chat)
-    assert callable(leave_first) and callable(leave_second) and slots.entering == 2
+    first, second, slow = (contextvars.copy_context() for _ in range(3))
+    entries = [ctx.run(slots.shed, chat) for ctx in (first, second, slow)]
+    assert all(isinstance(entry, _Entry) for entry in entries)
+    one, two, upload = cast(list[_Entry], entries)
+    # A request counts once its body is in: a slow upload holds no place.
+    assert slots.entering == 0
+    one.arrived()
+    two.arrived()
+    one.arrived()
+    assert slots.entering == 2
     # Neither has a slot yet, but a third request would find none.
     third = slots.shed(chat)
     assert isinstance(third, APIError) and third.status == 429
@@ -308,13 +314,14 @@ async def test_a_burst_let_in_counts_before_it_takes_its_slots() -> None:
     # The first takes its slot (its place on the way becomes the slot)...
     first.run(slots.acquire)
     assert (slots.in_use, slots.entering) == (1, 1)
-    leave_first()  # ...and leaving once it is over gives nothing back twice
+    one.leave()  # ...and its end gives nothing back twice
     assert (slots.in_use, slots.entering) == (1, 1)
     # The second ends without one (a bad body, say): its place is free again.
-    leave_second()
-    leave_second()
+    two.leave()
+    two.leave()
+    upload.leave()
     assert slots.entering == 0
-    assert callable(contextvars.copy_context().run(slots.shed, chat))
+    assert isinstance(contextvars.copy_context().run(slots.shed, chat), _Entry)
     # Not turn work, or a session's request: never refused here.
     assert slots.shed({**chat, "method": "GET"}) is None
     assert slots.shed({**chat, "path": "/v1/approvals/x"}) is None

@@ -35,6 +35,7 @@ from .events import (
     Usage,
 )
 from .llm import ModelClient, ModelError, ModelRequest, make_http_client
+from .recording import Recorder, note_tool, record_turn
 from .tools import (
     ApprovalCallback,
     ToolCallScope,
@@ -46,13 +47,13 @@ from .tools import (
 from .turn import TurnEvents, TurnResult, open_turn
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
+from .wire.interrupted import interrupted_answer
 from .wire.think import ThinkFilter
 
 __all__ = ["Agent", "HeldCall", "HeldCalls", "TokenMeter", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
-INTERRUPTED_MARK = "[interrupted]"
 _TOOL_INTERRUPTED = "interrupted by the user before this tool finished"
 
 
@@ -148,11 +149,14 @@ class Agent:
         *,
         tools: ToolRegistry | None = None,
         approve: ApprovalCallback | None = None,
+        record: Recorder | None = None,
     ) -> None:
         self.config = config
         self.client = ModelClient(config.model, http)
         self.tools = tools if tools is not None else default_registry(config.agent.tools)
         self.approve = approve
+        #: Where every turn is recorded (``record.dir``), unless a turn says.
+        self.record = record if record is not None else _config_recorder(config)
 
     def new_tool_context(
         self, *, approve: ApprovalCallback | None = None, surface: str | None = None
@@ -222,6 +226,7 @@ class Agent:
         meter: TokenMeter | None = None,
         approvals: ApprovalChannel | None = None,
         held: HeldCalls | None = None,
+        record: Recorder | None = None,
     ) -> TurnResult:
         """Run one turn over ``messages`` (extended in place), sending events.
 
@@ -237,21 +242,27 @@ class Agent:
         a ``defer`` channel the turn ends there instead (``finish_reason
         "approval"``, the call neither run nor answered in ``messages``),
         and a later turn settles the answers with ``held`` first.
+
+        ``record`` writes this turn to a file for replay (default: the
+        agent's ``record``, from ``record.dir``; see
+        :mod:`hermes_trio.testing.replay`).
         """
         ctx = tool_context or self.new_tool_context()
         if approvals is not None:
             # A copy for this turn; the "always" approvals stay shared.
             ctx = dataclasses.replace(ctx, approvals=approvals)
+        options = {"stream": stream, "client_tools": list(client_tools), "params": params}
+        options |= {"model": model, "system": system}
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
-        with send:
+        with send, record_turn(record or self.record, self.config, messages, options, send) as out:
             # Held calls' results go in before what this request added.
             start = len(messages) if held is None else min(len(messages), held.position)
             marks = _Marks()
             try:
                 result = await self._loop(
                     messages,
-                    send,
+                    out,
                     marks=marks,
                     stream=stream,
                     client_tools=client_tools,
@@ -467,8 +478,7 @@ class Agent:
                     {"role": "tool", "tool_call_id": call["id"], "content": _TOOL_INTERRUPTED}
                 )
             return
-        text = f"{shown} {INTERRUPTED_MARK}" if shown else INTERRUPTED_MARK
-        messages.append({"role": "assistant", "content": text})
+        messages.append(interrupted_answer(shown))
 
     async def _run_tools(
         self,
@@ -550,6 +560,7 @@ class Agent:
         args, preview = self.tools.preview(call.name, call.arguments)
         await send.send(ToolCallChunk(call.name, preview, args, index, call.id))
         started = trio.current_time()
+        mark = note_tool()
         threshold = self.config.agent.long_tool_hint
 
         async def hint() -> None:
@@ -571,6 +582,16 @@ class Agent:
         result = _encodable_result(result)
         results[slot] = result
         duration = trio.current_time() - started
+        if mark is not None:
+            mark.finished(
+                index=index,
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                ok=result.ok,
+                result=result.content,
+                duration=duration,
+            )
         await send.send(
             ToolCallFinished(call.name, duration, result.ok, index, call.id, result.content)
         )
@@ -603,6 +624,7 @@ async def open_agent(
     approve: ApprovalCallback | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     http_client: httpx.AsyncClient | None = None,
+    record: Recorder | None = None,
 ) -> AsyncIterator[Agent]:
     """Open an agent for the life of this block.
 
@@ -610,13 +632,26 @@ async def open_agent(
     ``transport`` replaces the network under that client (e.g.
     :class:`hermes_trio.testing.ModelDouble`, an in-process model for
     tests); ``http_client`` is a client you own and close yourself. Give
-    one of them, not both.
+    one of them, not both. ``record`` records every turn (default:
+    ``record.dir`` of the config); a recorded turn's model requests are
+    copied where they pass through this module's HTTP client, so with
+    ``http_client`` they are recorded only if its transport is a
+    :class:`hermes_trio.recording.TapTransport`.
     """
     if transport is not None and http_client is not None:
         raise TypeError("open_agent takes transport= or http_client=, not both")
     config = config or load_config()
     if http_client is not None:
-        yield Agent(config, http_client, tools=tools, approve=approve)
+        yield Agent(config, http_client, tools=tools, approve=approve, record=record)
         return
     async with make_http_client(config.model, transport=transport) as http:
-        yield Agent(config, http, tools=tools, approve=approve)
+        yield Agent(config, http, tools=tools, approve=approve, record=record)
+
+
+def _config_recorder(config: Config) -> Recorder | None:
+    rec = config.record
+    if not rec.dir:
+        return None
+    return Recorder(
+        rec.dir, max_file_bytes=rec.max_file_bytes, max_total_bytes=rec.max_total_bytes
+    )

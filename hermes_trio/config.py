@@ -348,6 +348,16 @@ class DisplayConfig:
 
 
 @dataclass(frozen=True)
+class RecordConfig:
+    dir: str | None = None
+    """Write one replayable file per turn here (``--record DIR``); None: off."""
+    max_file_bytes: int = 8 * 1024 * 1024
+    """Largest one recording may grow; a longer turn's file says it was cut."""
+    max_total_bytes: int = 256 * 1024 * 1024
+    """Past this many bytes of recordings in ``dir``, the oldest are deleted."""
+
+
+@dataclass(frozen=True)
 class TelegramConfig(_HoldsSecrets):
     enabled: bool | None = None
     token: str | None = _secret()
@@ -451,6 +461,7 @@ class Config:
     api_server: ApiServerConfig = field(default_factory=ApiServerConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     display: DisplayConfig = field(default_factory=DisplayConfig)
+    record: RecordConfig = field(default_factory=RecordConfig)
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = field(default_factory=PlatformsConfig)
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
@@ -802,6 +813,9 @@ def _check(config: Config) -> None:
         )
     if config.agent.max_iterations < 1:
         raise ConfigError("agent.max_iterations: expected an integer of at least 1")
+    for key in ("max_file_bytes", "max_total_bytes"):
+        if getattr(config.record, key) < 1024:
+            raise ConfigError(f"record.{key}: expected a number of bytes of at least 1024")
     if not 0 <= config.api_server.port < 65536:
         raise ConfigError(
             f"api_server.port: expected 0-65535 (0 picks a free port), got {config.api_server.port}"

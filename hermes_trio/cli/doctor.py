@@ -27,7 +27,7 @@ from ..llm.endpoints import endpoint
 from ..redaction import shown_url
 from ..server.keys import keys_of
 from ..server.run import startup_problem
-from ..server.store import StoreOpenError, open_store, store_path
+from ..store import StoreOpenError, open_store, store_path
 from .process import EXIT_FAILED, EXIT_OK, Shell
 
 __all__ = ["run_doctor"]

@@ -28,13 +28,13 @@ from ..config import Config, ConfigError
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from ..serving.capacity import per_client_limit
+from ..store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
 from .app import asgi_app
 from .approvals import RemoteApprovals
 from .gate import is_loopback
 from .keys import KeyRing, keys_of
 from .sessions import SESSION_INTERRUPTED, SessionStore
 from .state import ServerState
-from .store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
 from .turn_slots import TurnSlots, turn_limit
 
 __all__ = [

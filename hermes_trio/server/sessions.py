@@ -21,10 +21,10 @@ from typing import Any
 import orjson
 import trio
 
+from ..store import Signal, Store, StoreError
 from ..tools import ToolContext
 from ..turn import Turn
 from .errors import APIError
-from .store import Signal, Store, StoreError
 
 __all__ = [
     "SESSION_INTERRUPTED",

@@ -21,10 +21,10 @@ from typing import Any
 
 from ...agent import HeldCall, HeldCalls
 from ...approvals import Decision, Outcome
+from ...store import HeldApproval
 from ...tools.approval import ApprovalAnswer
 from ...wire.chat_chunks import ToolCall
 from ..errors import APIError
-from ..store import HeldApproval
 from ..validation import bad
 
 __all__ = ["PARAM", "answered_twice", "check_answer", "held_ids", "open_calls", "settle"]

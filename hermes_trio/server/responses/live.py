@@ -46,13 +46,14 @@ from ...agent import HeldCalls
 from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
+from ...store import HeldApproval, StoredResponse, StoreError, wall_clock
 from ...turn import INTERNAL_ERROR, Turn, TurnResult
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
 from ..request_log import current_record
 from ..state import ServerState
-from ..store import HeldApproval, StoredResponse, StoreError, wall_clock
-from ..turn_slots import TurnHold, turn_options
+from ..turn_reservation import TurnReservation
+from ..turn_slots import turn_options
 from .request import ResponsesRequest
 
 __all__ = ["FollowBody", "LiveResponse", "LiveResponses"]
@@ -195,12 +196,11 @@ class LiveResponses:
             previous=req.previous_response_id if inherited else None,
         )
         live.log.extend(builder.start())
-        # The hold (a slot, the key's place) is the turn's from here on:
-        # given back when it ends, however long after this reply (or here
-        # when it never starts).
-        hold = TurnHold.take(state.slots)
-        started = False
-        try:
+        # The hold (a slot, the key's place) is the turn's once it starts:
+        # given back when it ends, however long after this reply (or as
+        # this block ends when it never starts).
+        async with TurnReservation() as reserved:
+            reserved.take_hold(state.slots)
             if req.store:
                 record = StoredResponse(
                     id=builder.id,
@@ -222,7 +222,7 @@ class LiveResponses:
                 live.persisted = len(live.log)
                 live.log.publish(live.persisted)
                 self.running[live.id] = live
-            live.turn = hold.start(
+            live.turn = reserved.start(
                 state.nursery,
                 state.agent,
                 live.conversation,
@@ -231,13 +231,9 @@ class LiveResponses:
                 around=partial(self._run, live, req.store),
                 **kwargs,
             )
-            started = True
             record = current_record.get()
             if record is not None:
                 record.turn = live.turn
-        finally:
-            if not started:
-                hold.release()
         return live
 
     def follow(self, live: LiveResponse, *, after: int = -1, owns_turn: bool = False) -> FollowBody:

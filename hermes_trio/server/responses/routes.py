@@ -31,6 +31,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ...agent import HeldCalls
+from ...store import HeldApproval, StoredResponse, wall_clock
 from ...wire.responses_out import new_response_id
 from ..bodies import (
     JsonBody,
@@ -43,7 +44,6 @@ from ..bodies import (
 )
 from ..errors import APIError, error_status
 from ..state import ServerState
-from ..store import HeldApproval, StoredResponse, wall_clock
 from ..validation import bad
 from .held import answered_twice, check_answer, held_ids, open_calls, settle
 from .input import approval_answers, check_tool_outputs, item_references, resolve_references

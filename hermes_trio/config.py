@@ -295,9 +295,10 @@ class ApiServerConfig(_HoldsSecrets):
     chat request naming one of them straight through (no agent)."""
     metrics_public: bool = False
     """``GET /metrics`` without the API key (for a scraper on a private network)."""
-    max_concurrent: int = 8
+    max_concurrent: int | Literal["auto"] = 8
     """Turns running at once, per process (each ``serve --workers`` worker
-    has its own)."""
+    has its own); ``auto``: as many as the process keeps up with (a limit
+    following its event loop's lag, at most ``max_connections``)."""
     workers: int = 1
     """Processes ``hermes-trio serve`` runs, sharing one listening socket
     and the store, under a supervisor that restarts one that dies."""
@@ -710,6 +711,7 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
             return _convert(inner[0], value, key)
+        return _convert_either(inner, value, key)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _build(tp, value, key + ".")
     if origin is Literal:
@@ -754,6 +756,18 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
     if tp is Any:
         return value
     raise ConfigError(f"{key}: unsupported setting type {tp}")  # pragma: no cover
+
+
+def _convert_either(arms: list[Any], value: Any, key: str) -> Any:
+    """``value`` as the first of ``arms`` that takes it (``int | Literal["auto"]``);
+    else one error naming what each would have taken."""
+    wanted = []
+    for arm in arms:
+        try:
+            return _convert(arm, value, key)
+        except ConfigError as exc:
+            wanted.append(str(exc).removeprefix(f"{key}: expected ").rsplit(", got ", 1)[0])
+    raise ConfigError(f"{key}: expected {' or '.join(wanted)}, got {_describe(value)}")
 
 
 def _convert_env(tp: Any, value: _EnvValue, key: str) -> Any:
@@ -844,8 +858,8 @@ def _check(config: Config) -> None:
         raise ConfigError(
             f"api_server.port: expected 0-65535 (0 picks a free port), got {config.api_server.port}"
         )
-    if config.api_server.max_concurrent < 1:
-        raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
+    if config.api_server.max_concurrent != "auto" and config.api_server.max_concurrent < 1:
+        raise ConfigError("api_server.max_concurrent: expected an integer of at least 1 or 'auto'")
     if not 1 <= config.api_server.workers <= MAX_WORKERS:
         raise ConfigError(
             f"api_server.workers: expected an integer from 1 to {MAX_WORKERS}, "

@@ -209,4 +209,5 @@ def asgi_app(state: ServerState, *, session_key: bytes | None = None) -> Front:
         # Named keys count as much as api_server.key, also after a reload.
         key_required=lambda: keys.required,
         session_key=session_key,
+        shed=state.slots.shed,
     )

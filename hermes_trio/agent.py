@@ -9,10 +9,12 @@ extended in place with what the turn adds, including an interrupted turn.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import httpx
@@ -34,6 +36,8 @@ from .events import (
     Usage,
 )
 from .llm import ModelClient, ModelError, ModelRequest, make_http_client
+from .mcp import open_mcp_servers
+from .recording import Recorder, note_tool, record_turn
 from .tools import (
     ApprovalCallback,
     ToolCallScope,
@@ -45,13 +49,14 @@ from .tools import (
 from .turn import TurnEvents, TurnResult, open_turn
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
+from .wire.interrupted import interrupted_answer
 from .wire.think import ThinkFilter
 
-__all__ = ["Agent", "TokenMeter", "open_agent"]
+__all__ = ["Agent", "HeldCall", "HeldCalls", "TokenMeter", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
-INTERRUPTED_MARK = "[interrupted]"
+_TOOL_INTERRUPTED = "interrupted by the user before this tool finished"
 
 
 class TokenMeter:
@@ -116,6 +121,26 @@ class _Step:
         return "".join(self.parts)
 
 
+@dataclasses.dataclass(frozen=True)
+class HeldCall:
+    """A tool call an earlier turn held for a person's approval
+    (``ApprovalChannel.defer``), now answered: ``refusal`` None runs it,
+    approved; else the model reads ``refusal`` as its result."""
+
+    call: ToolCall
+    refusal: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldCalls:
+    """The held calls a turn settles before it asks the model again; their
+    results go into the conversation at ``position`` (right after the
+    results the earlier turn has, before what the new request adds)."""
+
+    position: int
+    calls: tuple[HeldCall, ...]
+
+
 class Agent:
     """Runs turns against one model configuration and tool registry."""
 
@@ -126,11 +151,21 @@ class Agent:
         *,
         tools: ToolRegistry | None = None,
         approve: ApprovalCallback | None = None,
+        record: Recorder | None = None,
     ) -> None:
         self.config = config
         self.client = ModelClient(config.model, http)
         self.tools = tools if tools is not None else default_registry(config.agent.tools)
         self.approve = approve
+        #: Where every turn is recorded (``record.dir``), unless a turn says.
+        self.record = record if record is not None else _config_recorder(config)
+
+    def with_tools(self, tools: ToolRegistry) -> Agent:
+        """This agent with ``tools`` instead of its own (a request that
+        brings tools of its own: the Responses API's ``mcp`` tool)."""
+        other = copy.copy(self)
+        other.tools = tools
+        return other
 
     def new_tool_context(
         self, *, approve: ApprovalCallback | None = None, surface: str | None = None
@@ -199,6 +234,8 @@ class Agent:
         tool_context: ToolContext | None = None,
         meter: TokenMeter | None = None,
         approvals: ApprovalChannel | None = None,
+        held: HeldCalls | None = None,
+        record: Recorder | None = None,
     ) -> TurnResult:
         """Run one turn over ``messages`` (extended in place), sending events.
 
@@ -210,21 +247,31 @@ class Agent:
         ``approvals`` lets this turn ask the person it runs for: a tool call
         that needs approval sends ``ApprovalRequested`` and waits for
         :func:`hermes_trio.approvals.answer_approval` (or the context's
-        callback); without it nor a callback, such a call is refused.
+        callback); without it nor a callback, such a call is refused. With
+        a ``defer`` channel the turn ends there instead (``finish_reason
+        "approval"``, the call neither run nor answered in ``messages``),
+        and a later turn settles the answers with ``held`` first.
+
+        ``record`` writes this turn to a file for replay (default: the
+        agent's ``record``, from ``record.dir``; see
+        :mod:`hermes_trio.testing.replay`).
         """
         ctx = tool_context or self.new_tool_context()
         if approvals is not None:
             # A copy for this turn; the "always" approvals stay shared.
             ctx = dataclasses.replace(ctx, approvals=approvals)
+        options = {"stream": stream, "client_tools": list(client_tools), "params": params}
+        options |= {"model": model, "system": system}
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
-        with send:
-            start = len(messages)
+        with send, record_turn(record or self.record, self.config, messages, options, send) as out:
+            # Held calls' results go in before what this request added.
+            start = len(messages) if held is None else min(len(messages), held.position)
             marks = _Marks()
             try:
                 result = await self._loop(
                     messages,
-                    send,
+                    out,
                     marks=marks,
                     stream=stream,
                     client_tools=client_tools,
@@ -233,6 +280,7 @@ class Agent:
                     system=system,
                     ctx=ctx,
                     meter=meter or TokenMeter(),
+                    held=held,
                 )
             except trio.BrokenResourceError:
                 # The consumer went away; the turn is over for everyone.
@@ -253,6 +301,7 @@ class Agent:
         ctx: ToolContext,
         marks: _Marks,
         meter: TokenMeter,
+        held: HeldCalls | None = None,
     ) -> TurnResult:
         cfg = self.config.agent
         prompt = cfg.system_prompt
@@ -312,6 +361,8 @@ class Agent:
                     await emit(piece)
 
         try:
+            if held is not None:
+                tools_run = await self._settle(held, messages, send, ctx)
             for _ in range(cfg.max_iterations):
                 step = _Step(cfg.think_tags, client_names)
                 head = [{"role": "system", "content": prompt}] if prompt else []
@@ -356,9 +407,20 @@ class Agent:
                     await send.send(Commentary(said))
                 await send.send(MessageStop(final=False))
                 mine = [c for c in all_calls if c.name not in client_names]
+                waiting: list[str] = []
                 if mine:
-                    await self._run_tools(mine, messages, send, ctx, first_index=tools_run)
+                    waiting = await self._run_tools(
+                        mine, messages, send, ctx, first_index=tools_run
+                    )
                     tools_run += len(mine)
+                if waiting:
+                    # Held for a person's answer in a later request: the
+                    # turn ends here, those calls not run.
+                    recorded = True
+                    calls = tuple(c.to_message() for c in theirs)
+                    return await _end(
+                        send, said, usage, "approval", tool_calls=calls, answer=answer
+                    )
                 if theirs:
                     calls = tuple(c.to_message() for c in theirs)
                     recorded = True
@@ -422,15 +484,10 @@ class Agent:
             # Every tool call needs a result, or the next request is invalid.
             for call in last["tool_calls"]:
                 messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call["id"],
-                        "content": "interrupted by the user before this tool finished",
-                    }
+                    {"role": "tool", "tool_call_id": call["id"], "content": _TOOL_INTERRUPTED}
                 )
             return
-        text = f"{shown} {INTERRUPTED_MARK}" if shown else INTERRUPTED_MARK
-        messages.append({"role": "assistant", "content": text})
+        messages.append(interrupted_answer(shown))
 
     async def _run_tools(
         self,
@@ -440,18 +497,63 @@ class Agent:
         ctx: ToolContext,
         *,
         first_index: int = 0,
-    ) -> None:
+        approved: bool = False,
+    ) -> list[str]:
         """Run one step's tool calls concurrently; results keep call order.
-        Their events are numbered from ``first_index``."""
+        Their events are numbered from ``first_index``. Returns the ids of
+        the calls held for a later answer (they have no result); with
+        ``approved`` the person said yes to every call already."""
         results: list[ToolResult | None] = [None] * len(calls)
+        waiting: list[str] = []
         async with trio.open_nursery() as nursery:
             for slot, call in enumerate(calls):
                 nursery.start_soon(
-                    self._run_tool, slot, first_index + slot, call, results, send, ctx
+                    partial(
+                        self._run_tool,
+                        slot,
+                        first_index + slot,
+                        call,
+                        results,
+                        send,
+                        ctx,
+                        approved=approved,
+                    )
                 )
         for call, result in zip(calls, results, strict=True):
-            assert result is not None
+            if result is None:
+                waiting.append(call.id)
+                continue
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result.content})
+        return waiting
+
+    async def _settle(
+        self,
+        held: HeldCalls,
+        messages: list[dict[str, Any]],
+        send: trio.MemorySendChannel[StreamEvent],
+        ctx: ToolContext,
+    ) -> int:
+        """Run the approved held calls and put every held call's result in
+        the conversation at ``held.position``; returns how many ran."""
+        run = [h.call for h in held.calls if h.refusal is None]
+        ran: list[dict[str, Any]] = []
+        try:
+            if run:
+                await self._run_tools(run, ran, send, ctx, approved=True)
+        finally:
+            # Every call gets a result, even when the turn is interrupted
+            # while they run, or the conversation could not go on.
+            results = {m["tool_call_id"]: m for m in ran}
+            messages[held.position : held.position] = [
+                results.get(h.call.id)
+                or {
+                    "role": "tool",
+                    "tool_call_id": h.call.id,
+                    "content": h.refusal or _TOOL_INTERRUPTED,
+                }
+                for h in held.calls
+            ]
+        return len(run)
 
     async def _run_tool(
         self,
@@ -461,10 +563,13 @@ class Agent:
         results: list[ToolResult | None],
         send: trio.MemorySendChannel[StreamEvent],
         ctx: ToolContext,
+        *,
+        approved: bool = False,
     ) -> None:
         args, preview = self.tools.preview(call.name, call.arguments)
         await send.send(ToolCallChunk(call.name, preview, args, index, call.id))
         started = trio.current_time()
+        mark = note_tool()
         threshold = self.config.agent.long_tool_hint
 
         async def hint() -> None:
@@ -473,15 +578,29 @@ class Agent:
 
         # The call's own context: an approval it asks for names the call
         # and goes into the turn's channel.
-        ctx = dataclasses.replace(ctx, call=ToolCallScope(index, call.id, args, send.send))
+        scope = ToolCallScope(index, call.id, args, send.send, approved=approved)
+        ctx = dataclasses.replace(ctx, call=scope)
         async with trio.open_nursery() as nursery:
             if threshold > 0:
                 nursery.start_soon(hint)
             result = await self.tools.execute(call.name, call.arguments, ctx)
             nursery.cancel_scope.cancel()
+        if scope.held:
+            # Not run: it waits for an answer in a later request.
+            return
         result = _encodable_result(result)
         results[slot] = result
         duration = trio.current_time() - started
+        if mark is not None:
+            mark.finished(
+                index=index,
+                call_id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                ok=result.ok,
+                result=result.content,
+                duration=duration,
+            )
         await send.send(
             ToolCallFinished(call.name, duration, result.ok, index, call.id, result.content)
         )
@@ -514,6 +633,7 @@ async def open_agent(
     approve: ApprovalCallback | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     http_client: httpx.AsyncClient | None = None,
+    record: Recorder | None = None,
 ) -> AsyncIterator[Agent]:
     """Open an agent for the life of this block.
 
@@ -521,13 +641,29 @@ async def open_agent(
     ``transport`` replaces the network under that client (e.g.
     :class:`hermes_trio.testing.ModelDouble`, an in-process model for
     tests); ``http_client`` is a client you own and close yourself. Give
-    one of them, not both.
+    one of them, not both. ``record`` records every turn (default:
+    ``record.dir`` of the config); a recorded turn's model requests are
+    copied where they pass through this module's HTTP client, so with
+    ``http_client`` they are recorded only if its transport is a
+    :class:`hermes_trio.recording.TapTransport`.
     """
     if transport is not None and http_client is not None:
         raise TypeError("open_agent takes transport= or http_client=, not both")
     config = config or load_config()
-    if http_client is not None:
-        yield Agent(config, http_client, tools=tools, approve=approve)
-        return
-    async with make_http_client(config.model, transport=transport) as http:
-        yield Agent(config, http, tools=tools, approve=approve)
+    registry = tools if tools is not None else default_registry(config.agent.tools)
+    # The configured MCP servers run as long as the agent does.
+    async with open_mcp_servers(config.mcp_servers, registry):
+        if http_client is not None:
+            yield Agent(config, http_client, tools=registry, approve=approve, record=record)
+            return
+        async with make_http_client(config.model, transport=transport) as http:
+            yield Agent(config, http, tools=registry, approve=approve, record=record)
+
+
+def _config_recorder(config: Config) -> Recorder | None:
+    rec = config.record
+    if not rec.dir:
+        return None
+    return Recorder(
+        rec.dir, max_file_bytes=rec.max_file_bytes, max_total_bytes=rec.max_total_bytes
+    )

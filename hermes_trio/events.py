@@ -25,6 +25,7 @@ __all__ = [
     "ToolCallChunk",
     "ToolCallDelta",
     "ToolCallFinished",
+    "ToolProgress",
     "TurnFinished",
     "Usage",
     "coalesce",
@@ -142,6 +143,25 @@ class LongToolHint:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool reported how far it got (an MCP server's progress
+    notification): ``progress`` of ``total`` (None: unknown), ``message``
+    what it says it is doing. ``index`` is the call's, as in ToolCallChunk."""
+
+    tool_name: str
+    index: int
+    progress: float
+    total: float | None = None
+    message: str = ""
+    call_id: str = ""
+
+    def describe(self) -> str:
+        """``"3/10 message"``: what a person reads."""
+        done = f"{self.progress:g}" + (f"/{self.total:g}" if self.total is not None else "")
+        return f"{done} {self.message}".strip()
+
+
+@dataclass(frozen=True, slots=True)
 class GatewayNotice:
     """A gateway control message (restart, interrupted, …)."""
 
@@ -202,7 +222,9 @@ class TurnFinished:
     """The turn is over; always the last event of a turn.
 
     ``finish_reason`` is ``stop``, ``length``, ``tool_calls`` (client-side tools
-    were called and wait for the client), ``interrupted`` or ``error``.
+    were called and wait for the client), ``approval`` (calls wait for a
+    person's answer in a later request: ``ApprovalChannel.defer``),
+    ``interrupted`` or ``error``.
     ``tool_calls`` holds the client-side calls in OpenAI message form and
     ``error`` a human-readable message when ``finish_reason == "error"``, with
     ``error_code`` one of ``model_unreachable``, ``model_timeout``,
@@ -230,6 +252,7 @@ StreamEvent = (
     | ToolCallDelta
     | ToolCallFinished
     | LongToolHint
+    | ToolProgress
     | GatewayNotice
     | ApprovalRequested
     | ApprovalResolved

@@ -76,6 +76,7 @@ import trio
 from . import metrics
 from .config import Config
 from .events import StreamEvent, TurnFinished, Usage
+from .recording.recorder import CANCEL_CAUSE
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -389,6 +390,8 @@ async def _produce(
     # Cancelled at close. The agent gets a clone (closed here too, should a
     # crash leave it open); ours stays open for that ending.
     with send:
+        # The recording of a cancelled turn names why (``--record``).
+        CANCEL_CAUSE.set(lambda: turn.interrupted)
         try:
             with send.clone() as agents:
                 turn.result = await agent.run_turn(messages, agents, **agent_kwargs)

@@ -84,6 +84,11 @@ class ApprovalChannel:
     requester: str | None = None
     approvers: frozenset[str] = frozenset()
     timeout: float | None = None
+    defer: bool = False
+    """Ask without waiting: the question is published and the turn ends
+    there, the call not run (``finish_reason "approval"``); the answer comes
+    with a later request, which runs the call or tells the model it was
+    refused (the Responses API's ``mcp_approval_request``)."""
 
     def __post_init__(self) -> None:
         if self.timeout is not None and not self.timeout > 0:

@@ -47,7 +47,7 @@ from ..redaction import shown_url
 from ..tools import ApprovalDecision, ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
 from .demo import agent_for
-from .shell import EXIT_INTERRUPTED, Shell
+from .process import EXIT_INTERRUPTED, Shell
 
 __all__ = ["SLASH_COMMANDS", "chat_streams", "parse_approval", "run_chat"]
 

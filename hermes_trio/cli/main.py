@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("hermes_trio.cli.doctor:run_doctor", "check the model server, store and platforms"),
     "init": ("hermes_trio.cli.init:run_init", "write config.yaml from a few questions"),
     "completion": ("hermes_trio.cli.main:run_completion", "print the shell completion script"),
+    "replay": ("hermes_trio.cli.replay:run_replay", "replay a recorded turn and check it"),
 }
 
 
@@ -84,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     gateway = add("gateway")
     _agent_flags(gateway)
 
+    replay = add("replay")
+    replay.add_argument("files", metavar="FILE", nargs="+",
+                        help="a recording written by --record DIR")
+
     completion = add("completion")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"))
 
@@ -113,6 +118,8 @@ def _agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--yolo", action="store_true", help="run dangerous commands without asking")
     parser.add_argument("--model", metavar="NAME", help="model name to ask the model server for")
     parser.add_argument("--base-url", metavar="URL", help="model server base URL (…/v1)")
+    parser.add_argument("--record", metavar="DIR",
+                        help="write one replayable file per turn into DIR (record.dir)")
 
 
 def _demo_flag(parser: argparse.ArgumentParser) -> None:
@@ -138,6 +145,8 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
         overrides["model.name"] = args.model
     if getattr(args, "base_url", None):
         overrides["model.base_url"] = args.base_url
+    if getattr(args, "record", None):
+        overrides["record.dir"] = args.record
     if getattr(args, "host", None):
         overrides["api_server.host"] = args.host
     if getattr(args, "port", None) is not None:
@@ -236,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `init` writes the file and `completion` needs none: neither reads it.
         config = (
             Config()
-            if args.command in ("init", "completion")
+            if args.command in ("init", "completion", "replay")
             else load_config(args.config, overrides=overrides_from(args))
         )
     except ConfigError as exc:

@@ -19,9 +19,9 @@ from ..agent import Agent
 from ..config import Config, ConfigError, load_config
 from ..redaction import shown_url
 from ..server.keys import KeyRing, keys_of
-from ..server.store import StoreOpenError
+from ..store import StoreOpenError
 from .demo import DEMO_BANNER, is_demo
-from .shell import EXIT_USAGE, Failure, Shell
+from .process import EXIT_USAGE, Failure, Shell
 
 __all__ = [
     "STOP_GRACE",

@@ -60,9 +60,10 @@ import trio
 from .. import metrics
 from ..config import Config
 from ..server.run import open_api_server, startup_problem
-from ..server.store import open_store
 from ..serving import listening_socket
+from ..store import open_store
 from .demo import agent_for
+from .process import Failure, Shell
 from .serve_shared import (
     STOP_GRACE,
     check_model_server,
@@ -71,7 +72,6 @@ from .serve_shared import (
     serve_failures,
     shell,
 )
-from .shell import Failure, Shell
 from .worker_restarts import RestartPlan
 
 __all__ = [

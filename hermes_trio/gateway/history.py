@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import trio
 
-from ..server.store import Store, StoreError
+from ..store import Store, StoreError
 
 __all__ = ["ChatHistory", "MemoryHistory", "StoredHistory", "chat_key"]
 

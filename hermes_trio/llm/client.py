@@ -27,6 +27,7 @@ import trio
 from .. import metrics
 from ..config import ModelConfig
 from ..events import Usage
+from ..recording import TapTransport
 from ..redaction import shown_url
 from ..retry import backoff_delay, parse_retry_after
 from ..wire.chat_chunks import (
@@ -286,14 +287,15 @@ def make_http_client(
     timeout = httpx.Timeout(connect=timeouts.connect, read=None, write=60.0, pool=None)
     if transport is not None:
         # httpx mounts no proxy from the environment beside a given transport.
-        return httpx.AsyncClient(timeout=timeout, transport=transport)
+        return httpx.AsyncClient(timeout=timeout, transport=TapTransport(transport))
     if urllib.request.getproxies():
         # httpx honours HTTP(S)_PROXY only with its own transport.
         return httpx.AsyncClient(
             timeout=timeout,
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
         )
-    return httpx.AsyncClient(timeout=timeout, transport=PooledTransport(max_idle=64))
+    # The tap copies a recorded turn's requests (``--record``); others pass.
+    return httpx.AsyncClient(timeout=timeout, transport=TapTransport(PooledTransport(max_idle=64)))
 
 
 class ModelClient:

@@ -6,8 +6,9 @@ enable it, how to build its adapter, and what to tell a user about it (the
 setting that allows users, the one that turns it on). The gateway asks the
 entries and never spells a platform's name.
 
-A new platform is its adapter module beside this file, its settings
-dataclass in ``PlatformsConfig``, and one entry in ``PLATFORMS``.
+A new platform is its adapter module (or its package, like ``telegram/``)
+beside this file, its settings dataclass in ``PlatformsConfig``, and one
+entry in ``PLATFORMS``.
 """
 
 from __future__ import annotations

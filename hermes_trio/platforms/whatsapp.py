@@ -267,7 +267,10 @@ class WhatsAppAdapter:
         if content is None:
             return None
         text, attachments = content
-        if not user_allowed(self._allowed, sender):
+        press = self._press(kind, msg, str(sender))
+        # A press passes: the approval decides whether it counts (an
+        # approver need not be an allowed user) and acknowledges it either way.
+        if press is None and not user_allowed(self._allowed, sender):
             log.info("whatsapp: ignoring a message from %s (not allowed)", sender)
             return None
         name = names.get(sender)
@@ -280,7 +283,7 @@ class WhatsAppAdapter:
             user_name=name if isinstance(name, str) else None,
             raw=msg,
             attachments=attachments,
-            press=self._press(kind, msg, str(sender)),
+            press=press,
         )
 
     def _press(self, kind: str, msg: dict[str, Any], sender: str) -> ButtonPress | None:

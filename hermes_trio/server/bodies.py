@@ -18,10 +18,10 @@ from quart.wrappers.response import ResponseBody
 
 from .. import metrics
 from ..consumers.sse import parse_extensions
+from ..store import owner_scope
 from .errors import APIError
 from .gate import content_type_refusal
 from .request_json import parse_request_json
-from .store import owner_scope
 
 __all__ = [
     "JsonBody",
@@ -124,9 +124,7 @@ async def _read_raw() -> bytes:
     # rather than trust every way a body can arrive.
     refusal = content_type_refusal(request.headers.get("Content-Type"))
     if refusal is not None:
-        raise APIError(
-            refusal.status, refusal.message, param=refusal.param, code=refusal.code
-        )
+        raise APIError(refusal.status, refusal.message, param=refusal.param, code=refusal.code)
     # All three spelled out: only then do quart's overloads say bytes.
     return await request.get_data(cache=False, as_text=False, parse_form_data=False)
 

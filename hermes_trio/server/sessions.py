@@ -21,10 +21,10 @@ from typing import Any
 import orjson
 import trio
 
+from ..store import Signal, Store, StoreError
 from ..tools import ToolContext
 from ..turn import Turn
 from .errors import APIError
-from .store import Signal, Store, StoreError
 
 __all__ = [
     "SESSION_INTERRUPTED",
@@ -182,8 +182,7 @@ class SessionStore:
             if trio.current_time() >= deadline:
                 raise APIError(
                     409,
-                    "this session's turn in another server process did not stop in time; "
-                    "try again",
+                    "this session's turn in another server process did not stop in time; try again",
                     param="X-Session-ID",
                     code="session_busy",
                 )

@@ -18,12 +18,12 @@ import trio
 
 from ..agent import Agent
 from ..config import ApiServerConfig
+from ..store import SignalHandlers, Store
 from ..turn import Turn
 from .approvals import RemoteApprovals
 from .keys import KeyRing
 from .sessions import SessionStore
-from .store import SignalHandlers, Store
-from .turns import TurnSlots
+from .turn_slots import TurnSlots
 
 __all__ = ["ServerState"]
 
@@ -34,7 +34,7 @@ class ServerState:
     settings: ApiServerConfig
     """The server's settings (auth, limits, model name, keep-alive...)."""
     nursery: trio.Nursery
-    """Where request turns run: it outlives each request (see :mod:`.turns`)."""
+    """Where request turns run: it outlives each request (see :mod:`.turn_slots`)."""
     slots: TurnSlots
     sessions: SessionStore
     store: Store

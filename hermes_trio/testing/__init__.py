@@ -32,6 +32,8 @@ from .fake_messenger import FakeCall, FakeMessenger
 from .fake_slack import FakeSlack, SlackCall, SlackMessage, open_fake_slack
 from .fake_telegram import FakeDraft, FakeMessage, FakeTelegram, TelegramCall, open_fake_telegram
 from .fake_whatsapp import FakeWhatsApp, WhatsAppCall, WhatsAppSent, open_fake_whatsapp
+from .replay import Replay, TimedEvent, recorded_tools, replay, replay_turn
+from .replay_data import Recording
 from .script import (
     Drop,
     ErrorFrame,
@@ -75,7 +77,9 @@ __all__ = [
     "ModelDouble",
     "RawReply",
     "RecordedRequest",
+    "Recording",
     "RefuseStream",
+    "Replay",
     "Reply",
     "ReplyFunction",
     "ScriptedModelServer",
@@ -85,6 +89,7 @@ __all__ = [
     "Step",
     "TelegramCall",
     "TextReply",
+    "TimedEvent",
     "ToolCallReply",
     "WhatsAppCall",
     "WhatsAppSent",
@@ -94,5 +99,8 @@ __all__ = [
     "open_fake_telegram",
     "open_fake_whatsapp",
     "open_scripted_server",
+    "recorded_tools",
+    "replay",
+    "replay_turn",
     "split_tokens",
 ]

@@ -4,7 +4,7 @@
 ``parse_markdown_v2``): it returns the text a user sees plus its entities, or
 raises ``MarkdownV2Error`` with the message Telegram would give. The fake Bot
 API uses it, and the property tests check the converter
-(``platforms.telegram_format.to_markdown_v2``) against it. Nothing in the
+(``platforms.telegram.format.to_markdown_v2``) against it. Nothing in the
 product parses MarkdownV2, so it lives in the testing kit.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..platforms.telegram_format import RESERVED
+from ..platforms.telegram.format import RESERVED
 
 __all__ = ["MarkdownV2Error", "ParsedText", "parse_markdown_v2"]
 

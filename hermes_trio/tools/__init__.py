@@ -1,5 +1,7 @@
 """The tool layer: protocol, registry, built-in tools and the approval policy."""
 
+from hermes_trio.command_check.policy import find_danger, find_dangers
+from hermes_trio.command_check.rules import DANGEROUS_PATTERNS, DangerPattern
 from hermes_trio.tools.approval import ApprovalAnswer, check_approval, request_approval
 from hermes_trio.tools.base import (
     DEFAULT_APPROVAL_TIMEOUT,
@@ -11,8 +13,6 @@ from hermes_trio.tools.base import (
     ToolContext,
     ToolResult,
 )
-from hermes_trio.tools.command_policy import find_danger, find_dangers
-from hermes_trio.tools.command_rules import DANGEROUS_PATTERNS, DangerPattern
 from hermes_trio.tools.files import ReadFileTool, WriteFileTool
 from hermes_trio.tools.registry import BUILTIN_TOOLS, ToolRegistry, default_registry
 from hermes_trio.tools.terminal import TerminalTool

@@ -1,7 +1,7 @@
 """The approval policy for dangerous commands.
 
 Which commands are dangerous is decided by
-:mod:`hermes_trio.tools.command_policy` (its docstring holds the rule table);
+:mod:`hermes_trio.command_check.policy` (its docstring holds the rule table);
 this module asks the user about them, or refuses them when nobody can be
 asked. The asking itself (events, the wait, the deadline, answers by id) is
 :mod:`hermes_trio.approvals`.
@@ -14,15 +14,24 @@ from functools import partial
 
 import trio
 
-from hermes_trio.approvals import PENDING, ApprovalHandle, Decision, Outcome
-from hermes_trio.tools.base import ApprovalCallback, ApprovalDecision, ApprovalRequest, ToolContext
-from hermes_trio.tools.command_policy import find_dangers, work_budget
-from hermes_trio.tools.command_rules import DangerPattern
+from hermes_trio.approvals import PENDING, ApprovalHandle, Decision, Outcome, new_approval_id
+from hermes_trio.command_check.policy import find_dangers, work_budget
+from hermes_trio.command_check.rules import DangerPattern
+from hermes_trio.events import ApprovalRequested
+from hermes_trio.tools.base import (
+    ApprovalCallback,
+    ApprovalDecision,
+    ApprovalRequest,
+    ToolCallScope,
+    ToolContext,
+)
 
-__all__ = ["CALLBACK", "ApprovalAnswer", "check_approval", "request_approval"]
+__all__ = ["CALLBACK", "EARLIER", "ApprovalAnswer", "check_approval", "request_approval"]
 
 CALLBACK = "callback"
 """``ApprovalResolved.by`` of an answer the approval callback gave."""
+EARLIER = "an earlier request"
+"""``Decision.by`` of a call approved before it ran (``ToolCallScope.approved``)."""
 
 
 # Commands this long or longer are judged in a worker thread.  The work on
@@ -133,7 +142,11 @@ async def request_approval(
     The turn's approval channel (``ApprovalRequested`` in its events,
     answered by id) and the context's callback both may answer; the first
     answer counts. It waits the channel's timeout, else the context's.
-    Cancellation propagates (the question ends ``cancelled``).
+    Cancellation propagates (the question ends ``cancelled``). A call the
+    person approved in an earlier request (``ToolCallScope.approved``) is
+    approved at once; with a ``defer`` channel nothing waits: the question
+    is published, the call marked held, and the answer is a denial the
+    agent does not show the model (the turn ends there).
     """
     if not ctx.can_ask:
         return None
@@ -142,6 +155,10 @@ async def request_approval(
     if channel is not None and channel.timeout is not None:
         timeout = channel.timeout
     call = ctx.call
+    if call is not None and call.approved:
+        return ApprovalAnswer(Decision(Outcome.APPROVED, by=EARLIER), timeout)
+    if channel is not None and channel.defer and call is not None and call.publish is not None:
+        return await _hold(call, tool_name, command, reason, timeout)
     failures: list[str] = []
     answerer = None
     if ctx.approve is not None:
@@ -160,6 +177,31 @@ async def request_approval(
         call_id=call.call_id if call is not None else "",
     )
     return ApprovalAnswer(decision, timeout, failures[0] if failures else None)
+
+
+async def _hold(
+    call: ToolCallScope, tool_name: str, command: str, reason: str, seconds: float
+) -> ApprovalAnswer:
+    """Publish the question and leave it to a later request: nothing waits
+    here, and the call is marked held so the agent ends the turn without
+    counting it as run."""
+    approval_id = new_approval_id()
+    assert call.publish is not None
+    await call.publish(
+        ApprovalRequested(
+            id=approval_id,
+            tool_name=tool_name,
+            arguments=dict(call.arguments),
+            command=command,
+            reason=reason,
+            deadline=trio.current_time() + seconds,
+            timeout=seconds,
+            index=call.index,
+            call_id=call.call_id,
+        )
+    )
+    call.held.append(approval_id)
+    return ApprovalAnswer(Decision(Outcome.DENIED, reason="held for a later answer"), seconds)
 
 
 async def _ask_callback(

@@ -69,6 +69,12 @@ class ToolCallScope:
     call_id: str
     arguments: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     publish: Publish | None = None
+    approved: bool = False
+    """The person approved this call already (in an earlier request): what
+    it asks runs without asking again."""
+    held: list[str] = field(default_factory=list)
+    """The approvals this call asked for and left to a later request (a
+    channel with ``defer``): the call must not count as run."""
 
 
 @dataclass

@@ -18,9 +18,9 @@ from typing import Any
 
 import trio
 
+from hermes_trio.command_check.policy import MAX_COMMAND_LENGTH
 from hermes_trio.tools.approval import check_approval
 from hermes_trio.tools.base import ToolContext, ToolResult, one_line
-from hermes_trio.tools.command_policy import MAX_COMMAND_LENGTH
 
 __all__ = [
     "DEFAULT_TIMEOUT",

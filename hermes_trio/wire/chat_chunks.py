@@ -36,6 +36,7 @@ __all__ = [
     "message_from_completion",
 ]
 
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A complete tool call; ``arguments`` is the raw JSON text as the model wrote it."""

@@ -22,6 +22,13 @@ Mapping from turn events:
   With ``tool_events`` they show as ``hermes.tool.started``,
   ``hermes.tool.running`` and ``hermes.tool.finished`` stream events (no
   items), like the chat endpoint's opt-in tool events;
+- a call held for a person's approval (``ApprovalRequested`` of a
+  ``defer`` channel) → an ``mcp_approval_request`` item, added and done at
+  once; the turn then ends ``completed`` (``finish_reason "approval"``)
+  with no message item of its own. The calls answered yes in this request
+  (``approved_calls``) → ``mcp_call`` items with their output, as OpenAI
+  shows an approved MCP call (``response.mcp_call.in_progress`` /
+  ``.completed`` or ``.failed`` between ``output_item.added`` and ``.done``);
 - the end → ``response.completed``, ``response.incomplete`` (length limit,
   interrupted, cancelled) or an ``error`` event and ``response.failed``.
 
@@ -39,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events import (
+    ApprovalRequested,
     LongToolHint,
     MessageChunk,
     MessageStop,
@@ -47,8 +55,16 @@ from ..events import (
     ToolCallChunk,
     ToolCallDelta,
     ToolCallFinished,
+    ToolProgress,
     TurnFinished,
     Usage,
+)
+from .mcp_items import (
+    HERMES_LABEL,
+    approval_request_item,
+    arguments_json,
+    list_tools_item,
+    mcp_call_item,
 )
 from .sse import encode_event
 from .tool_events import tool_event
@@ -116,7 +132,7 @@ def _text_part(text: str) -> dict[str, Any]:
 class _Item:
     """One output item while it is being built."""
 
-    __slots__ = ("call_id", "id", "index", "kind", "name", "parts", "phase", "status")
+    __slots__ = ("call_id", "fixed", "id", "index", "kind", "name", "parts", "phase", "status")
 
     def __init__(self, kind: str, id: str, index: int) -> None:
         self.kind = kind
@@ -127,6 +143,8 @@ class _Item:
         self.call_id = ""
         self.name = ""
         self.phase: str | None = None
+        # The whole item, for kinds built at once (the MCP items).
+        self.fixed: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:
@@ -138,6 +156,8 @@ class _Item:
     def render(self, *, full: bool = True) -> dict[str, Any]:
         """The item as the API shows it; ``full=False`` is the empty shape
         of ``output_item.added``."""
+        if self.fixed is not None:
+            return dict(self.fixed)
         if self.kind == "message":
             item: dict[str, Any] = {
                 "id": self.id,
@@ -174,7 +194,10 @@ class ResponseBuilder:
     (``instructions``, ``tools``, ``tool_choice``, ``temperature``, …); keys
     not given take OpenAI's defaults. ``clock`` (Unix seconds) stamps
     ``completed_at``; without it the field stays null. ``tool_events`` shows
-    the agent's own tool runs as ``hermes.tool.*`` events.
+    the agent's own tool runs as ``hermes.tool.*`` events. ``approved_calls``
+    (call id -> approval id) are the held calls this response runs, shown
+    as ``mcp_call`` items; ``server_labels`` (tool name -> label) names the
+    MCP server of a tool in its items, ``hermes`` for the agent's own.
     """
 
     def __init__(
@@ -187,6 +210,9 @@ class ResponseBuilder:
         new_id: Callable[[str], str] = new_item_id,
         clock: Callable[[], float] | None = None,
         tool_events: bool = False,
+        approved_calls: Mapping[str, str] | None = None,
+        server_labels: Mapping[str, str] | None = None,
+        mcp_tools: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.id = response_id
         self.created_at = created_at
@@ -213,6 +239,20 @@ class ResponseBuilder:
         self._started = False
         # Client tool calls being written, by their index in the answer.
         self._calls: dict[int, _Item] = {}
+        # Tool name -> the MCP server it comes from; the agent's own: hermes.
+        self.server_labels = dict(server_labels or {})
+        self.approval_requests: list[ApprovalRequested] = []
+        """The calls this response holds for a person's answer."""
+        # call id -> the approval it was run on: shown as mcp_call items.
+        self._approved = dict(approved_calls or {})
+        self._mcp_calls: dict[str, _Item] = {}
+        self.mcp_tools = dict(mcp_tools or {})
+        """The request's MCP tools: the model's name -> (server label, tool)."""
+        self.mcp_held: set[str] = set()
+        """Those of them a call of is held for approval first: its item is
+        the ``mcp_approval_request``, and the ``mcp_call`` comes when it runs."""
+        # Their calls running now, by call index: mcp_call items.
+        self._request_mcp: dict[int, _Item] = {}
 
     # -- state --------------------------------------------------------------
 
@@ -300,13 +340,20 @@ class ResponseBuilder:
             out += self._close() + self._close_calls()
         elif isinstance(event, ToolCallDelta):
             out += self._client_call(event)
-        elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint):
-            if not isinstance(event, LongToolHint):
+        elif isinstance(event, ApprovalRequested):
+            out += self._approval_request(event)
+        elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint | ToolProgress):
+            if isinstance(event, ToolCallChunk | ToolCallFinished):
                 # The final text after the agent's tools needs an item of its own.
                 self._answered = False
             shown = tool_event(event) if self.tool_events else None
             if shown is not None:
                 out.append(self._event(*shown))
+            if isinstance(event, ToolCallChunk | ToolCallFinished):
+                if event.call_id in self._approved:
+                    out += self._mcp_call(event)
+                elif event.tool_name in self.mcp_tools and event.tool_name not in self.mcp_held:
+                    out += self._request_mcp_call(event)
         elif isinstance(event, TurnFinished):
             out += self._finish(event)
         # Commentary repeats text already streamed as MessageChunks; notices
@@ -384,12 +431,73 @@ class ResponseBuilder:
         return self._done(item, status)
 
     def _close_calls(self, status: str = "completed") -> list[ResponseEvent]:
-        """End the client tool calls being written (at the end of their step)."""
+        """End the client tool calls being written (at the end of their step),
+        and any MCP call the turn stopped in."""
         out: list[ResponseEvent] = []
         for item in self._calls.values():
             out += self._done(item, status)
         self._calls.clear()
+        for item in self._request_mcp.values():
+            assert item.fixed is not None
+            item.fixed = {**item.fixed, "status": "incomplete"}
+            out += self._done(item, "incomplete")
+        self._request_mcp.clear()
         return out
+
+    # -- the request's MCP tools ------------------------------------------------
+
+    def mcp_list_tools(
+        self, label: str, tools: list[dict[str, Any]] | None, error: str | None = None
+    ) -> list[ResponseEvent]:
+        """An ``mcp_list_tools`` item: what server ``label`` offers, or why
+        it could not say (``error``)."""
+        out = self.start() + self._close()
+        item = self._add_item("mcp_list_tools", "mcpl")
+        item.fixed = list_tools_item(item.id, label, [])
+        where = {"item_id": item.id, "output_index": item.index}
+        out += [self._added(item), self._event("response.mcp_list_tools.in_progress", where)]
+        item.fixed = list_tools_item(item.id, label, tools or [], error)
+        end = "failed" if error is not None else "completed"
+        out.append(self._event(f"response.mcp_list_tools.{end}", where))
+        return out + self._done(item, "failed" if error is not None else "completed")
+
+    def _request_mcp_call(self, event: ToolCallChunk | ToolCallFinished) -> list[ResponseEvent]:
+        """A call to one of the request's MCP tools, as an ``mcp_call`` item."""
+        label, tool = self.mcp_tools[event.tool_name]
+        if isinstance(event, ToolCallChunk):
+            out = self._close()
+            item = self._add_item("mcp_call", "mcp")
+            item.name = tool
+            arguments = arguments_json(event.args)
+            item.fixed = mcp_call_item(item.id, tool, "", server_label=label, status="in_progress")
+            self._request_mcp[event.index] = item
+            where = {"item_id": item.id, "output_index": item.index}
+            item.fixed = {**item.fixed, "arguments": arguments}
+            return [
+                *out,
+                self._event(
+                    "response.output_item.added",
+                    {"output_index": item.index, "item": {**item.fixed, "arguments": ""}},
+                ),
+                self._event("response.mcp_call.in_progress", where),
+                self._event("response.mcp_call_arguments.delta", {**where, "delta": arguments}),
+                self._event("response.mcp_call_arguments.done", {**where, "arguments": arguments}),
+            ]
+        found = self._request_mcp.pop(event.index, None)
+        if found is None:
+            return []
+        status = "completed" if event.ok else "failed"
+        assert found.fixed is not None
+        found.fixed = mcp_call_item(
+            found.id,
+            tool,
+            found.fixed["arguments"],
+            server_label=label,
+            status=status,
+            output=event.result,
+            failed=not event.ok,
+        )
+        return self._done(found, status)
 
     def _done(self, item: _Item, status: str) -> list[ResponseEvent]:
         item.status = status
@@ -423,6 +531,9 @@ class ResponseBuilder:
                     {**where, "name": item.name, "arguments": item.text},
                 )
             )
+        elif item.kind == "mcp_call":
+            kind = "failed" if status == "failed" else "completed"
+            out.append(self._event(f"response.mcp_call.{kind}", where))
         out.append(
             self._event(
                 "response.output_item.done", {"output_index": item.index, "item": item.render()}
@@ -457,6 +568,72 @@ class ResponseBuilder:
             )
         return out
 
+    def _close_all(self, status: str) -> list[ResponseEvent]:
+        return self._close(status) + self._close_calls(status) + self._close_mcp_calls()
+
+    def _close_mcp_calls(self) -> list[ResponseEvent]:
+        """End the approved calls still running (the turn stopped)."""
+        out: list[ResponseEvent] = []
+        for item in self._mcp_calls.values():
+            assert item.fixed is not None
+            item.fixed = {**item.fixed, "status": "incomplete"}
+            out += self._done(item, "incomplete")
+        self._mcp_calls.clear()
+        return out
+
+    def _approval_request(self, event: ApprovalRequested) -> list[ResponseEvent]:
+        out = self._close()
+        item = self._add_item("mcp_approval_request", "mcpr")
+        item.id = event.id
+        label, name = self._server_of(event.tool_name)
+        item.fixed = approval_request_item(event.id, name, event.arguments, server_label=label)
+        self.approval_requests.append(event)
+        return [*out, self._added(item), *self._done(item, "completed")]
+
+    def _mcp_call(self, event: ToolCallChunk | ToolCallFinished) -> list[ResponseEvent]:
+        """An approved call that runs now, as an ``mcp_call`` item."""
+        approval_id = self._approved[event.call_id]
+        if isinstance(event, ToolCallChunk):
+            out = self._close()
+            item = self._add_item("mcp_call", "mcp")
+            item.name = event.tool_name
+            item.call_id = event.call_id
+            item.parts.append(json.dumps(event.args, ensure_ascii=False, separators=(",", ":")))
+            item.fixed = self._mcp_call_item(item, "in_progress", None, approval_id)
+            self._mcp_calls[event.call_id] = item
+            where = {"item_id": item.id, "output_index": item.index}
+            return [*out, self._added(item), self._event("response.mcp_call.in_progress", where)]
+        found = self._mcp_calls.pop(event.call_id, None)
+        if found is None:
+            return []
+        status = "completed" if event.ok else "failed"
+        found.fixed = self._mcp_call_item(found, status, event.result, approval_id)
+        return self._done(found, status)
+
+    def _server_of(self, tool_name: str) -> tuple[str, str]:
+        """The server label and the server's own name of the tool the model
+        calls ``tool_name``: a request's MCP tool, a configured server's
+        (``server_labels``), or the agent's own (``hermes``)."""
+        found = self.mcp_tools.get(tool_name)
+        if found is not None:
+            return found
+        return self.server_labels.get(tool_name, HERMES_LABEL), tool_name
+
+    def _mcp_call_item(
+        self, item: _Item, status: str, output: str | None, approval_id: str
+    ) -> dict[str, Any]:
+        label, name = self._server_of(item.name)
+        return mcp_call_item(
+            item.id,
+            name,
+            item.text,
+            server_label=label,
+            status=status,
+            output=output,
+            failed=status == "failed",
+            approval_request_id=approval_id,
+        )
+
     def _finish(self, event: TurnFinished) -> list[ResponseEvent]:
         self.usage = event.usage
         if event.finish_reason == "error":
@@ -467,6 +644,9 @@ class ResponseBuilder:
         # A client call reached us as ToolCallDelta events (the agent
         # announces every one, streamed or whole); the ending adds none.
         out = self._close() + self._close_calls()
+        if event.finish_reason == "approval":
+            # The approval request is the answer: nothing more to say yet.
+            return out + self._end("completed")
         if not event.tool_calls and not self._answered:
             # Every answer has a message item, even an empty one.
             out += self._text(event.text) if event.text else self._open_message()[1]
@@ -512,7 +692,7 @@ class ResponseBuilder:
         """An ``error`` event and ``response.failed``."""
         if self.ended:
             return []
-        out = self.start() + self._close("incomplete") + self._close_calls("incomplete")
+        out = self.start() + self._close_all("incomplete")
         out.append(
             self._event(
                 "error", {"code": code or "server_error", "message": message, "param": None}
@@ -532,7 +712,7 @@ class ResponseBuilder:
         """
         if self.ended:
             return []
-        ending = self._close("incomplete") + self._close_calls("incomplete")
+        ending = self._close_all("incomplete")
         return self.start() + ending + self._end("incomplete")
 
     def cancel(self) -> list[ResponseEvent]:
@@ -540,5 +720,5 @@ class ResponseBuilder:
         ends with ``response.incomplete``, the only terminal event that fits."""
         if self.ended:
             return []
-        ending = self._close("incomplete") + self._close_calls("incomplete")
+        ending = self._close_all("incomplete")
         return self.start() + ending + self._end("cancelled")

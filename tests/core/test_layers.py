@@ -27,6 +27,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
         "hermes_trio.wire.sse, hermes_trio.wire.chat_chunks, hermes_trio.wire.responses_stream",
         "hermes_trio.wire.chat_out, hermes_trio.wire.responses_out, hermes_trio.wire.think",
         "hermes_trio.approvals.book",
+        "hermes_trio.command_check.policy",
     ],
 )
 def test_the_sans_io_layer_imports_neither_trio_nor_httpx(modules: str) -> None:

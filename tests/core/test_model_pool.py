@@ -135,7 +135,8 @@ async def test_proxy_settings_in_the_environment_still_apply(
     for name in ("HTTP_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     async with make_http_client(config) as direct:
-        assert isinstance(direct._transport, PooledTransport)
+        # Under the tap that copies recorded turns (--record).
+        assert isinstance(direct._transport.inner, PooledTransport)
 
 
 @pytest.mark.parametrize("after_done", ["silence", "close", "reset"])

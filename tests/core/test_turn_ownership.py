@@ -17,7 +17,8 @@ PACKAGE = Path(hermes_trio.__file__).parent
 SUPPORT = Path(__file__).resolve().parents[1] / "support.py"
 OWNER = PACKAGE / "turn.py"
 # The agent produces a turn's events into the channel the primitive gives it.
-PRODUCERS = {OWNER, PACKAGE / "agent.py"}
+# The recorder wraps that channel to copy each event as the agent sends it.
+PRODUCERS = {OWNER, PACKAGE / "agent.py", PACKAGE / "recording" / "recorder.py"}
 # Relays pass every event of a turn they were given on to the next consumer
 # (the gateway's approval prompts in front of the message editor): they
 # hold a channel of stream events, but open no turn and run no agent.

@@ -47,13 +47,12 @@ async def running_process(
         open_scripted_server(script) as model,
         open_fake_telegram(TOKEN) as telegram,
     ):
-        full_env = clean_env(
-            TELEGRAM_BOT_TOKEN=TOKEN,
-            TELEGRAM_API_BASE_URL=telegram.base_url,
+        full_env = gateway_env(
+            tmp_path,
+            telegram,
+            model,
             TELEGRAM_ALLOWED_USERS=f"{REQUESTER}, {OTHER}",
-            HERMES_MODEL_BASE_URL=model.base_url,
             HERMES_STREAMING_ENABLED="1",
-            HERMES_DATA_DIR=str(tmp_path / "data"),
             **env,
         )
         async with gateway_process(full_env, tmp_path) as (process, out, err):
@@ -66,6 +65,16 @@ async def running_process(
                 process.send_signal(signal.SIGTERM)
                 with trio.fail_after(10):
                     await process.wait()
+
+
+def gateway_env(tmp_path: Path, telegram: FakeTelegram, model: Any, **env: str) -> dict[str, str]:
+    return clean_env(
+        TELEGRAM_BOT_TOKEN=TOKEN,
+        TELEGRAM_API_BASE_URL=telegram.base_url,
+        HERMES_MODEL_BASE_URL=model.base_url,
+        HERMES_DATA_DIR=str(tmp_path / "data"),
+        **env,
+    )
 
 
 def prompt_in(telegram: FakeTelegram, chat: int) -> FakeMessage | None:
@@ -214,3 +223,36 @@ async def test_stop_and_shutdown_cancel_the_question(tmp_path: Path) -> None:
         assert second.keyboard == []
         assert second.text.startswith("🚫 Cancelled (the gateway is stopping)")
     assert not stopped.exists() and not shut.exists()
+
+
+async def test_a_press_after_the_gateway_restarted_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "restarted"
+    script = [ToolCallReply([("terminal", {"command": flagged(marker)})])]
+    async with (
+        open_scripted_server(script) as model,
+        open_fake_telegram(TOKEN) as telegram,
+    ):
+        env = gateway_env(tmp_path, telegram, model, TELEGRAM_ALLOWED_USERS=str(REQUESTER))
+        async with gateway_process(env, tmp_path) as (process, out, err):
+            with trio.fail_after(15):
+                await out.wait_for(b"running telegram")
+            telegram.push_message(chat_id=REQUESTER, user_id=REQUESTER, text="clean up")
+            prompt = await shown_prompt(telegram, REQUESTER)
+            # Killed outright: nothing closes the prompt, its buttons stay.
+            process.kill()
+            with trio.fail_after(10):
+                await process.wait()
+        assert prompt.buttons() == ["Approve", "Deny"]
+        async with gateway_process(env, tmp_path) as (process, out, err):
+            with trio.fail_after(15):
+                await out.wait_for(b"running telegram")
+            telegram.press_button(REQUESTER, prompt.message_id, REQUESTER, "Approve")
+            with trio.fail_after(10):
+                await telegram.wait_until(lambda: len(telegram.callback_answers) == 1)
+            (late,) = answered(telegram)
+            assert late["text"] == "This request is no longer pending."
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(10):
+                assert await process.wait() == 0, err.text()
+    assert not marker.exists()
+    assert len(model.model_requests) == 1

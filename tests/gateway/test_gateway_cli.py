@@ -18,7 +18,7 @@ from hermes_trio.config import Config, PlatformsConfig, TelegramConfig, load_con
 from hermes_trio.gateway import build_adapters
 from hermes_trio.gateway.sessions import _command
 from hermes_trio.platforms.registry import TELEGRAM
-from hermes_trio.platforms.telegram import TelegramAdapter
+from hermes_trio.platforms.telegram.adapter import TelegramAdapter
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.testing.fake_telegram import open_fake_telegram
 

@@ -28,7 +28,7 @@ from hermes_trio.consumers.messenger import PlatformError
 from hermes_trio.gateway import Gateway, open_gateway, run_gateway_async
 from hermes_trio.gateway.sessions import RESTART_NOTICE
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.telegram import TelegramAdapter
+from hermes_trio.platforms.telegram.adapter import TelegramAdapter
 from hermes_trio.testing import (
     FakeMessenger,
     FakeTelegram,

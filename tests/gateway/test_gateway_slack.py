@@ -13,7 +13,7 @@ import pytest
 import trio
 from support import ProcessOutput, clean_env, gateway_process
 
-from hermes_trio.platforms.slack_format import to_mrkdwn
+from hermes_trio.platforms.slack.format import to_mrkdwn
 from hermes_trio.testing import ScriptedModelServer, TextReply, open_scripted_server
 from hermes_trio.testing.fake_slack import FakeSlack, SlackMessage, open_fake_slack
 

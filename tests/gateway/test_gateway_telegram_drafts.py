@@ -31,7 +31,7 @@ from hermes_trio.config import (
 )
 from hermes_trio.gateway import Gateway, build_adapters, open_gateway
 from hermes_trio.platforms.registry import TELEGRAM
-from hermes_trio.platforms.telegram import (
+from hermes_trio.platforms.telegram.adapter import (
     TelegramAdapter,
     TelegramDraftMessenger,
     TelegramMessenger,

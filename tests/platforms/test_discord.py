@@ -19,8 +19,12 @@ from trio.testing import MockClock
 from hermes_trio.config import DiscordConfig, UserId
 from hermes_trio.consumers.messenger import PlatformError, RateLimited
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.discord import DISCORD_CAPABILITIES, DiscordAdapter, GatewayRefused
-from hermes_trio.platforms.discord_rest import TokenRejected
+from hermes_trio.platforms.discord.adapter import (
+    DISCORD_CAPABILITIES,
+    DiscordAdapter,
+    GatewayRefused,
+)
+from hermes_trio.platforms.discord.rest import TokenRejected
 from hermes_trio.testing import FakeDiscord, FakeTransport, open_fake_discord
 
 TOKEN = "MTAxNTU.discord-secret-token.value_XYZ"

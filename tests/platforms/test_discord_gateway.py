@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_trio.platforms.discord_gateway import (
+from hermes_trio.platforms.discord.gateway import (
     INTENTS,
     TOKEN_REJECTED,
     Dispatch,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_trio.platforms.discord_messages import (
+from hermes_trio.platforms.discord.messages import (
     SeenMessages,
     mentions_bot,
     strip_mentions,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_trio.platforms.discord_ratelimit import RateLimits, RouteKey
+from hermes_trio.platforms.discord.ratelimit import RateLimits, RouteKey
 
 EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
 SEND = "POST /channels/{channel_id}/messages"

@@ -17,8 +17,8 @@ import trio_websocket
 from hermes_trio.config import SlackConfig
 from hermes_trio.consumers.messenger import PlatformError, RateLimited
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.slack import SlackAdapter
-from hermes_trio.platforms.slack_api import SlackTokenRejected
+from hermes_trio.platforms.slack.adapter import SlackAdapter
+from hermes_trio.platforms.slack.api import SlackTokenRejected
 from hermes_trio.testing.fake_slack import FakeSlack, open_fake_slack
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_trio.platforms.slack_events import EventSieve
+from hermes_trio.platforms.slack.events import EventSieve
 
 
 def envelope(event: dict[str, Any], event_id: str = "Ev1", retry: int = 0) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hermes_trio.platforms.slack_format import RULE_LINE, escape, to_mrkdwn
+from hermes_trio.platforms.slack.format import RULE_LINE, escape, to_mrkdwn
 
 CASES = [
     # emphasis

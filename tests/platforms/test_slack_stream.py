@@ -16,8 +16,8 @@ import trio
 from hermes_trio.config import SlackConfig
 from hermes_trio.consumers.messenger import PlatformError, RateLimited
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.slack import SlackAdapter
-from hermes_trio.platforms.slack_send import OpenStreams, SlackMessenger, SlackStreamMessenger
+from hermes_trio.platforms.slack.adapter import SlackAdapter
+from hermes_trio.platforms.slack.send import OpenStreams, SlackMessenger, SlackStreamMessenger
 from hermes_trio.testing.fake_slack import FakeSlack, open_fake_slack
 
 THREAD = "1700000000.000100"

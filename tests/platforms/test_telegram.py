@@ -17,7 +17,7 @@ from trio.testing import MockClock
 from hermes_trio.config import TelegramConfig
 from hermes_trio.consumers.messenger import PlatformError, RateLimited
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.telegram import TelegramAdapter, TokenRejected
+from hermes_trio.platforms.telegram.adapter import TelegramAdapter, TokenRejected
 from hermes_trio.testing import FakeTelegram, FakeTransport, open_fake_telegram
 
 TOKEN = "424242:AAH-secret_token_value_XYZ"
@@ -401,7 +401,7 @@ async def test_token_never_logged_or_in_errors(
 
 
 def test_media_become_attachments_and_only_topics_are_threads() -> None:
-    from hermes_trio.platforms.telegram import _to_inbound
+    from hermes_trio.platforms.telegram.adapter import _to_inbound
 
     def fetcher(file_id: str) -> Callable[[], Awaitable[bytes]]:
         async def fetch() -> bytes:

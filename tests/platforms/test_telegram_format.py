@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_trio.consumers.messenger import measure
-from hermes_trio.platforms.telegram_format import (
+from hermes_trio.platforms.telegram.format import (
     escape_code,
     escape_link_url,
     escape_markdown_v2,

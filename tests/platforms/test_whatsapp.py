@@ -271,3 +271,19 @@ async def test_other_kinds_become_text_or_a_named_attachment_and_reactions_are_i
         "",
     ]
     assert [(a.mime_type, a.name) for a in got[2].attachments] == [(None, "a shared contact")]
+
+
+async def test_a_button_press_passes_the_allow_list() -> None:
+    # An approver need not be in allowed_users: the approval decides whether
+    # the press counts (and acknowledges it), so the adapter lets it through;
+    # a stranger's text is still dropped.
+    async with running(allowed_users=["1555"]) as (fake, adapter, recv):
+        url = adapter.webhook_url
+        assert url
+        reply = {"type": "button_reply", "button_reply": {"id": "y:mcpr_1", "title": "Approve"}}
+        await fake.deliver_text(url, "1999", "stranger")
+        await fake.deliver_message(url, "1999", "interactive", reply)
+        got = await recv.receive()
+        assert recv.statistics().current_buffer_used == 0
+    assert got.user_id == "1999"
+    assert got.press is not None and got.press.data == "y:mcpr_1"

@@ -24,7 +24,7 @@ from hermes_trio.server.keys import (
     Reservation,
     current_key,
 )
-from hermes_trio.server.turns import TurnHold, TurnSlots
+from hermes_trio.server.turn_slots import TurnHold, TurnSlots
 
 
 def test_requests_per_minute_slide() -> None:

@@ -15,7 +15,7 @@ import trio
 
 from hermes_trio.config import Config, StoreConfig
 from hermes_trio.events import MessageChunk, MessageStop, TurnFinished
-from hermes_trio.server.store import (
+from hermes_trio.store import (
     PostgresStore,
     Signal,
     SQLiteStore,
@@ -24,8 +24,8 @@ from hermes_trio.server.store import (
     open_store,
     owner_scope,
 )
-from hermes_trio.server.store.runners import Runner
-from hermes_trio.server.store.shared import SQLStore
+from hermes_trio.store.runners import Runner
+from hermes_trio.store.shared import SQLStore
 from hermes_trio.wire.responses_out import ResponseBuilder
 
 PG_BASE = "postgresql://postgres@127.0.0.1:5432/test"
@@ -342,3 +342,31 @@ async def test_an_unreachable_database_is_one_line() -> None:
     line = str(refused.value)
     assert line.startswith("store.url postgresql://") and "cannot use the database" in line
     assert "s3cret" not in line and "\n" not in line
+
+
+async def test_held_approvals_are_answered_once_by_any_process_and_go_with_their_response(
+    stores: Stores,
+) -> None:
+    from hermes_trio.store import HeldApproval
+
+    one, two = await stores.open(), await stores.open()
+    await one.create(record("resp_held"))
+    held = HeldApproval("mcpr_1", OWNER, "resp_held", "call_1", "rebooting", 1_700_000_300.0)
+    await one.hold_approvals([held, HeldApproval("mcpr_2", OWNER, "resp_held", "call_2", "", 1.0)])
+    assert await two.held_approval("mcpr_1") == held
+    assert await two.held_approval("mcpr_nope") is None
+    # Both processes answer at once: one of them wins.
+    won: list[bool] = []
+
+    async def take(store: SQLStore, by: str) -> None:
+        won.append(await store.take_approval("mcpr_1", by))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take, one, "resp_a")
+        nursery.start_soon(take, two, "resp_b")
+    assert sorted(won) == [False, True]
+    answered = await one.held_approval("mcpr_1")
+    assert answered is not None and answered.answered_by in ("resp_a", "resp_b")
+    assert await one.delete("resp_held", OWNER)
+    assert await two.held_approval("mcpr_1") is None
+    assert await two.held_approval("mcpr_2") is None

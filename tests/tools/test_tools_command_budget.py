@@ -15,8 +15,8 @@ import pytest
 import trio
 import trio.testing
 
+from hermes_trio.command_check.policy import MAX_COMMAND_LENGTH, assess, work_budget
 from hermes_trio.tools import TerminalTool, ToolContext, approval, find_dangers
-from hermes_trio.tools.command_policy import MAX_COMMAND_LENGTH, assess, work_budget
 
 # Shapes whose cost must grow linearly with n (and stay within the budget).
 LINEAR: list[tuple[str, Callable[[int], str]]] = [

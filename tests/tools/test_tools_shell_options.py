@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_trio.tools.shell_options import OptionSpec, Scan, names, scan
-from hermes_trio.tools.shell_words import UNKNOWN, Value, lit_value, literal
+from hermes_trio.command_check.shell_options import OptionSpec, Scan, names, scan
+from hermes_trio.command_check.shell_words import UNKNOWN, Value, lit_value, literal
 
 GNU = OptionSpec(
     permute=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_trio.tools.shell_paths import (
+from hermes_trio.command_check.shell_paths import (
     HERE,
     MAX_DIRS,
     NARROW,
@@ -15,7 +15,7 @@ from hermes_trio.tools.shell_paths import (
     merge_dirs,
     normalize_dir,
 )
-from hermes_trio.tools.shell_words import UNKNOWN, Segment, Value
+from hermes_trio.command_check.shell_words import UNKNOWN, Segment, Value
 
 
 def value(*segments: Segment) -> Value:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_trio.tools.shell_paths import HERE, NARROW, SYSTEM, breadth
-from hermes_trio.tools.shell_syntax import (
+from hermes_trio.command_check.shell_paths import HERE, NARROW, SYSTEM, breadth
+from hermes_trio.command_check.shell_syntax import (
     CmdSub,
     Compound,
     FuncDef,
@@ -23,7 +23,7 @@ from hermes_trio.tools.shell_syntax import (
     decode_escapes,
     parse,
 )
-from hermes_trio.tools.shell_words import (
+from hermes_trio.command_check.shell_words import (
     UNKNOWN,
     Segment,
     Value,

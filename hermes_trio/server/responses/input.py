@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...wire.mcp_items import approval_request_item, approval_response_item
 from ...wire.responses_out import new_item_id
 from ..errors import APIError
 from ..validation import bad, role_of
 
 __all__ = [
     "MAX_ITEM_REFERENCES",
+    "approval_answers",
     "check_tool_outputs",
     "item_references",
     "parse_input",
@@ -120,6 +122,12 @@ def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
                     "status": "completed",
                 }
             )
+        elif kind == "mcp_approval_response":
+            items.append(_approval_response(raw, where))
+        elif kind in ("mcp_approval_request", "mcp_call"):
+            # Given back from an earlier output (clients that resend the
+            # whole output do): the stored conversation holds the call.
+            items.append(_given_back(raw, where))
         elif kind == "item_reference":
             # Resolved before parsing when the store has the item.
             raise _unknown_reference(raw.get("id"), where)
@@ -133,12 +141,49 @@ def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
         else:
             raise bad(
                 f"'{where}.type' {kind!r} is not supported (supported: message, function_call, "
-                "function_call_output, reasoning, item_reference)",
+                "function_call_output, mcp_approval_response, mcp_approval_request, mcp_call, "
+                "reasoning, item_reference)",
                 f"{where}.type",
             )
-    if not messages:
-        raise bad("'input' must contain at least one message or tool output", "input")
+    if not messages and not approval_answers(items):
+        raise bad(
+            "'input' must contain at least one message, tool output or approval response", "input"
+        )
     return messages, items, system
+
+
+def approval_answers(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``mcp_approval_response`` items among parsed input items."""
+    return [item for item in items if item.get("type") == "mcp_approval_response"]
+
+
+def _approval_response(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    request_id = raw.get("approval_request_id")
+    if not isinstance(request_id, str) or not request_id:
+        raise bad(
+            f"'{where}.approval_request_id' must be the id of an mcp_approval_request",
+            f"{where}.approval_request_id",
+        )
+    approve = raw.get("approve")
+    if not isinstance(approve, bool):
+        raise bad(f"'{where}.approve' must be true or false", f"{where}.approve")
+    reason = raw.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise bad(f"'{where}.reason' must be a string", f"{where}.reason")
+    return approval_response_item(_item_id(raw, "mcpa", where), request_id, approve, reason)
+
+
+def _given_back(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """An ``mcp_approval_request`` or ``mcp_call`` item of an earlier
+    output, kept in the input items as sent (it adds no message)."""
+    for key in ("id", "server_label", "name", "arguments"):
+        if not isinstance(raw.get(key), str):
+            raise bad(f"'{where}.{key}' must be a string", f"{where}.{key}")
+    if raw["type"] == "mcp_approval_request":
+        return approval_request_item(
+            raw["id"], raw["name"], raw["arguments"], server_label=raw["server_label"]
+        )
+    return dict(raw)
 
 
 def _item_id(raw: dict[str, Any], prefix: str, where: str) -> str:

@@ -8,6 +8,9 @@ and resumable streams.
   tool calls are not output items (only calls of the client's tools are);
   ``X-Hermes-Stream-Extensions: tools`` shows them as ``hermes.tool.*``
   stream events.
+  A call the safety check flags ends a stored response with an
+  ``mcp_approval_request`` item; the next request's
+  ``mcp_approval_response`` items settle it (:mod:`.held`).
 - ``GET /v1/responses/{id}`` returns the response object, or with
   ``stream=true`` replays its events after ``starting_after`` and then
   follows the turn while it runs.
@@ -27,6 +30,9 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
+from ...agent import HeldCalls
+from ...store import HeldApproval, StoredResponse, wall_clock
+from ...wire.responses_out import new_response_id
 from ..bodies import (
     JsonBody,
     json_response,
@@ -39,8 +45,10 @@ from ..bodies import (
 from ..errors import APIError, error_status
 from ..state import ServerState
 from ..validation import bad
-from .input import check_tool_outputs, item_references, resolve_references
+from .held import answered_twice, check_answer, held_ids, open_calls, settle
+from .input import approval_answers, check_tool_outputs, item_references, resolve_references
 from .live import STOP_WAIT, LiveResponses
+from .mcp_run import listed_labels
 from .remote import StoredFollowBody, stop_elsewhere
 from .request import (
     ResponsesRequest,
@@ -50,6 +58,10 @@ from .request import (
 )
 
 __all__ = ["register_responses_routes"]
+
+
+# Earlier responses looked at for MCP listings (a longer chain lists again).
+MAX_CHAIN = 100
 
 
 def _not_found(response_id: str) -> APIError:
@@ -78,9 +90,32 @@ class _Responses:
         if isinstance(value, dict):
             value = await self._resolve_references(value, owner)
         req = await validate_body(parse, value, body.size)
-        conversation, inherited = await self._conversation(req, owner)
+        answers = _answers(req)
+        for approval_id in answers:
+            # Before the conversation: another key's answer names the
+            # approval, not the response it cannot see.
+            check_answer(
+                approval_id,
+                await self.store.held_approval(approval_id),
+                owner=owner,
+                now=wall_clock(),
+            )
+        conversation, inherited, previous = await self._conversation(req, owner)
+        held, approved = await self._held(req, owner, answers, conversation, inherited, previous)
+        response_id = new_response_id()
+        for approval_id in answers:
+            if not await self.store.take_approval(approval_id, response_id):
+                raise answered_twice(approval_id)
         live = await self.live.start(
-            req, owner, conversation, inherited=inherited, tool_events="tools" in extensions
+            req,
+            owner,
+            conversation,
+            inherited=inherited,
+            tool_events="tools" in extensions,
+            held=held,
+            approved=approved,
+            response_id=response_id,
+            mcp_listed=await self._mcp_listed(req, owner),
         )
         builder = live.builder
         if req.stream:
@@ -102,6 +137,21 @@ class _Responses:
             )
         return json_response(builder.snapshot())
 
+    async def _mcp_listed(self, req: ResponsesRequest, owner: str) -> frozenset[str]:
+        """The MCP servers whose tools this conversation has listed already:
+        an ``mcp_list_tools`` item in an earlier response of the chain."""
+        outputs: list[list[dict[str, Any]]] = []
+        parent = req.previous_response_id if req.mcp else None
+        for _ in range(MAX_CHAIN):
+            if parent is None:
+                break
+            stored = await self.store.get(parent, owner)
+            if stored is None:
+                break
+            outputs.append(list(stored.response.get("output") or []))
+            parent = stored.parent
+        return frozenset(listed_labels(outputs))
+
     async def _resolve_references(self, body: dict[str, Any], owner: str) -> dict[str, Any]:
         """The body with its ``item_reference`` inputs replaced by the items
         they name, looked up among ``owner``'s stored responses."""
@@ -111,13 +161,50 @@ class _Responses:
         stored = await self.store.find_items(owner, ids)
         return {**body, "input": resolve_references(body["input"], stored)}
 
+    async def _held(
+        self,
+        req: ResponsesRequest,
+        owner: str,
+        answers: dict[str, dict[str, Any]],
+        conversation: list[dict[str, Any]],
+        inherited: int,
+        previous: StoredResponse | None,
+    ) -> tuple[HeldCalls | None, dict[str, str]]:
+        """The previous response's held calls, settled by this request's
+        answers (400 for an answer that cannot count), and the approved
+        ones' approval ids by call id."""
+        waiting = held_ids(previous.response) if previous is not None else []
+        records: list[HeldApproval] = []
+        for approval_id in waiting:
+            record = await self.store.held_approval(approval_id)
+            if record is not None:
+                records.append(record)
+        found = {record.id: record for record in records}
+        for approval_id in answers:
+            check_answer(
+                approval_id,
+                found.get(approval_id) or await self.store.held_approval(approval_id),
+                owner=owner,
+                now=wall_clock(),
+                asked_by=req.previous_response_id,
+                waiting=waiting,
+            )
+        held = settle(inherited, records, answers, open_calls(conversation[:inherited]))
+        approved = {
+            found[approval_id].call_id: approval_id
+            for approval_id, answer in answers.items()
+            if answer["approve"]
+        }
+        return held, approved
+
     async def _conversation(
         self, req: ResponsesRequest, owner: str
-    ) -> tuple[list[dict[str, Any]], int]:
+    ) -> tuple[list[dict[str, Any]], int, StoredResponse | None]:
         """What the new response's turn continues from: the previous
-        response's conversation, then this request's input; and how many
-        messages of it are the previous response's."""
+        response's conversation, then this request's input; how many
+        messages of it are the previous response's; and that response."""
         conversation: list[dict[str, Any]] = []
+        previous: StoredResponse | None = None
         if req.previous_response_id is not None:
             previous = await self.store.get(req.previous_response_id, owner)
             if previous is None:
@@ -146,8 +233,9 @@ class _Responses:
             conversation = list(previous.messages)
         inherited = len(conversation)
         conversation += req.messages
+        # The held calls get their results when the turn settles them.
         check_tool_outputs(conversation)
-        return conversation, inherited
+        return conversation, inherited, previous
 
     async def retrieve(self, response_id: str) -> Response:
         owner = request_owner()
@@ -236,10 +324,26 @@ class _Responses:
         )
 
 
+def _answers(req: ResponsesRequest) -> dict[str, dict[str, Any]]:
+    """The request's ``mcp_approval_response`` items by approval id; 400
+    for one approval answered twice here."""
+    answers: dict[str, dict[str, Any]] = {}
+    for item in approval_answers(req.input_items):
+        approval_id = item["approval_request_id"]
+        if approval_id in answers:
+            raise answered_twice(approval_id)
+        answers[approval_id] = item
+    return answers
+
+
 def register_responses_routes(app: QuartTrio, state: ServerState) -> None:
     """Add the ``/v1/responses`` endpoints to ``app``."""
     responses = _Responses(state)
-    parse = partial(parse_responses_request, extra=state.settings.extra_params)
+    parse = partial(
+        parse_responses_request,
+        extra=state.settings.extra_params,
+        mcp_allowed_urls=state.settings.mcp_allowed_urls,
+    )
 
     @app.post("/v1/responses")
     async def create_response() -> Response:

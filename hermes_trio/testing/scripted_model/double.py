@@ -14,8 +14,10 @@ from typing import NoReturn
 import httpx
 import trio
 
+from ..replay_data import Recording
 from .model import ScriptedModel
 from .plan import Plan
+from .recorded import RecordedAnswers
 from .records import ConnectionRecord
 
 __all__ = ["ModelDouble"]
@@ -44,8 +46,20 @@ class ModelDouble(ScriptedModel, httpx.AsyncBaseTransport):
     """
 
     base_url = "http://scripted-model.test/v1"
+    #: Set by :meth:`from_recording`: the recording answers, not the script.
+    recorded: RecordedAnswers | None = None
+
+    @classmethod
+    def from_recording(cls, recording: Recording) -> ModelDouble:
+        """A double that answers each model request as ``recording``
+        (:class:`hermes_trio.testing.Recording`) says, at the recorded times."""
+        double = cls()
+        double.recorded = RecordedAnswers(recording)
+        return double
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.recorded is not None:
+            return await self.recorded.answer(request)
         body = await request.aread()
         headers: dict[str, str] = {}
         for key, value in request.headers.multi_items():

@@ -1,0 +1,293 @@
+"""What the server adds to a turn (:mod:`hermes_trio.turn` runs it).
+
+A request's turn runs in the server's long-lived nursery rather than in the
+request task (``hermes_trio.turn.start_turn``), so the request handler can
+wait for the first output (and still answer a failure with a JSON status)
+before the response starts; the request side cancels the turn when its
+client goes away.
+
+Chat and Responses turns start the same way: each holds a :class:`TurnSlots`
+slot until it has ended, and sits in the server's registry of running turns,
+which a shutdown cancels with its reason, so ``max_concurrent``,
+``/health``, the shutdown grace and the shutdown's last words cover both.
+
+The slot and the request key's place (:class:`~.keys.Reservation`) travel
+together as a :class:`TurnHold`: taken by the request before it starts the
+work, given back by the work's end with the tokens it spent — a turn's
+``on_exit``, a relay's last line — never by the HTTP reply, which a
+background response or a stream whose client left outlives.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+import trio
+from hypercorn.typing import WWWScope
+
+from .. import metrics
+from ..agent import Agent, TokenMeter
+from ..config import ApiServerConfig
+from ..serving.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
+from ..turn import Consumer, Turn, start_turn
+from .errors import APIError
+from .keys import Refusal, Reservation, current_key, retry_after_header
+
+__all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_limit", "turn_options"]
+
+
+TURN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
+"""Where a POST starts a turn (or a plain model relay): refused in front
+of the app when there is no room (:meth:`TurnSlots.shed`)."""
+
+
+class _Entry:
+    """A request let in by :meth:`TurnSlots.shed`: on its way to a slot
+    from when its body has arrived (a slow upload holds no place) until it
+    takes the slot or ends."""
+
+    __slots__ = ("_counted", "_slots")
+
+    def __init__(self, slots: TurnSlots) -> None:
+        self._slots: TurnSlots | None = slots
+        self._counted = False
+
+    def arrived(self) -> None:
+        if self._slots is not None and not self._counted:
+            self._counted = True
+            self._slots.entering += 1
+
+    def leave(self) -> None:
+        if self._slots is not None and self._counted:
+            self._slots.entering -= 1
+        self._slots = None
+
+
+_ENTRY: ContextVar[_Entry | None] = ContextVar("hermes_turn_entry", default=None)
+
+
+class TurnSlots:
+    """At most ``limits.limit`` turns at once (fixed, or following the
+    event loop's lag: :mod:`hermes_trio.serving.admission`); beyond that,
+    an answer at once (no queue): 429 at the limit, 503 while the server
+    is behind, both with ``Retry-After``."""
+
+    def __init__(self, limits: int | TurnLimit) -> None:
+        self.limits: TurnLimit = FixedLimit(limits) if isinstance(limits, int) else limits
+        self.in_use = 0
+        self.entering = 0
+        """Requests let in by :meth:`shed` that have not taken their slot yet."""
+        self._idle = trio.Event()
+        self._idle.set()
+
+    @property
+    def limit(self) -> int:
+        return self.limits.limit
+
+    def refusal(self) -> APIError | None:
+        """The answer for one more turn now, if it would be refused: the
+        turns running and the requests let in on their way to theirs
+        count (a burst is let in before any of it has taken a slot)."""
+        refused = self.limits.admit(trio.current_time(), self.in_use + self.entering)
+        if refused is None:
+            return None
+        metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
+        return _refusal(refused)
+
+    def shed(self, scope: WWWScope) -> APIError | _Entry | None:
+        """For a request that starts a turn or a relay, in front of the app
+        (``Front(shed=…)``), before its body is read: its refusal, or, let
+        in, its place on the way (counted once its body has arrived, until
+        it takes its slot or ends). None for any other request, and for a
+        session's, which may stop the session's running turn and take its
+        slot."""
+        if scope.get("method") != "POST" or scope["path"] not in TURN_PATHS:
+            return None
+        if any(name == b"x-session-id" for name, _ in scope["headers"]):
+            return None
+        refused = self.refusal()
+        if refused is not None:
+            # Counted as the app counts its own answers.
+            metrics.REQUESTS.labels(scope["path"], str(refused.status)).inc()
+            if refused.status == 429:
+                metrics.RATE_LIMITED.labels(refused.code or "rate_limited").inc()
+            return refused
+        entry = _Entry(self)
+        _ENTRY.set(entry)
+        return entry
+
+    def acquire(self) -> None:
+        entry = _ENTRY.get()
+        if entry is not None:
+            entry.leave()  # its own place on the way is the slot it takes now
+        refused = self.refusal()
+        if refused is not None:
+            raise refused
+        self.in_use += 1
+        if self._idle.is_set():
+            self._idle = trio.Event()
+
+    def release(self) -> None:
+        self.in_use -= 1
+        if self.in_use == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Return once no turn is running."""
+        while not self._idle.is_set():
+            await self._idle.wait()
+
+    async def watch_lag(self) -> None:
+        """Measure the event loop's lag for an adaptive limit, for ever
+        (a task of the server's; nothing to do for a fixed one)."""
+        limits = self.limits
+        if not isinstance(limits, AdaptiveLimit):
+            return
+        while True:
+            deadline = trio.current_time() + limits.tick
+            await trio.sleep_until(deadline)
+            now = trio.current_time()
+            limits.loop_tick(now, now - deadline, self.in_use)
+            metrics.ADMISSION_LIMIT.set(limits.limit)
+
+
+AUTO_START = 160
+"""Where ``auto`` starts: the turns a fresh process admits before its lag
+has said anything. A burst arrives faster than the lag can be measured, so
+it meets this number; a core holds about this many streams of 20 tokens a
+second with room to spare (bench/paced.py)."""
+
+
+def turn_limit(settings: ApiServerConfig) -> TurnLimit:
+    """The limit ``max_concurrent`` asks for: that number, or for ``auto``
+    one that follows the lag, up to a turn per connection served."""
+    if settings.max_concurrent == "auto":
+        return AdaptiveLimit(settings.max_connections, start=AUTO_START)
+    return FixedLimit(settings.max_concurrent)
+
+
+def _refusal(refused: Refused) -> APIError:
+    headers = {"Retry-After": str(refused.retry_after)}
+    if refused.reason == "lag":
+        return APIError(
+            503,
+            "the server is overloaded (it is not keeping up with the turns running); retry shortly",
+            code="server_overloaded",
+            headers=headers,
+        )
+    return APIError(
+        429,
+        f"too many turns running at once (limit {refused.limit}); retry shortly",
+        code="rate_limit_exceeded",
+        headers=headers,
+    )
+
+
+class TurnHold:
+    """What one turn or relay holds until it ends: a slot of the server's
+    and, for a request with a named key, a place in that key's concurrency.
+    Given back once, with the tokens the work spent: by the turn's end
+    (:meth:`start` makes :meth:`release` its ``on_exit``), by the relay's,
+    or by the request itself when the work never started."""
+
+    def __init__(self, slots: TurnSlots, reservation: Reservation | None) -> None:
+        self.slots = slots
+        self.reservation = reservation
+        self.meter = TokenMeter()
+        """Counts the turn's model deltas (the agent's ``meter=``)."""
+        self.turn: Turn | None = None
+        """The turn holding it, once started."""
+        self._held = True
+
+    @classmethod
+    def take(cls, slots: TurnSlots) -> TurnHold:
+        """The request key's place first (a key at its limit takes no slot
+        of the server's), then a slot; 429 with ``Retry-After`` for either."""
+        reservation = None
+        given = current_key.get()
+        if given is not None:
+            ring, key = given
+            got = ring.reserve(key)
+            if isinstance(got, Refusal):
+                raise APIError(
+                    429,
+                    got.message,
+                    code=got.code,
+                    headers={"Retry-After": retry_after_header(got.retry_after)},
+                )
+            reservation = got
+        try:
+            slots.acquire()
+        except BaseException:
+            if reservation is not None:
+                reservation.release(trio.current_time(), 0)
+            raise
+        return cls(slots, reservation)
+
+    def release(self, tokens: int = 0) -> None:
+        """Give both back, charging ``tokens`` to the key; only the first
+        call counts. The key's first: once ``/health`` shows the slot free,
+        its budget is charged."""
+        if not self._held:
+            return
+        self._held = False
+        if self.reservation is not None:
+            self.reservation.release(trio.current_time(), self.spent(tokens))
+        self.slots.release()
+
+    def spent(self, tokens: int = 0) -> int:
+        """What the work cost: ``tokens``, or what its turn's result and
+        meter say, whichever is more."""
+        result = self.turn.result if self.turn is not None else None
+        counted = self.meter.spent(result.usage if result is not None else None)
+        return max(tokens, counted)
+
+    def start(
+        self,
+        nursery: trio.Nursery,
+        agent: Agent,
+        messages: list[dict[str, Any]],
+        consumer: Consumer,
+        **options: Any,
+    ) -> Turn:
+        """Start the turn that holds this from now on (``start_turn``'s
+        ``options``); its end gives the hold back, charging what it spent."""
+        self.turn = start_turn(
+            nursery, agent, messages, consumer, on_exit=self.release, meter=self.meter, **options
+        )
+        return self.turn
+
+
+class TurnRequest(Protocol):
+    """What a chat or Responses request says about how to run its turn."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def system(self) -> str | None: ...
+
+    @property
+    def tools(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+
+def turn_options(
+    agent: Agent, settings: ApiServerConfig, req: TurnRequest, request_stream: bool | None
+) -> tuple[str, dict[str, Any]]:
+    """The model name the response reports, and the keyword arguments of
+    ``Agent.run_turn`` for ``req``'s turn (``request_stream`` as
+    ``Agent.streams`` takes it) under the server's ``settings``."""
+    kwargs: dict[str, Any] = {
+        "stream": agent.streams("api_server", request_stream),
+        "client_tools": req.tools,
+        "params": req.params,
+        # Unless overrides are allowed, the configured model answers whatever
+        # name the client sent; the response still reports that name.
+        "model": req.model if (settings.allow_model_override and req.model) else None,
+        "system": req.system,
+    }
+    return req.model or settings.model_name, kwargs

@@ -1,0 +1,99 @@
+"""A recorded turn read back from its file (written by ``--record``)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import AgentConfig, Config, FallbackModel, ModelConfig, TimeoutsConfig
+from ..recording.tape import RecordingError, parse, serialize
+
+__all__ = ["Recording"]
+
+
+@dataclass
+class Recording:
+    """One turn as recorded: the parsed document (see
+    :mod:`hermes_trio.recording.tape` for its layout) and where it came from."""
+
+    document: dict[str, Any]
+    path: str = "recording"
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Recording:
+        """Read a recording; ``RecordingError`` (a ``ValueError``) names
+        what is wrong with a file that is not one."""
+        where = str(path)
+        return cls(parse(Path(path).read_text(encoding="utf-8"), where=where), where)
+
+    @classmethod
+    def from_text(cls, text: str, *, path: str = "recording") -> Recording:
+        return cls(parse(text, where=path), path)
+
+    def dumps(self) -> str:
+        """The recording as a file holds it (e.g. after editing ``document``)."""
+        body = {k: v for k, v in self.document.items() if k not in ("format", "version")}
+        return serialize(body)
+
+    @property
+    def exchanges(self) -> list[dict[str, Any]]:
+        return list(self.document["exchanges"])
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.document["tools"])
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The recorded events: ``{"at": seconds, "type": name, "data": fields}``."""
+        return list(self.document["events"])
+
+    @property
+    def cancelled(self) -> dict[str, Any] | None:
+        value = self.document.get("cancelled")
+        return dict(value) if isinstance(value, dict) else None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation the turn was given (a fresh copy)."""
+        return copy.deepcopy(list(self.document["turn"].get("messages") or []))
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """``Agent.run_turn`` options the turn ran with (stream, model, …)."""
+        return copy.deepcopy(dict(self.document["turn"].get("options") or {}))
+
+    def config(self, base_url: str) -> Config:
+        """A config that runs the turn as it was run, against ``base_url``."""
+        settings = self.document["turn"].get("settings") or {}
+        model = dict(settings.get("model") or {})
+        agent = dict(settings.get("agent") or {})
+        if not model.get("name"):
+            # The process had picked the server's model before the turn
+            # (serve asks at startup): the one its requests named.
+            bodies = [e.get("body") for e in self.exchanges if e.get("method") == "POST"]
+            named = [b["model"] for b in bodies if isinstance(b, dict) and b.get("model")]
+            model["name"] = named[0] if named else None
+        try:
+            timeouts = TimeoutsConfig(**dict(model.pop("timeouts", None) or {}))
+            # Every model of the chain is the double; no pause of its own
+            # before a retry: the double answers it when the recording says.
+            fallbacks = [
+                FallbackModel(base_url=base_url, **dict(f)) for f in model.pop("fallbacks", [])
+            ]
+            model |= {"backoff_base": 0.0, "backoff_max": 0.0}
+            return Config(
+                model=ModelConfig(
+                    base_url=base_url,
+                    api_key=None,
+                    timeouts=timeouts,
+                    fallbacks=fallbacks,
+                    **model,
+                ),
+                agent=AgentConfig(**agent),
+            )
+        except TypeError as exc:
+            raise RecordingError(f"{self.path}: turn.settings: {exc}") from None

@@ -4,6 +4,8 @@ way to run one agent turn and keep every event."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.util
 import json
 import os
 import subprocess
@@ -48,7 +50,7 @@ _SETTING_PREFIXES = ("HERMES_", "OPENAI_", "API_SERVER_", "TELEGRAM_", "DISCORD_
 # (two seconds for each answer a test reads).
 _CHILD_HOOKS = Path(__file__).resolve().parent / "child_hooks"
 CHILD_PATCHES: dict[str, dict[str, Any]] = {
-    "hermes_trio.server.store.duties": {"IDLE_POLL": 0.1},
+    "hermes_trio.store.signals": {"IDLE_POLL": 0.1},
     "hermes_trio.cli.demo": {"WORD_DELAY": 0.001},
 }
 # For a test whose streams are open at a stop but which is not about how
@@ -213,6 +215,14 @@ def http_for(api: ApiServer, key: str = "test-client-key") -> httpx.AsyncClient:
     )
 
 
+@functools.cache
+def _patchable(module: str) -> None:
+    # A child only patches a module it imports: one moved or renamed would
+    # silently stop being patched (a name it lacks fails the child loudly).
+    if importlib.util.find_spec(module) is None:
+        raise LookupError(f"child patches name {module}, which does not exist")
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without any setting hermes-trio reads, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
@@ -231,6 +241,8 @@ def child_patches(patches: dict[str, dict[str, Any]]) -> dict[str, str]:
     """The environment entries that make a child process (and its own
     children) set ``{"module": {"NAME": value}}`` as each module is imported,
     besides ``CHILD_PATCHES``."""
+    for module in (*CHILD_PATCHES, *patches):
+        _patchable(module)
     return {
         "PYTHONPATH": str(_CHILD_HOOKS),
         "HERMES_TEST_PATCHES": json.dumps({**CHILD_PATCHES, **patches}),

@@ -13,12 +13,14 @@ and exception mapping are httpx's.
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from types import TracebackType
+from typing import cast
 
 import httpcore
 import httpx
 import trio
+from httpcore._backends.trio import TrioStream
 
 __all__ = ["PooledTransport"]
 
@@ -96,6 +98,7 @@ class IdlePool:
             keepalive_expiry=self._keepalive_expiry,
             http1=True,
             http2=False,
+            network_backend=_BACKEND,
         )
 
     async def _take_idle(self, origin: httpcore.Origin) -> httpcore.AsyncHTTPConnection | None:
@@ -164,3 +167,51 @@ class _PooledBody:
         finally:
             with trio.CancelScope(shield=True):
                 await self._pool.release(self._connection, self._origin)
+
+
+class _UnboundedReads(TrioStream):
+    """httpcore's trio stream, less the cancel scope (and two context
+    managers) each read opens for its timeout when it has none: the model
+    client's reads have none (the watchdog bounds a stream's silence), and
+    a paced stream reads about twice per token."""
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        if timeout is not None:
+            return await super().read(max_bytes, timeout)
+        try:
+            # As httpcore's own read: trio's streams give bytes here.
+            return cast(bytes, await self._stream.receive_some(max_bytes))
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise httpcore.ReadError(exc) from exc  # as httpcore maps them
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109  (httpcore's interface)
+    ) -> httpcore.AsyncNetworkStream:
+        return _unbounded(await super().start_tls(ssl_context, server_hostname, timeout))
+
+
+def _unbounded(stream: httpcore.AsyncNetworkStream) -> httpcore.AsyncNetworkStream:
+    assert isinstance(stream, TrioStream)
+    return _UnboundedReads(stream._stream)
+
+
+class _Backend(httpcore.TrioBackend):
+    """httpcore's trio backend whose streams are :class:`_UnboundedReads`."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109  (httpcore's interface)
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        return _unbounded(
+            await super().connect_tcp(host, port, timeout, local_address, socket_options)
+        )
+
+
+_BACKEND = _Backend()

@@ -253,12 +253,14 @@ class _Connection:
 
     async def _protocol_send(self, event: Event) -> None:
         if isinstance(event, RawData):
-            async with self._send_lock:
-                try:
-                    with trio.CancelScope(shield=True):
-                        await self.stream.send_all(event.data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    await self.protocol.handle(Closed())
+            await self._lock_send()
+            try:
+                with trio.CancelScope(shield=True):
+                    await self.stream.send_all(event.data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.protocol.handle(Closed())
+            finally:
+                self._send_lock.release()
         elif isinstance(event, Closed):
             self._half_close()
             await self.protocol.handle(Closed())
@@ -272,6 +274,17 @@ class _Connection:
                 self.lifetime.request_started(now)
             self._rearm()
             self.registry.settle()
+
+    async def _lock_send(self) -> None:
+        """``self._send_lock.acquire()`` less its scheduler pass when the
+        lock is free (the usual case: it is only contended by a timeout's
+        answer). A streamed token writes once or twice, and the send that
+        follows yields anyway; cancellation is still checked here first."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._send_lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._send_lock.acquire()
 
     def _half_close(self) -> None:
         """The server has nothing more to say: send FIN now, drain a while."""

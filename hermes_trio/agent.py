@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 import trio
@@ -44,36 +44,26 @@ from .tools import (
     ToolResult,
     default_registry,
 )
-from .turn import TurnEvents, TurnResult, open_turn
+from .turn import (
+    HeldCalls,
+    TokenMeter,
+    TurnEvents,
+    TurnOptionFields,
+    TurnOptions,
+    TurnResult,
+    open_turn,
+    resolve_options,
+)
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
 from .wire.think import ThinkFilter
 
-__all__ = ["Agent", "HeldCall", "HeldCalls", "TokenMeter", "open_agent"]
+__all__ = ["Agent", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
 INTERRUPTED_MARK = "[interrupted]"
 _TOOL_INTERRUPTED = "interrupted by the user before this tool finished"
-
-
-class TokenMeter:
-    """The model's deltas of one turn, counted as they arrive (about a
-    token each): what a turn cut off before the model server reported its
-    usage still cost. A caller that charges for turns passes one to
-    :meth:`Agent.run_turn` (``meter=``)."""
-
-    __slots__ = ("tokens",)
-
-    def __init__(self) -> None:
-        self.tokens = 0
-
-    def spent(self, usage: Usage | None) -> int:
-        """The turn's completion tokens: the model server's count where it
-        gave one, else (or where it says less, for a turn cut off in a
-        later step) the deltas counted here."""
-        reported = usage.completion_tokens if usage is not None else 0
-        return max(reported, self.tokens)
 
 
 class _Marks:
@@ -117,26 +107,6 @@ class _Step:
     @property
     def shown(self) -> str:
         return "".join(self.parts)
-
-
-@dataclasses.dataclass(frozen=True)
-class HeldCall:
-    """A tool call an earlier turn held for a person's approval
-    (``ApprovalChannel.defer``), now answered: ``refusal`` None runs it,
-    approved; else the model reads ``refusal`` as its result."""
-
-    call: ToolCall
-    refusal: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class HeldCalls:
-    """The held calls a turn settles before it asks the model again; their
-    results go into the conversation at ``position`` (right after the
-    results the earlier turn has, before what the new request adds)."""
-
-    position: int
-    calls: tuple[HeldCall, ...]
 
 
 class Agent:
@@ -187,7 +157,10 @@ class Agent:
         return self.config.streaming.enabled_for(consumer, request_stream)
 
     def turn(
-        self, messages: list[dict[str, Any]] | str, **kwargs: Any
+        self,
+        messages: list[dict[str, Any]] | str,
+        options: TurnOptions | None = None,
+        **fields: Unpack[TurnOptionFields],
     ) -> AbstractAsyncContextManager[TurnEvents]:
         """Run a turn in the background of this block; iterate its events.
 
@@ -195,12 +168,17 @@ class Agent:
         the turn. A crash ends it with ``TurnFinished(error_code=
         "internal_error")`` (see :func:`hermes_trio.turn.open_turn`).
         """
-        return open_turn(self, messages, **kwargs)
+        return open_turn(self, messages, options=options, **fields)
 
-    async def ask(self, prompt: str, **kwargs: Any) -> str:
+    async def ask(
+        self,
+        prompt: str,
+        options: TurnOptions | None = None,
+        **fields: Unpack[TurnOptionFields],
+    ) -> str:
         """Run one turn and return its final text (raises on a model error)."""
         end: TurnFinished | None = None
-        async with self.turn(prompt, **kwargs) as events:
+        async with self.turn(prompt, options, **fields) as events:
             async for event in events:
                 if isinstance(event, TurnFinished):
                     end = event
@@ -216,24 +194,16 @@ class Agent:
         self,
         messages: list[dict[str, Any]],
         send: trio.MemorySendChannel[StreamEvent],
-        *,
-        stream: bool = True,
-        client_tools: Sequence[dict[str, Any]] = (),
-        params: dict[str, Any] | None = None,
-        model: str | None = None,
-        system: str | None = None,
-        tool_context: ToolContext | None = None,
-        meter: TokenMeter | None = None,
-        approvals: ApprovalChannel | None = None,
-        held: HeldCalls | None = None,
-        record: Recorder | None = None,
+        options: TurnOptions | None = None,
+        **fields: Unpack[TurnOptionFields],
     ) -> TurnResult:
         """Run one turn over ``messages`` (extended in place), sending events.
 
-        ``client_tools`` are OpenAI tool definitions the caller executes itself:
-        when the model calls one, the turn ends with ``finish_reason
-        "tool_calls"`` and the calls in ``TurnFinished.tool_calls``.
-        ``meter`` counts the model's deltas as they arrive.
+        ``options.client_tools`` are OpenAI tool definitions the caller
+        executes itself: when the model calls one, the turn ends with
+        ``finish_reason "tool_calls"`` and the calls in
+        ``TurnFinished.tool_calls``. ``meter`` counts the model's deltas as
+        they arrive.
 
         ``approvals`` lets this turn ask the person it runs for: a tool call
         that needs approval sends ``ApprovalRequested`` and waits for
@@ -247,15 +217,18 @@ class Agent:
         agent's ``record``, from ``record.dir``; see
         :mod:`hermes_trio.testing.replay`).
         """
-        ctx = tool_context or self.new_tool_context()
-        if approvals is not None:
+        o = resolve_options(options, fields)
+        ctx = o.tool_context or self.new_tool_context()
+        if o.approvals is not None:
             # A copy for this turn; the "always" approvals stay shared.
-            ctx = dataclasses.replace(ctx, approvals=approvals)
-        options = {"stream": stream, "client_tools": list(client_tools), "params": params}
-        options |= {"model": model, "system": system}
+            ctx = dataclasses.replace(ctx, approvals=o.approvals)
+        held = o.held
+        shown = {"stream": o.stream, "client_tools": list(o.client_tools), "params": o.params}
+        shown |= {"model": o.model, "system": o.system}
+        record = o.record or self.record
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
-        with send, record_turn(record or self.record, self.config, messages, options, send) as out:
+        with send, record_turn(record, self.config, messages, shown, send) as out:
             # Held calls' results go in before what this request added.
             start = len(messages) if held is None else min(len(messages), held.position)
             marks = _Marks()
@@ -265,13 +238,13 @@ class Agent:
                     messages,
                     out,
                     marks=marks,
-                    stream=stream,
-                    client_tools=client_tools,
-                    params=params or {},
-                    model=model,
-                    system=system,
+                    stream=o.stream,
+                    client_tools=o.client_tools,
+                    params=o.params or {},
+                    model=o.model,
+                    system=o.system,
                     ctx=ctx,
-                    meter=meter or TokenMeter(),
+                    meter=o.meter or TokenMeter(),
                 )
                 result = await loop.run(held)
             except trio.BrokenResourceError:

@@ -19,9 +19,9 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...agent import HeldCall, HeldCalls
 from ...approvals import Decision, Outcome
 from ...tools.approval import ApprovalAnswer
+from ...turn import HeldCall, HeldCalls
 from ...wire.chat_chunks import ToolCall
 from ..errors import APIError
 from ..store import HeldApproval

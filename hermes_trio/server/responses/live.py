@@ -36,17 +36,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 import trio
 
-from ...agent import HeldCalls
 from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
-from ...turn import INTERNAL_ERROR, Turn, TurnResult
+from ...turn import INTERNAL_ERROR, HeldCalls, Turn, TurnResult
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
 from ..request_log import current_record
@@ -164,17 +163,20 @@ class LiveResponses:
         (``approved``: the approval ids of those that run, by call id)."""
         state = self.state
         # Streamed upstream whenever someone may watch the events.
-        model, kwargs = turn_options(
+        model, opts = turn_options(
             state.agent, state.settings, req, True if req.stream or req.background else None
         )
         if req.store:
             # A flagged call ends the response with an mcp_approval_request;
             # the answer comes with a later request, on any process.
-            kwargs["approvals"] = ApprovalChannel(
-                timeout=state.agent.config.approval_timeout("api_server"), defer=True
+            opts = replace(
+                opts,
+                approvals=ApprovalChannel(
+                    timeout=state.agent.config.approval_timeout("api_server"), defer=True
+                ),
             )
         if held is not None:
-            kwargs["held"] = held
+            opts = replace(opts, held=held)
         builder = ResponseBuilder(
             response_id or new_response_id(),
             created_at=int(wall_clock()),
@@ -227,9 +229,9 @@ class LiveResponses:
                 state.agent,
                 live.conversation,
                 partial(self._consume, live, req.store),
+                opts,
                 registry=state.turns,
                 around=partial(self._run, live, req.store),
-                **kwargs,
             )
             started = True
             record = current_record.get()

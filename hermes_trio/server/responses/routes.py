@@ -30,7 +30,7 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ...agent import HeldCalls
+from ...turn import HeldCalls
 from ...wire.responses_out import new_response_id
 from ..bodies import (
     JsonBody,

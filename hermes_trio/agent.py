@@ -56,6 +56,7 @@ from .turn import (
 )
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
+from .wire.messages import Message
 from .wire.think import ThinkFilter
 
 __all__ = ["Agent", "open_agent"]
@@ -158,7 +159,7 @@ class Agent:
 
     def turn(
         self,
-        messages: list[dict[str, Any]] | str,
+        messages: list[Message] | str,
         options: TurnOptions | None = None,
         **fields: Unpack[TurnOptionFields],
     ) -> AbstractAsyncContextManager[TurnEvents]:
@@ -192,7 +193,7 @@ class Agent:
 
     async def run_turn(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         options: TurnOptions | None = None,
         **fields: Unpack[TurnOptionFields],
@@ -263,7 +264,7 @@ class Agent:
 
     async def _fail(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         step: _Step,
         usage: Usage,
@@ -286,12 +287,12 @@ class Agent:
             model_status=exc.status,
         )
 
-    def _record_interrupt(self, messages: list[dict[str, Any]], shown: str) -> None:
+    def _record_interrupt(self, messages: list[Message], shown: str) -> None:
         """Leave a history the model can continue from after an interrupt."""
         last = messages[-1] if messages else None
-        if last is not None and last.get("role") == "assistant" and last.get("tool_calls"):
+        if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
             # Every tool call needs a result, or the next request is invalid.
-            for call in last["tool_calls"]:
+            for call in last.get("tool_calls", []):
                 messages.append(
                     {"role": "tool", "tool_call_id": call["id"], "content": _TOOL_INTERRUPTED}
                 )
@@ -302,7 +303,7 @@ class Agent:
     async def _run_tools(
         self,
         calls: Sequence[ToolCall],
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         ctx: ToolContext,
         *,
@@ -339,21 +340,24 @@ class Agent:
     async def _settle(
         self,
         held: HeldCalls,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         ctx: ToolContext,
     ) -> int:
         """Run the approved held calls and put every held call's result in
         the conversation at ``held.position``; returns how many ran."""
         run = [h.call for h in held.calls if h.refusal is None]
-        ran: list[dict[str, Any]] = []
+        ran: list[Message] = []
+        results: dict[str, Message] = {}
         try:
             if run:
                 await self._run_tools(run, ran, send, ctx, approved=True)
         finally:
             # Every call gets a result, even when the turn is interrupted
             # while they run, or the conversation could not go on.
-            results = {m["tool_call_id"]: m for m in ran}
+            for m in ran:
+                if m["role"] == "tool":
+                    results[m["tool_call_id"]] = m
             messages[held.position : held.position] = [
                 results.get(h.call.id)
                 or {
@@ -425,7 +429,7 @@ class _TurnLoop:
     def __init__(
         self,
         agent: Agent,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         *,
         stream: bool,
@@ -529,7 +533,7 @@ class _TurnLoop:
         """One model step: the turn's result if it ends here, else None."""
         agent, messages, send = self.agent, self.messages, self.send
         step = self.current = _Step(self.cfg.think_tags, self.client_names)
-        head = [{"role": "system", "content": self.prompt}] if self.prompt else []
+        head: list[Message] = [{"role": "system", "content": self.prompt}] if self.prompt else []
         try:
             response = await agent.client.complete(
                 ModelRequest(head + messages, self.schemas, self.params),

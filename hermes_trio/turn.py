@@ -84,6 +84,8 @@ if TYPE_CHECKING:
     from .tools import ToolContext
     from .wire.chat_chunks import ToolCall
 
+from .wire.messages import ChatToolCall, Message
+
 __all__ = [
     "INTERNAL_ERROR",
     "Consumer",
@@ -122,11 +124,11 @@ class TurnResult:
     text: str
     usage: Usage
     finish_reason: str
-    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_calls: tuple[ChatToolCall, ...] = ()
     error: str | None = None
     error_code: str | None = None
     model_status: int | None = None
-    added: list[dict[str, Any]] = field(default_factory=list)
+    added: list[Message] = field(default_factory=list)
     answer: str = ""
 
 
@@ -260,7 +262,7 @@ class TurnRunner(Protocol):
 
     async def run_turn(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         options: TurnOptions | None = None,
     ) -> TurnResult:
@@ -269,7 +271,7 @@ class TurnRunner(Protocol):
         ...
 
 
-Messages = list[dict[str, Any]] | str
+Messages = list[Message] | str
 
 
 @dataclass(eq=False)
@@ -443,7 +445,7 @@ async def _background(
 async def _run(
     turn: Turn,
     agent: TurnRunner,
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     consumer: Consumer,
     options: TurnOptions,
 ) -> TurnResult:
@@ -497,7 +499,7 @@ async def _consume(consumer: Consumer, receive: trio.MemoryReceiveChannel[Stream
 async def _produce(
     turn: Turn,
     agent: TurnRunner,
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     send: trio.MemorySendChannel[StreamEvent],
     options: TurnOptions,
 ) -> None:
@@ -542,7 +544,7 @@ def _record_crash(turn: Turn, exc: BaseException, where: str) -> TurnResult:
     return turn.result
 
 
-def _settle(turn: Turn, messages: list[dict[str, Any]], start: int) -> None:
+def _settle(turn: Turn, messages: list[Message], start: int) -> None:
     """A turn that ended without a result was cancelled first."""
     if turn.result is None:
         turn.result = TurnResult("", Usage(), "interrupted", added=messages[start:])
@@ -550,7 +552,7 @@ def _settle(turn: Turn, messages: list[dict[str, Any]], start: int) -> None:
         turn.result.added = messages[start:]
 
 
-def _as_messages(messages: Messages) -> list[dict[str, Any]]:
+def _as_messages(messages: Messages) -> list[Message]:
     if isinstance(messages, str):
         return [{"role": "user", "content": messages}]
     return messages

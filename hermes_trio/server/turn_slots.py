@@ -29,6 +29,7 @@ import trio
 from ..agent import Agent
 from ..config import ApiServerConfig
 from ..turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
+from ..wire.messages import Message
 from .errors import APIError
 from .keys import Refusal, Reservation, current_key, retry_after_header
 
@@ -135,7 +136,7 @@ class TurnHold:
         self,
         nursery: trio.Nursery,
         agent: Agent,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         consumer: Consumer,
         options: TurnOptions,
         *,

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from ..events import Usage
+from .messages import ChatToolCall
 from .sse import encode_event
 
 __all__ = [
@@ -176,7 +177,7 @@ def completion_body(
     content: str | None,
     finish_reason: str,
     usage: Usage,
-    tool_calls: Iterable[dict[str, Any]] = (),
+    tool_calls: Iterable[ChatToolCall] = (),
     reasoning: str | None = None,
 ) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` object; a ``finish_reason`` Chat

@@ -24,6 +24,7 @@ from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_cha
 from ...events import StreamEvent
 from ...turn import Turn, TurnAround, TurnEvents, TurnOptions
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
+from ...wire.messages import Message
 from ..approvals import approval_identity
 from ..bodies import (
     json_response,
@@ -150,7 +151,7 @@ class _ChatRun:
 
     def begin(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         opts: TurnOptions,
         hold: TurnHold,
         *,

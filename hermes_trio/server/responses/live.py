@@ -38,7 +38,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
 
 import trio
 
@@ -46,6 +45,7 @@ from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
 from ...turn import INTERNAL_ERROR, HeldCalls, Turn, TurnResult
+from ...wire.messages import Message
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
 from ..request_log import current_record
@@ -72,7 +72,7 @@ class LiveResponse:
     id: str
     owner: str
     builder: ResponseBuilder
-    conversation: list[dict[str, Any]]
+    conversation: list[Message]
     background: bool
     log: EventLog = field(default_factory=EventLog)
     turn: Turn = field(default_factory=Turn)
@@ -147,7 +147,7 @@ class LiveResponses:
         self,
         req: ResponsesRequest,
         owner: str,
-        conversation: list[dict[str, Any]],
+        conversation: list[Message],
         *,
         inherited: int = 0,
         tool_events: bool = False,

@@ -14,6 +14,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...wire.messages import Message
 from ..forwarded import FORWARDED
 from ..validation import (
     DOCUMENTED_EXTRAS,
@@ -93,7 +94,7 @@ _USED = set(_UNSUPPORTED) | {
 @dataclass
 class ResponsesRequest:
     model: str | None
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     """Chat messages this request adds to the conversation."""
     input_items: list[dict[str, Any]]
     """The input as Responses items with ids, for ``input_items``."""

@@ -1,0 +1,69 @@
+"""The messages of a conversation, in Chat Completions' shapes.
+
+A conversation is a ``list[Message]``: what a request brought (checked by
+the server before it becomes one), what the agent adds each turn, what the
+store keeps and the model reads. These are the shapes the package writes;
+a user message's content parts and a tool call's arguments stay the
+client's own JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+__all__ = [
+    "ChatAssistantMessage",
+    "ChatFunctionCall",
+    "ChatSystemMessage",
+    "ChatToolCall",
+    "ChatToolMessage",
+    "ChatUserMessage",
+    "Message",
+]
+
+
+class ChatFunctionCall(TypedDict):
+    """The function a tool call names; ``arguments`` is JSON text."""
+
+    name: str
+    arguments: str
+
+
+class ChatToolCall(TypedDict):
+    """One tool call of an assistant message."""
+
+    id: str
+    type: str
+    function: ChatFunctionCall
+
+
+class ChatSystemMessage(TypedDict):
+    role: Literal["system"]
+    content: str
+
+
+class ChatUserMessage(TypedDict):
+    """``content`` is text or the client's content parts (text, images)."""
+
+    role: Literal["user"]
+    content: str | list[Any]
+
+
+class ChatAssistantMessage(TypedDict):
+    """What the model said; a pure tool-call turn has ``content`` None."""
+
+    role: Literal["assistant"]
+    content: str | None
+    tool_calls: NotRequired[list[ChatToolCall]]
+
+
+class ChatToolMessage(TypedDict):
+    """A tool call's result, answering the call ``tool_call_id``."""
+
+    role: Literal["tool"]
+    tool_call_id: str
+    content: str
+
+
+Message = ChatSystemMessage | ChatUserMessage | ChatAssistantMessage | ChatToolMessage
+"""One message of a conversation."""

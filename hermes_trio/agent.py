@@ -56,7 +56,7 @@ from .turn import (
 )
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
-from .wire.messages import Message
+from .wire.messages import ChatTool, Message
 from .wire.think import ThinkFilter
 
 __all__ = ["Agent", "open_agent"]
@@ -433,7 +433,7 @@ class _TurnLoop:
         send: trio.MemorySendChannel[StreamEvent],
         *,
         stream: bool,
-        client_tools: Sequence[dict[str, Any]],
+        client_tools: Sequence[ChatTool],
         params: dict[str, Any],
         model: str | None,
         system: str | None,

@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from .tools import ToolContext
     from .wire.chat_chunks import ToolCall
 
-from .wire.messages import ChatToolCall, Message
+from .wire.messages import ChatTool, ChatToolCall, Message
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -218,8 +218,8 @@ class TurnOptions:
     writes the turn to a file for replay (default: the agent's own)."""
 
     stream: bool = True
-    # Tool definitions and sampling parameters are the client's own JSON.
-    client_tools: Sequence[dict[str, Any]] = ()
+    # Sampling parameters are the client's own JSON.
+    client_tools: Sequence[ChatTool] = ()
     params: dict[str, Any] | None = None
     model: str | None = None
     system: str | None = None
@@ -235,7 +235,7 @@ class TurnOptionFields(TypedDict, total=False):
     messages, consumer, stream=False)``)."""
 
     stream: bool
-    client_tools: Sequence[dict[str, Any]]
+    client_tools: Sequence[ChatTool]
     params: dict[str, Any] | None
     model: str | None
     system: str | None

@@ -37,7 +37,7 @@ from ..wire.chat_chunks import (
     merge_deltas,
     message_from_completion,
 )
-from ..wire.messages import Message
+from ..wire.messages import ChatTool, Message
 from ..wire.responses_stream import (
     ResponsesStreamAccumulator,
     chat_messages_to_responses_input,
@@ -101,7 +101,7 @@ class Target:
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     messages: list[Message]
-    tools: Sequence[dict[str, Any]] = ()
+    tools: Sequence[ChatTool] = ()
     params: dict[str, Any] = field(default_factory=dict)
 
 

@@ -29,7 +29,7 @@ import trio
 from ..agent import Agent
 from ..config import ApiServerConfig
 from ..turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
-from ..wire.messages import Message
+from ..wire.messages import ChatTool, Message
 from .errors import APIError
 from .keys import Refusal, Reservation, current_key, retry_after_header
 
@@ -169,7 +169,7 @@ class TurnRequest(Protocol):
     def system(self) -> str | None: ...
 
     @property
-    def tools(self) -> list[dict[str, Any]]: ...
+    def tools(self) -> list[ChatTool]: ...
 
     @property
     def params(self) -> dict[str, Any]: ...

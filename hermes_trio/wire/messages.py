@@ -15,7 +15,9 @@ __all__ = [
     "ChatAssistantMessage",
     "ChatFunctionCall",
     "ChatSystemMessage",
+    "ChatTool",
     "ChatToolCall",
+    "ChatToolFunction",
     "ChatToolMessage",
     "ChatUserMessage",
     "Message",
@@ -63,6 +65,22 @@ class ChatToolMessage(TypedDict):
     role: Literal["tool"]
     tool_call_id: str
     content: str
+
+
+class ChatToolFunction(TypedDict):
+    """A tool the model may call; ``parameters`` is its JSON schema."""
+
+    name: str
+    description: NotRequired[str]
+    parameters: NotRequired[dict[str, Any]]
+    strict: NotRequired[bool]
+
+
+class ChatTool(TypedDict):
+    """One entry of a Chat Completions request's ``tools``."""
+
+    type: str
+    function: ChatToolFunction
 
 
 Message = ChatSystemMessage | ChatUserMessage | ChatAssistantMessage | ChatToolMessage

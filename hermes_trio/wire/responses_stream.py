@@ -16,7 +16,7 @@ from hermes_trio.wire.chat_chunks import (
     ToolCallArgs,
     ToolCallStart,
 )
-from hermes_trio.wire.messages import Message
+from hermes_trio.wire.messages import ChatTool, Message
 from hermes_trio.wire.upstream_fields import (
     ProviderError,
     chunk_error,
@@ -513,10 +513,12 @@ def chat_messages_to_responses_input(
     return ("\n\n".join(instructions) if instructions else None), items
 
 
-def chat_tools_to_responses_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def chat_tools_to_responses_tools(tools: Sequence[ChatTool]) -> list[Mapping[str, Any]]:
     """Chat tool definitions (nested ``function``) -> Responses ones (flat)."""
-    converted = []
-    for tool in tools:
+    converted: list[Mapping[str, Any]] = []
+    for entry in tools:
+        # Read defensively: a caller may pass flat or built-in tools too.
+        tool = cast("Mapping[str, Any]", entry)
         function = tool.get("function")
         if tool.get("type") != "function" or not isinstance(function, dict):
             # Already flat, or a built-in tool type: pass it through untouched.

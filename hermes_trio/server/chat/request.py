@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...wire.messages import ChatAssistantMessage, Message
+from ...wire.messages import ChatAssistantMessage, ChatTool, Message
 from ..forwarded import FORWARDED
 from ..validation import (
     ExtraParams,
@@ -46,7 +46,7 @@ class ChatRequest:
     stream: bool
     include_usage: bool
     params: dict[str, Any] = field(default_factory=dict)
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[ChatTool] = field(default_factory=list)
 
 
 def parse_chat_request(body: Any, extra: ExtraParams = "pass") -> ChatRequest:
@@ -166,7 +166,7 @@ def _check_parts(parts: list[Any], where: str, *, text_only: bool = False) -> No
             an_object(part.get(kind), f"{at}.{kind}")
 
 
-def _tools(tools: Any) -> list[dict[str, Any]]:
+def _tools(tools: Any) -> list[ChatTool]:
     if tools is None:
         return []
     if not isinstance(tools, list):

@@ -14,7 +14,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...wire.messages import Message
+from ...wire.messages import ChatTool, ChatToolFunction, Message
 from ..forwarded import FORWARDED
 from ..validation import (
     DOCUMENTED_EXTRAS,
@@ -103,7 +103,7 @@ class ResponsesRequest:
     store: bool
     stream: bool
     background: bool
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[ChatTool] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     echo: dict[str, Any] = field(default_factory=dict)
 
@@ -253,13 +253,13 @@ def _reasoning_settings(reasoning: Any, params: dict[str, Any], echo: dict[str, 
     echo["reasoning"] = {"effort": effort, "summary": summary}
 
 
-def _tools(tools: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _tools(tools: Any) -> tuple[list[ChatTool], list[dict[str, Any]]]:
     """Client tools in Chat Completions form (for the agent) and as echoed."""
     if tools is None:
         return [], []
     if not isinstance(tools, list):
         raise bad("'tools' must be a list", "tools")
-    chat: list[dict[str, Any]] = []
+    chat: list[ChatTool] = []
     echoed: list[dict[str, Any]] = []
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
@@ -284,7 +284,7 @@ def _tools(tools: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             a_string(description, f"{where}.description")
         if strict is not None:
             a_bool(strict, f"{where}.strict")
-        fn: dict[str, Any] = {"name": name}
+        fn: ChatToolFunction = {"name": name}
         if description is not None:
             fn["description"] = description
         fn["parameters"] = parameters or {"type": "object", "properties": {}}

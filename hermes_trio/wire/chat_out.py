@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import orjson
 
@@ -21,6 +21,7 @@ from .sse import encode_event
 
 __all__ = [
     "ChatStreamFrames",
+    "ChatUsage",
     "completion_body",
     "error_frame",
     "new_completion_id",
@@ -42,7 +43,17 @@ def new_completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def usage_dict(usage: Usage) -> dict[str, Any]:
+class ChatUsage(TypedDict):
+    """Chat Completions' ``usage`` object."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: dict[Literal["cached_tokens"], int]
+    completion_tokens_details: dict[Literal["reasoning_tokens"], int]
+
+
+def usage_dict(usage: Usage) -> ChatUsage:
     return {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,

@@ -14,7 +14,10 @@ from typing import Any, Literal, NotRequired, TypedDict
 __all__ = [
     "ChatAssistantMessage",
     "ChatFunctionCall",
+    "ChatImagePart",
+    "ChatImageURL",
     "ChatSystemMessage",
+    "ChatTextPart",
     "ChatTool",
     "ChatToolCall",
     "ChatToolFunction",
@@ -44,8 +47,26 @@ class ChatSystemMessage(TypedDict):
     content: str
 
 
+class ChatTextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ChatImageURL(TypedDict):
+    """An image's ``url``: an https URL or a ``data:`` URL."""
+
+    url: str
+
+
+class ChatImagePart(TypedDict):
+    type: Literal["image_url"]
+    image_url: ChatImageURL
+
+
 class ChatUserMessage(TypedDict):
-    """``content`` is text or the client's content parts (text, images)."""
+    """``content`` is text or content parts: the package writes text and
+    image parts (:class:`ChatTextPart`, :class:`ChatImagePart`); a client's
+    parts (files, audio, an image's ``detail``) pass through as it sent them."""
 
     role: Literal["user"]
     content: str | list[Any]

@@ -87,7 +87,7 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
             process.kill()
 
 
-async def loadgen(url: str, concurrency: int, route: str = "chat") -> dict:
+async def loadgen(url: str, concurrency: int, route: str = "chat", requests: int = 0) -> dict:
     result = await trio.run_process(
         [
             sys.executable,
@@ -98,6 +98,7 @@ async def loadgen(url: str, concurrency: int, route: str = "chat") -> dict:
             str(concurrency),
             "--route",
             route,
+            *(["--requests", str(requests)] if requests else []),
         ],
         capture_stdout=True,
     )

@@ -10,6 +10,14 @@ generator on core 1, 200 tokens 2 ms apart or with no delay).
   ``aiter_raw``), the answer's body copied to the client as chunked bytes
   framed by hand: what reading the model the way hermes-trio does costs,
   with a free downstream.
+- ``pooled``: the same through the project's own connection pool
+  (``llm/pool.py`` ``PooledTransport``, as ``hermes-trio serve`` reads the
+  model server).
+
+With ``--paced`` the floors run at issue 26's profile instead (many streams
+starting together, a token every 50 ms: bench/paced.py), direct alongside:
+
+    python bench/relay_floor.py --paced [--streams 120] [--modes raw,httpx,pooled]
 
     python bench/relay_floor.py [--modes raw,httpx] [--levels 50] [--routes chat,responses]
 
@@ -31,6 +39,7 @@ sys.path.insert(0, str(HERE))
 
 import load  # noqa: E402  (bench/load.py, beside this file)
 
+from hermes_trio.llm.pool import PooledTransport  # noqa: E402
 from hermes_trio.testing import TextReply, open_scripted_server  # noqa: E402
 
 
@@ -83,7 +92,11 @@ async def serve(mode: str, upstream: str) -> None:
     base = f"http://{host}:{port}"
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     print(f"listening on http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/v1", flush=True)
-    async with httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_connections=None)) as http:
+    if mode == "pooled":
+        client = httpx.AsyncClient(timeout=None, transport=PooledTransport(max_idle=64))
+    else:
+        client = httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_connections=None))
+    async with client as http:
 
         async def handle(client: trio.SocketStream) -> None:
             async with client:
@@ -140,11 +153,29 @@ if __name__ == "__main__":
     parser.add_argument("--modes", default="raw,httpx")
     parser.add_argument("--levels", default="50")
     parser.add_argument("--routes", default="chat,responses")
-    parser.add_argument("--serve", choices=("raw", "httpx"), help=argparse.SUPPRESS)
+    parser.add_argument("--paced", action="store_true", help="issue 26's profile (paced.py)")
+    parser.add_argument("--streams", type=int, default=120, help="with --paced")
+    parser.add_argument("--serve", choices=("raw", "httpx", "pooled"), help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         trio.run(serve, args.serve, args.upstream)
+    elif args.paced:
+        import paced  # bench/paced.py, beside this file
+
+        modes = args.modes if "--modes" in sys.argv else "raw,httpx,pooled"
+        trio.run(
+            paced.main,
+            argparse.Namespace(
+                streams=args.streams,
+                interval=0.05,
+                targets=modes,
+                max_concurrent="auto",
+                workers=1,
+                scale="",
+                profile=None,
+            ),
+        )
     else:
         trio.run(
             measure,

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         ToolCallChunk,
         ToolCallDelta,
         ToolCallFinished,
+        ToolProgress,
         TurnFinished,
         Usage,
     )
@@ -71,6 +72,7 @@ __all__ = [
     "ToolCallChunk",
     "ToolCallDelta",
     "ToolCallFinished",
+    "ToolProgress",
     "Turn",
     "TurnEvents",
     "TurnFinished",
@@ -109,6 +111,7 @@ _HOMES = {
     "ToolCallChunk": ".events",
     "ToolCallDelta": ".events",
     "ToolCallFinished": ".events",
+    "ToolProgress": ".events",
     "TurnFinished": ".events",
     "Usage": ".events",
     "ModelError": ".llm",

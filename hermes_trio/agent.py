@@ -9,6 +9,7 @@ extended in place with what the turn adds, including an interrupted turn.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -35,6 +36,7 @@ from .events import (
     Usage,
 )
 from .llm import ModelClient, ModelError, ModelRequest, make_http_client
+from .mcp import open_mcp_servers
 from .recording import Recorder, note_tool, record_turn
 from .tools import (
     ApprovalCallback,
@@ -56,6 +58,7 @@ from .turn import (
 )
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
+from .wire.interrupted import interrupted_answer
 from .wire.messages import ChatTool, Message
 from .wire.think import ThinkFilter
 
@@ -63,7 +66,6 @@ __all__ = ["Agent", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
-INTERRUPTED_MARK = "[interrupted]"
 _TOOL_INTERRUPTED = "interrupted by the user before this tool finished"
 
 
@@ -128,6 +130,13 @@ class Agent:
         self.approve = approve
         #: Where every turn is recorded (``record.dir``), unless a turn says.
         self.record = record if record is not None else _config_recorder(config)
+
+    def with_tools(self, tools: ToolRegistry) -> Agent:
+        """This agent with ``tools`` instead of its own (a request that
+        brings tools of its own: the Responses API's ``mcp`` tool)."""
+        other = copy.copy(self)
+        other.tools = tools
+        return other
 
     def new_tool_context(
         self, *, approve: ApprovalCallback | None = None, surface: str | None = None
@@ -297,8 +306,7 @@ class Agent:
                     {"role": "tool", "tool_call_id": call["id"], "content": _TOOL_INTERRUPTED}
                 )
             return
-        text = f"{shown} {INTERRUPTED_MARK}" if shown else INTERRUPTED_MARK
-        messages.append({"role": "assistant", "content": text})
+        messages.append(interrupted_answer(shown))
 
     async def _run_tools(
         self,
@@ -653,11 +661,14 @@ async def open_agent(
     if transport is not None and http_client is not None:
         raise TypeError("open_agent takes transport= or http_client=, not both")
     config = config or load_config()
-    if http_client is not None:
-        yield Agent(config, http_client, tools=tools, approve=approve, record=record)
-        return
-    async with make_http_client(config.model, transport=transport) as http:
-        yield Agent(config, http, tools=tools, approve=approve, record=record)
+    registry = tools if tools is not None else default_registry(config.agent.tools)
+    # The configured MCP servers run as long as the agent does.
+    async with open_mcp_servers(config.mcp_servers, registry):
+        if http_client is not None:
+            yield Agent(config, http_client, tools=registry, approve=approve, record=record)
+            return
+        async with make_http_client(config.model, transport=transport) as http:
+            yield Agent(config, http, tools=registry, approve=approve, record=record)
 
 
 def _config_recorder(config: Config) -> Recorder | None:

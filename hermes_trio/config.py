@@ -40,6 +40,7 @@ __all__ = [
     "FallbackModel",
     "GatewayConfig",
     "HomeAssistantConfig",
+    "McpServerConfig",
     "ModelConfig",
     "PlatformsConfig",
     "SlackConfig",
@@ -284,6 +285,9 @@ class ApiServerConfig(_HoldsSecrets):
     """Host names requests may be addressed to besides loopback ones
     (``name``, ``name:port``, ``.domain`` for it and its subdomains, ``*``
     for any). Empty: without a key loopback names only, with a key any."""
+    mcp_allowed_urls: list[str] = field(default_factory=list)
+    """URL prefixes a request's ``mcp`` tool may name as its ``server_url``
+    (empty: none, so no request makes the server reach anywhere)."""
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
     upstream_models: bool = False
@@ -291,9 +295,10 @@ class ApiServerConfig(_HoldsSecrets):
     chat request naming one of them straight through (no agent)."""
     metrics_public: bool = False
     """``GET /metrics`` without the API key (for a scraper on a private network)."""
-    max_concurrent: int = 8
+    max_concurrent: int | Literal["auto"] = 8
     """Turns running at once, per process (each ``serve --workers`` worker
-    has its own)."""
+    has its own); ``auto``: as many as the process keeps up with (a limit
+    following its event loop's lag, at most ``max_connections``)."""
     workers: int = 1
     """Processes ``hermes-trio serve`` runs, sharing one listening socket
     and the store, under a supervisor that restarts one that dies."""
@@ -452,6 +457,37 @@ class GatewayConfig:
     worked on (once per turn); 0 turns the notice off."""
 
 
+McpApproval = Literal["always", "never", "auto"]
+"""When a configured MCP server's tool asks the user first: ``always``,
+``never``, or ``auto`` (unless the server annotates it ``readOnlyHint``)."""
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One MCP server: a command (stdio) or a ``url`` (streamable HTTP)."""
+
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    # The child's whole environment, with PATH added: nothing else leaks in.
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    cwd: str | None = None
+    url: str | None = _url()
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    enabled: bool = True
+    tools: list[str] | None = None
+    exclude_tools: list[str] = field(default_factory=list)
+    require_approval: McpApproval = "auto"
+    timeout: float = 60.0
+    """Seconds one call (and the start) may take."""
+
+    def __post_init__(self) -> None:
+        register_url(self.url)
+        # Header and environment values are credentials more often than not.
+        for value in (*self.headers.values(), *self.env.values()):
+            if isinstance(value, str) and len(value) >= 8:
+                register_secret(value)
+
+
 @dataclass(frozen=True)
 class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -464,6 +500,7 @@ class Config:
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     platforms: PlatformsConfig = field(default_factory=PlatformsConfig)
     approvals: ApprovalsConfig = field(default_factory=ApprovalsConfig)
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     source: str | None = None
     """Path of the config file this came from (None: defaults and environment)."""
 
@@ -674,6 +711,7 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
             return _convert(inner[0], value, key)
+        return _convert_either(inner, value, key)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _build(tp, value, key + ".")
     if origin is Literal:
@@ -688,6 +726,8 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
     if origin is dict or tp is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{key}: expected a mapping, got {_describe(value)}")
+        if args and args[1] is not Any:
+            return {str(k): _convert(args[1], v, f"{key}.{k}") for k, v in value.items()}
         return dict(value)
     if tp is bool:
         if not isinstance(value, bool):
@@ -716,6 +756,18 @@ def _convert(tp: Any, value: Any, key: str) -> Any:
     if tp is Any:
         return value
     raise ConfigError(f"{key}: unsupported setting type {tp}")  # pragma: no cover
+
+
+def _convert_either(arms: list[Any], value: Any, key: str) -> Any:
+    """``value`` as the first of ``arms`` that takes it (``int | Literal["auto"]``);
+    else one error naming what each would have taken."""
+    wanted = []
+    for arm in arms:
+        try:
+            return _convert(arm, value, key)
+        except ConfigError as exc:
+            wanted.append(str(exc).removeprefix(f"{key}: expected ").rsplit(", got ", 1)[0])
+    raise ConfigError(f"{key}: expected {' or '.join(wanted)}, got {_describe(value)}")
 
 
 def _convert_env(tp: Any, value: _EnvValue, key: str) -> Any:
@@ -806,8 +858,8 @@ def _check(config: Config) -> None:
         raise ConfigError(
             f"api_server.port: expected 0-65535 (0 picks a free port), got {config.api_server.port}"
         )
-    if config.api_server.max_concurrent < 1:
-        raise ConfigError("api_server.max_concurrent: expected an integer of at least 1")
+    if config.api_server.max_concurrent != "auto" and config.api_server.max_concurrent < 1:
+        raise ConfigError("api_server.max_concurrent: expected an integer of at least 1 or 'auto'")
     if not 1 <= config.api_server.workers <= MAX_WORKERS:
         raise ConfigError(
             f"api_server.workers: expected an integer from 1 to {MAX_WORKERS}, "
@@ -820,6 +872,7 @@ def _check(config: Config) -> None:
     _check_api_edge(config.api_server)
     check_keys(config.api_server.keys, "api_server.keys")
     _check_approvals(config)
+    _check_mcp(config)
     if config.agent.channel_size < 1:
         raise ConfigError("agent.channel_size: expected an integer of at least 1")
     for key in ("connect", "first_token", "idle", "request", "total"):
@@ -827,6 +880,30 @@ def _check(config: Config) -> None:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")
     if config.model.max_answer_bytes < 1024:
         raise ConfigError("model.max_answer_bytes: expected an integer of at least 1024")
+
+
+_MCP_LABEL = re.compile(r"[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*")
+
+
+def _check_mcp(config: Config) -> None:
+    for label, server in config.mcp_servers.items():
+        key = f"mcp_servers.{label}"
+        # The label is the first half of "<label>__<tool>": no "__" in it.
+        if not _MCP_LABEL.fullmatch(label) or len(label) > 32:
+            raise ConfigError(
+                f"{key}: a label is letters, digits, '-' and single '_' (at most 32), got {label!r}"
+            )
+        if (server.command is None) == (server.url is None):
+            raise ConfigError(f"{key}: expected either command (stdio) or url (streamable HTTP)")
+        if server.url is not None and not server.url.startswith(("http://", "https://")):
+            raise ConfigError(f"{key}.url: expected an http:// or https:// URL")
+        if server.timeout <= 0:
+            raise ConfigError(f"{key}.timeout: expected a number of seconds above 0")
+    for i, prefix in enumerate(config.api_server.mcp_allowed_urls):
+        if not prefix.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"api_server.mcp_allowed_urls[{i}]: expected an http:// or https:// URL prefix"
+            )
 
 
 def _check_approvals(config: Config) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "ToolCallChunk",
     "ToolCallDelta",
     "ToolCallFinished",
+    "ToolProgress",
     "TurnFinished",
     "Usage",
     "coalesce",
@@ -142,6 +143,25 @@ class LongToolHint:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool reported how far it got (an MCP server's progress
+    notification): ``progress`` of ``total`` (None: unknown), ``message``
+    what it says it is doing. ``index`` is the call's, as in ToolCallChunk."""
+
+    tool_name: str
+    index: int
+    progress: float
+    total: float | None = None
+    message: str = ""
+    call_id: str = ""
+
+    def describe(self) -> str:
+        """``"3/10 message"``: what a person reads."""
+        done = f"{self.progress:g}" + (f"/{self.total:g}" if self.total is not None else "")
+        return f"{done} {self.message}".strip()
+
+
+@dataclass(frozen=True, slots=True)
 class GatewayNotice:
     """A gateway control message (restart, interrupted, …)."""
 
@@ -232,6 +252,7 @@ StreamEvent = (
     | ToolCallDelta
     | ToolCallFinished
     | LongToolHint
+    | ToolProgress
     | GatewayNotice
     | ApprovalRequested
     | ApprovalResolved

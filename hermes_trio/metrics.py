@@ -24,6 +24,8 @@ from prometheus_client import multiprocess as _multiprocess
 
 __all__ = [
     "ACTIVE_TURNS",
+    "ADMISSION_LIMIT",
+    "ADMISSION_REFUSED",
     "CONTENT_TYPE",
     "OPEN_STREAMS",
     "RATE_LIMITED",
@@ -73,6 +75,17 @@ ACTIVE_TURNS = Gauge(
 )
 OPEN_STREAMS = Gauge(
     "hermes_open_streams", "Streamed responses being sent now", multiprocess_mode="livesum"
+)
+ADMISSION_LIMIT = Gauge(
+    "hermes_admission_limit",
+    "Turns a process admits at once now (api_server.max_concurrent, or where auto has it)",
+    multiprocess_mode="livesum",
+)
+ADMISSION_REFUSED = Counter(
+    "hermes_admission_refused",
+    "Turns refused at once, by reason: limit (429, at the limit) or lag (503, the server "
+    "is behind)",
+    ["reason"],
 )
 RATE_LIMITED = Counter("hermes_rate_limited", "Requests refused with 429, by reason", ["reason"])
 

@@ -1,7 +1,7 @@
 """``hermes-trio doctor``: is this set-up ready? One line per check — the
 config, the model server (reachable, lists the model, streams, calls
 tools), the store, the API server's settings, each enabled chat platform's
-credentials — and exit status 1 when one failed.
+credentials, each MCP server and its tools — and exit status 1 when one failed.
 
 Nothing is sent to any chat and nothing is written to the store; the model
 server answers two tiny requests.
@@ -24,10 +24,12 @@ from ..consumers.messenger import PlatformError
 from ..gateway import build_adapters
 from ..llm import NO_MODEL_SERVER
 from ..llm.endpoints import endpoint
+from ..mcp import open_mcp_servers
 from ..redaction import shown_url
 from ..server.keys import keys_of
 from ..server.run import startup_problem
-from ..server.store import StoreOpenError, open_store, store_path
+from ..store import StoreOpenError, open_store, store_path
+from ..tools.registry import ToolRegistry
 from .process import EXIT_FAILED, EXIT_OK, Shell
 
 __all__ = ["run_doctor"]
@@ -60,6 +62,7 @@ async def _main(config: Config) -> int:
             lambda: _model_server(config, http),
             lambda: _store(config),
             lambda: _api_server(config),
+            lambda: _mcp_servers(config),
             *_platforms(config, http),
         ]
         for step in steps:
@@ -206,6 +209,19 @@ async def _api_server(config: Config) -> list[Check]:
         else "no API key (loopback only)"
     )
     return [Check("api server", True, f"would listen on {api.host}:{api.port}, {auth}")]
+
+
+async def _mcp_servers(config: Config) -> list[Check]:
+    """Each enabled MCP server: did it answer, and with which tools."""
+    checks: list[Check] = []
+    async with open_mcp_servers(config.mcp_servers, ToolRegistry()) as running:
+        for label, server in running.servers.items():
+            if server.up:
+                names = ", ".join(spec.tool for spec in server.tools.values()) or "no tools"
+                checks.append(Check(f"mcp server {label}", True, f"answered; tools: {names}"))
+            else:
+                checks.append(Check(f"mcp server {label}", False, server.error or "no answer"))
+    return checks
 
 
 def _platforms(

@@ -16,7 +16,7 @@ from ..consumers.messenger import PlatformError
 from ..gateway import Gateway, build_adapters, open_gateway, startup_problem
 from ..platforms.base import PlatformAdapter
 from ..redaction import shown_url
-from ..server.store import StoreOpenError
+from ..store import StoreOpenError
 from .process import EXIT_FAILED, EXIT_USAGE, Failure, Shell
 
 __all__ = ["run_gateway"]

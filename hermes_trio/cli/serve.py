@@ -75,7 +75,9 @@ def fit_open_files(config: Config, *, announce: bool) -> Config:
     (raised) open-files limit holds, per process."""
     api = config.api_server
     open_files = raise_open_files_limit(announce=announce)
-    room = connection_room(open_files, wanted=api.max_connections, turns=api.max_concurrent)
+    # With ``auto``, up to a turn per connection.
+    turns = None if api.max_concurrent == "auto" else api.max_concurrent
+    room = connection_room(open_files, wanted=api.max_connections, turns=turns)
     if not room.reduced:
         return config
     if announce:

@@ -19,7 +19,7 @@ from ..agent import Agent
 from ..config import Config, ConfigError, load_config
 from ..redaction import shown_url
 from ..server.keys import KeyRing, keys_of
-from ..server.store import StoreOpenError
+from ..store import StoreOpenError
 from .demo import DEMO_BANNER, is_demo
 from .process import EXIT_USAGE, Failure, Shell
 

@@ -60,8 +60,8 @@ import trio
 from .. import metrics
 from ..config import Config
 from ..server.run import open_api_server, startup_problem
-from ..server.store import open_store
 from ..serving import listening_socket
+from ..store import open_store
 from .demo import agent_for
 from .process import Failure, Shell
 from .serve_shared import (

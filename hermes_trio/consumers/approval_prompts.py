@@ -31,8 +31,8 @@ from .messenger import (
     ButtonsRefused,
     Messenger,
     PlatformError,
-    RateLimited,
 )
+from .rate_limits import waiting_out_rate_limits
 
 __all__ = [
     "PROMPT_GRACE",
@@ -49,6 +49,8 @@ log = logging.getLogger("hermes_trio.gateway")
 
 PROMPT_GRACE = 5.0
 """Seconds a prompt's update may take (a cancelled turn's, shielded)."""
+PROMPT_RATE_LIMIT_WAIT = 10.0
+"""The longest a prompt waits out the platform's rate limit in all."""
 
 _APPROVE, _DENY = "y", "n"
 
@@ -233,14 +235,8 @@ class ApprovalPrompts:
             log.warning("could not update an approval prompt: %s", exc)
 
 
-async def _retrying(call: Callable[[], Awaitable[T]], attempts: int = 3) -> T:
-    """``call()``, waiting out a rate limit a couple of times."""
-    for _ in range(attempts - 1):
-        try:
-            return await call()
-        except RateLimited as exc:
-            await trio.sleep(exc.retry_after)
-    return await call()
+async def _retrying(call: Callable[[], Awaitable[T]]) -> T:
+    return await waiting_out_rate_limits(call, within=PROMPT_RATE_LIMIT_WAIT, attempts=3)
 
 
 async def with_approval_prompts(

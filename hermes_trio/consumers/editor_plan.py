@@ -57,6 +57,7 @@ from hermes_trio.events import (
     StreamEvent,
     ToolCallChunk,
     ToolCallFinished,
+    ToolProgress,
     TurnFinished,
 )
 from hermes_trio.tools.base import one_line
@@ -184,6 +185,7 @@ class _Tool:
     line: str
     running: bool = True
     elapsed: float | None = None
+    progress: str = ""
 
 
 class EditorPlan:
@@ -276,6 +278,8 @@ class EditorPlan:
                     tool.running = False
             case LongToolHint():
                 self._long_tool(event, now)
+            case ToolProgress():
+                self._tool_progress(event, now)
             case GatewayNotice(text=text):
                 self._add_message("note", text, now)
             case TurnFinished():
@@ -512,6 +516,14 @@ class EditorPlan:
         else:
             self._progress = self._new_slot("progress", self._progress_text(), False, now)
 
+    def _tool_progress(self, event: ToolProgress, now: float) -> None:
+        tool = self._tools.get(event.index)
+        if tool is None or not tool.running:
+            return
+        tool.progress = event.describe()
+        if self._show_tools and self._progress is not None and not self._hold:
+            self._set_want(self._progress, self._progress_text(), final=False, now=now)
+
     def _long_tool(self, event: LongToolHint, now: float) -> None:
         changed = False
         for tool in self._tools.values():
@@ -650,6 +662,8 @@ class EditorPlan:
         lines = []
         for _, tool in sorted(self._tools.items()):
             line = tool.line
+            if tool.progress:
+                line += f" · {tool.progress}"
             if tool.elapsed is not None:
                 line += f" ({tool.elapsed:.0f}s)"
             lines.append(line)

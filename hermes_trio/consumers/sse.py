@@ -30,6 +30,7 @@ from ..events import (
     ToolCallChunk,
     ToolCallDelta,
     ToolCallFinished,
+    ToolProgress,
     TurnFinished,
 )
 from ..wire.approval_events import approval_event
@@ -249,7 +250,7 @@ class _Writer:
                         event.index, event.arguments, call_id=event.call_id, name=event.name
                     )
                 )
-            elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint):
+            elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint | ToolProgress):
                 shown = tool_event(event) if self.tools else None
                 if shown is not None:
                     name, fields = shown

@@ -190,7 +190,13 @@ class _LiveArea:
         bottom: list[Text] = []
         for tool in view.tools:
             bottom.append(
-                _tool_text(spinner_frame(now), "cyan", tool.name, tool.preview, now - tool.started)
+                _tool_text(
+                    spinner_frame(now),
+                    "cyan",
+                    tool.name,
+                    f"{tool.preview} · {tool.progress}" if tool.progress else tool.preview,
+                    now - tool.started,
+                )
             )
         if view.waiting_since is not None:
             line = Text("  ")

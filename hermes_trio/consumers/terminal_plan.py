@@ -20,7 +20,7 @@ Two kinds of output come out of a :class:`TerminalPlan`:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..events import (
@@ -35,6 +35,7 @@ from ..events import (
     StreamEvent,
     ToolCallChunk,
     ToolCallFinished,
+    ToolProgress,
     TurnFinished,
     coalesce,
 )
@@ -229,6 +230,8 @@ class RunningTool:
     name: str
     preview: str
     started: float
+    # The tool's last progress report ("3/10 copying"), if it sends any.
+    progress: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +382,10 @@ class TerminalPlan:
                 ops.append(ToolLine(event.tool_name, preview, event.duration, status))
         elif isinstance(event, LongToolHint):
             pass  # the live tool line already shows how long it has run
+        elif isinstance(event, ToolProgress):
+            running = self._tools.get(event.index)
+            if running is not None:
+                self._tools[event.index] = replace(running, progress=event.describe())
         elif isinstance(event, GatewayNotice):
             ops.append(Notice(event.text, "info"))
         elif isinstance(event, ApprovalRequested):

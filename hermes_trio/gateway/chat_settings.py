@@ -14,7 +14,7 @@ import logging
 
 import trio
 
-from ..server.store import Store, StoreError
+from ..store import Store, StoreError
 from .history import SAVE_GRACE, chat_key
 
 __all__ = ["ChatSettings", "hint_key", "verbose_key"]

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import trio
 
-from ..server.store import Store, StoreError
+from ..store import Store, StoreError
 from ..wire.messages import Message
 
 __all__ = ["ChatHistory", "MemoryHistory", "StoredHistory", "chat_key"]

@@ -48,7 +48,8 @@ from ..consumers.approval_prompts import (
 )
 from ..consumers.editor import EditorControl, run_editor
 from ..consumers.editor_plan import EditorReport, EditorSettings
-from ..consumers.messenger import Messenger, PlatformError, RateLimited
+from ..consumers.messenger import Messenger, PlatformError
+from ..consumers.rate_limits import waiting_out_rate_limits
 from ..events import GatewayNotice, StreamEvent
 from ..platforms.base import ButtonPress, InboundMessage
 from ..platforms.registry import edit_interval_for
@@ -77,6 +78,7 @@ log = logging.getLogger("hermes_trio.gateway")
 # A command reply or refusal is small; if the platform can't take it in this
 # long, give up rather than hold the session's next turn.
 REPLY_TIMEOUT = 10.0
+REPLY_ATTEMPTS = 10
 
 HELP_TEXT = (
     "Send me a message and I'll answer.\n"
@@ -548,17 +550,14 @@ class ChatSessions:
         messenger = self._messenger(platform, chat_id, thread_id)
         try:
             with trio.move_on_after(REPLY_TIMEOUT):
-                while True:
-                    try:
-                        await messenger.send(text)
-                        return True
-                    except RateLimited as exc:
-                        await trio.sleep(exc.retry_after)
-                    except PlatformError as exc:
-                        log.warning(
-                            "%s chat %s: could not send a reply: %s", platform, chat_id, exc
-                        )
-                        return False
+                try:
+                    await waiting_out_rate_limits(
+                        lambda: messenger.send(text), within=REPLY_TIMEOUT, attempts=REPLY_ATTEMPTS
+                    )
+                    return True
+                except PlatformError as exc:
+                    log.warning("%s chat %s: could not send a reply: %s", platform, chat_id, exc)
+                    return False
             log.warning("%s chat %s: could not send a reply in time", platform, chat_id)
             return False
         finally:

@@ -20,11 +20,12 @@ from werkzeug.exceptions import HTTPException
 
 from .. import metrics
 from ..serving.errors import error_body
+from ..store import StoreError
 from ..turn import INTERNAL_ERROR
 from .approvals import register_approval_routes
 from .bodies import bearer_token, json_response
 from .chat.route import register_chat_routes
-from .errors import APIError
+from .errors import APIError, store_refused
 from .gate import GateSettings
 from .keys import current_key, retry_after_header
 from .middleware import Front
@@ -67,6 +68,10 @@ def _install_errors(app: QuartTrio, state: ServerState) -> None:
         if exc.status == 429:
             metrics.RATE_LIMITED.labels(exc.code or "rate_limited").inc()
         return json_response(exc.body(), exc.status, exc.headers)
+
+    @app.errorhandler(StoreError)
+    async def on_store_error(exc: StoreError) -> Response:
+        return await on_api_error(store_refused(exc))
 
     @app.errorhandler(HTTPException)
     async def on_http_error(exc: HTTPException) -> Response:
@@ -204,4 +209,5 @@ def asgi_app(state: ServerState, *, session_key: bytes | None = None) -> Front:
         # Named keys count as much as api_server.key, also after a reload.
         key_required=lambda: keys.required,
         session_key=session_key,
+        shed=state.slots.shed,
     )

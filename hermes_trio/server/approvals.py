@@ -29,10 +29,10 @@ from quart import Response
 from quart_trio import QuartTrio
 
 from ..approvals import Decision, Outcome, Refused, answer_approval
+from ..store import Signal, Store, StoreError
 from .bodies import json_response, read_json_body
 from .errors import APIError
 from .keys import current_key
-from .store import Signal, Store
 from .validation import bad, request_object
 
 __all__ = [
@@ -206,7 +206,7 @@ class RemoteApprovals:
     async def _reply(self, runner: str, reply: str) -> None:
         try:
             await self.store.send_signal(runner, Signal("approval_reply", reply))
-        except APIError:
+        except StoreError:
             log.warning("could not reply to an approval answer from %s", runner)
 
     def on_reply(self, target: str) -> None:

@@ -18,10 +18,10 @@ from quart.wrappers.response import ResponseBody
 
 from .. import metrics
 from ..consumers.sse import parse_extensions
+from ..store import owner_scope
 from .errors import APIError
 from .gate import content_type_refusal
 from .request_json import parse_request_json
-from .store import owner_scope
 
 __all__ = [
     "JsonBody",

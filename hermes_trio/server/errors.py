@@ -6,8 +6,9 @@ from typing import Any
 
 from ..llm.errors import request_refused
 from ..serving.errors import error_body
+from ..store import StoreError
 
-__all__ = ["APIError", "error_status"]
+__all__ = ["APIError", "error_status", "store_refused"]
 
 # The status a client is told for a model server's refusal of its request:
 # the model server's own, except FastAPI's 422, which OpenAI says as 400.
@@ -48,3 +49,9 @@ class APIError(Exception):
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, status=self.status, param=self.param, code=self.code)
+
+
+def store_refused(exc: StoreError) -> APIError:
+    """The store's refusal as a client sees it: 503 (it is temporary), the
+    store's code and message."""
+    return APIError(exc.status, exc.message, code=exc.code)

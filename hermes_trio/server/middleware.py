@@ -21,7 +21,7 @@ import math
 import secrets
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 from hypercorn.typing import (
@@ -36,6 +36,7 @@ from hypercorn.typing import (
 
 from ..serving.errors import error_body
 from . import request_log
+from .errors import APIError
 from .gate import Answer, GateRequest, GateSettings, Refuse, decide
 from .request_log import (
     ACCESS_LOG,
@@ -100,6 +101,15 @@ async def send_json(
     await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
+class LetIn(Protocol):
+    """A request ``Front(shed=…)`` let in: it counts against the room once
+    its body has arrived (a slow upload holds no place) until it is over."""
+
+    def arrived(self) -> None: ...
+
+    def leave(self) -> None: ...
+
+
 class Front:
     """ASGI app: ``app`` behind the gate and the body deadlines."""
 
@@ -112,8 +122,14 @@ class Front:
         body_total_timeout: float = math.inf,
         key_required: Callable[[], bool] | None = None,
         session_key: bytes | None = None,
+        shed: Callable[[WWWScope], APIError | LetIn | None] | None = None,
     ) -> None:
         self.app = app
+        self.shed = shed
+        """The refusal of a request the server has no room for now, before
+        Quart reads and parses it; else its place on the way in (told when
+        its body has arrived and when it is over), or None (not work that
+        needs room)."""
         self.settings = settings
         self.body_timeout = body_timeout
         self.body_total_timeout = body_total_timeout
@@ -212,12 +228,22 @@ class Front:
         if kind == "websocket":
             await self.app(scope, receive, send)
             return
+        shed = self.shed(scope) if self.shed is not None and kind == "http" else None
         exchange = _Exchange(
             receive,
             send,
             decision.cors,
             BodyDeadline(self.body_timeout, self.body_total_timeout, trio.current_time()),
+            on_body=None if shed is None or isinstance(shed, APIError) else shed.arrived,
         )
+        if isinstance(shed, APIError):
+            # At once and cheaply: a refusal in a burst competes for the
+            # core with the streams that were admitted.
+            if record is not None:
+                record.error_code = shed.code
+                record.reason = shed.message
+            await send_json(exchange.send, shed.status, shed.body(), shed.headers)
+            return
         try:
             await self.app(scope, exchange.receive, exchange.send)
         except Exception:
@@ -227,6 +253,9 @@ class Front:
             log.exception("unexpected error in %s %s", scope.get("method"), scope.get("path"))
             body = error_body("internal error", status=500, code="internal_error")
             await send_json(exchange.send, 500, body)
+        finally:
+            if shed is not None and not isinstance(shed, APIError):
+                shed.leave()
 
 
 class _Exchange:
@@ -239,11 +268,14 @@ class _Exchange:
         send: ASGISendCallable,
         cors: dict[str, str],
         deadline: BodyDeadline,
+        on_body: Callable[[], None] | None = None,
     ) -> None:
         self._receive = receive
         self._send = send
         self._cors = [(k.lower().encode(), v.encode()) for k, v in cors.items()]
         self._deadline = deadline
+        self._on_body = on_body
+        """Called once the whole body has arrived."""
         self.started = False
         self._body_done = False
 
@@ -265,6 +297,8 @@ class _Exchange:
             if not waited.cancelled_caught:
                 if message["type"] != "http.request" or not message.get("more_body", False):
                     self._body_done = True
+                    if self._on_body is not None and message["type"] == "http.request":
+                        self._on_body()
                 elif message.get("body"):
                     deadline.received(trio.current_time())
                 return message

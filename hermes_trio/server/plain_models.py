@@ -45,7 +45,7 @@ from ..wire.sse import SSEError
 from .bodies import StreamedBody, json_response, sse_response
 from .errors import APIError
 from .state import ServerState
-from .turn_slots import TurnHold
+from .turn_reservation import TurnReservation
 
 __all__ = ["PlainModels", "relay"]
 
@@ -147,15 +147,12 @@ _KEY_REFUSED = frozenset({401, 403})
 
 async def relay(state: ServerState, body: dict[str, Any]) -> Response:
     """Pass one chat request to the model server and its answer back."""
-    # The relay's hold (a slot, the key's place) is given back by the relay
-    # task as it ends, with the tokens the answer cost.
-    hold = TurnHold.take(state.slots)
-    try:
-        head, pieces, scope = await state.nursery.start(_relay_task, state, body, hold)
-    except BaseException:
-        # The task gives it back as it ends; this is for a task that never ran.
-        hold.release()
-        raise
+    # The relay's hold (a slot, the key's place) is the relay task's as it
+    # starts: given back as it ends, with the tokens the answer cost (or as
+    # this block ends, for a task that never ran).
+    async with TurnReservation() as reserved:
+        reserved.take_hold(state.slots)
+        head, pieces, scope = await state.nursery.start(_relay_task, state, body, reserved)
     if head.whole:
         # The task read it all and ended.
         return _whole(head, _where(state))
@@ -201,7 +198,7 @@ def _json(raw: bytes) -> Any | None:
 async def _relay_task(
     state: ServerState,
     body: dict[str, Any],
-    hold: TurnHold,
+    reserved: TurnReservation,
     *,
     task_status: trio.TaskStatus[tuple[_Head, trio.MemoryReceiveChannel[bytes], trio.CancelScope]],
 ) -> None:
@@ -217,6 +214,8 @@ async def _relay_task(
     spent = 0
     stream: RelayedStream | None = None
     tail = b""
+    # Given back by this task's end from here on.
+    hold = reserved.hand_off()
     try:
         with trio.CancelScope() as scope, send:
             try:

@@ -22,19 +22,20 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.utils import wrap_app
 
+from .. import metrics
 from ..agent import Agent, open_agent
 from ..config import Config, ConfigError
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from ..serving.capacity import per_client_limit
+from ..store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
 from .app import asgi_app
 from .approvals import RemoteApprovals
 from .gate import is_loopback
 from .keys import KeyRing, keys_of
 from .sessions import SESSION_INTERRUPTED, SessionStore
 from .state import ServerState
-from .store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
-from .turn_slots import TurnSlots
+from .turn_slots import TurnSlots, turn_limit
 
 __all__ = [
     "ApiServer",
@@ -162,7 +163,7 @@ async def open_api_server(
             agent=the_agent,
             settings=api,
             nursery=turns,
-            slots=TurnSlots(api.max_concurrent),
+            slots=TurnSlots(turn_limit(api)),
             sessions=SessionStore(
                 in_use.store,
                 ttl=api.session_ttl,
@@ -174,6 +175,8 @@ async def open_api_server(
             signals=in_use.signals,
             keys=KeyRing(keys_of(api)),
         )
+        turns.start_soon(state.slots.watch_lag)
+        metrics.ADMISSION_LIMIT.set(state.slots.limit)
         in_use.signals.on("stop", partial(state.sessions.stop, reason=SESSION_INTERRUPTED))
         remote = state.approvals = in_use.approvals
         in_use.signals.busy = lambda: bool(state.turns) or remote.waiting

@@ -18,11 +18,11 @@ import trio
 
 from ..agent import Agent
 from ..config import ApiServerConfig
+from ..store import SignalHandlers, Store
 from ..turn import Turn
 from .approvals import RemoteApprovals
 from .keys import KeyRing
 from .sessions import SessionStore
-from .store import SignalHandlers, Store
 from .turn_slots import TurnSlots
 
 __all__ = ["ServerState"]

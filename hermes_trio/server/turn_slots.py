@@ -21,49 +21,118 @@ background response or a stream whose client left outlives.
 from __future__ import annotations
 
 from collections.abc import MutableSet
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, Protocol
 
 import trio
+from hypercorn.typing import WWWScope
 
+from .. import metrics
 from ..agent import Agent
 from ..config import ApiServerConfig
+from ..serving.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
 from ..turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
 from ..wire.messages import ChatTool, Message
 from .errors import APIError
 from .keys import Refusal, Reservation, current_key, retry_after_header
 
-__all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_options"]
+__all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_limit", "turn_options"]
+
+
+TURN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
+"""Where a POST starts a turn (or a plain model relay): refused in front
+of the app when there is no room (:meth:`TurnSlots.shed`)."""
+
+
+class _Entry:
+    """A request let in by :meth:`TurnSlots.shed`: on its way to a slot
+    from when its body has arrived (a slow upload holds no place) until it
+    takes the slot or ends."""
+
+    __slots__ = ("_counted", "_slots")
+
+    def __init__(self, slots: TurnSlots) -> None:
+        self._slots: TurnSlots | None = slots
+        self._counted = False
+
+    def arrived(self) -> None:
+        if self._slots is not None and not self._counted:
+            self._counted = True
+            self._slots.entering += 1
+
+    def leave(self) -> None:
+        if self._slots is not None and self._counted:
+            self._slots.entering -= 1
+        self._slots = None
+
+
+_ENTRY: ContextVar[_Entry | None] = ContextVar("hermes_turn_entry", default=None)
 
 
 class TurnSlots:
-    """At most ``limit`` turns at once; beyond that, 429 at once (no queue)."""
+    """At most ``limits.limit`` turns at once (fixed, or following the
+    event loop's lag: :mod:`hermes_trio.serving.admission`); beyond that,
+    an answer at once (no queue): 429 at the limit, 503 while the server
+    is behind, both with ``Retry-After``."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._semaphore = trio.Semaphore(limit)
+    def __init__(self, limits: int | TurnLimit) -> None:
+        self.limits: TurnLimit = FixedLimit(limits) if isinstance(limits, int) else limits
+        self.in_use = 0
+        self.entering = 0
+        """Requests let in by :meth:`shed` that have not taken their slot yet."""
         self._idle = trio.Event()
         self._idle.set()
 
     @property
-    def in_use(self) -> int:
-        return self.limit - self._semaphore.value
+    def limit(self) -> int:
+        return self.limits.limit
+
+    def refusal(self) -> APIError | None:
+        """The answer for one more turn now, if it would be refused: the
+        turns running and the requests let in on their way to theirs
+        count (a burst is let in before any of it has taken a slot)."""
+        refused = self.limits.admit(trio.current_time(), self.in_use + self.entering)
+        if refused is None:
+            return None
+        metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
+        return _refusal(refused)
+
+    def shed(self, scope: WWWScope) -> APIError | _Entry | None:
+        """For a request that starts a turn or a relay, in front of the app
+        (``Front(shed=…)``), before its body is read: its refusal, or, let
+        in, its place on the way (counted once its body has arrived, until
+        it takes its slot or ends). None for any other request, and for a
+        session's, which may stop the session's running turn and take its
+        slot."""
+        if scope.get("method") != "POST" or scope["path"] not in TURN_PATHS:
+            return None
+        if any(name == b"x-session-id" for name, _ in scope["headers"]):
+            return None
+        refused = self.refusal()
+        if refused is not None:
+            # Counted as the app counts its own answers.
+            metrics.REQUESTS.labels(scope["path"], str(refused.status)).inc()
+            if refused.status == 429:
+                metrics.RATE_LIMITED.labels(refused.code or "rate_limited").inc()
+            return refused
+        entry = _Entry(self)
+        _ENTRY.set(entry)
+        return entry
 
     def acquire(self) -> None:
-        try:
-            self._semaphore.acquire_nowait()
-        except trio.WouldBlock:
-            raise APIError(
-                429,
-                f"too many turns running at once (limit {self.limit}); retry shortly",
-                code="rate_limit_exceeded",
-                headers={"Retry-After": "1"},
-            ) from None
+        entry = _ENTRY.get()
+        if entry is not None:
+            entry.leave()  # its own place on the way is the slot it takes now
+        refused = self.refusal()
+        if refused is not None:
+            raise refused
+        self.in_use += 1
         if self._idle.is_set():
             self._idle = trio.Event()
 
     def release(self) -> None:
-        self._semaphore.release()
+        self.in_use -= 1
         if self.in_use == 0:
             self._idle.set()
 
@@ -71,6 +140,51 @@ class TurnSlots:
         """Return once no turn is running."""
         while not self._idle.is_set():
             await self._idle.wait()
+
+    async def watch_lag(self) -> None:
+        """Measure the event loop's lag for an adaptive limit, for ever
+        (a task of the server's; nothing to do for a fixed one)."""
+        limits = self.limits
+        if not isinstance(limits, AdaptiveLimit):
+            return
+        while True:
+            deadline = trio.current_time() + limits.tick
+            await trio.sleep_until(deadline)
+            now = trio.current_time()
+            limits.loop_tick(now, now - deadline, self.in_use)
+            metrics.ADMISSION_LIMIT.set(limits.limit)
+
+
+AUTO_START = 160
+"""Where ``auto`` starts: the turns a fresh process admits before its lag
+has said anything. A burst arrives faster than the lag can be measured, so
+it meets this number; a core holds about this many streams of 20 tokens a
+second with room to spare (bench/paced.py)."""
+
+
+def turn_limit(settings: ApiServerConfig) -> TurnLimit:
+    """The limit ``max_concurrent`` asks for: that number, or for ``auto``
+    one that follows the lag, up to a turn per connection served."""
+    if settings.max_concurrent == "auto":
+        return AdaptiveLimit(settings.max_connections, start=AUTO_START)
+    return FixedLimit(settings.max_concurrent)
+
+
+def _refusal(refused: Refused) -> APIError:
+    headers = {"Retry-After": str(refused.retry_after)}
+    if refused.reason == "lag":
+        return APIError(
+            503,
+            "the server is overloaded (it is not keeping up with the turns running); retry shortly",
+            code="server_overloaded",
+            headers=headers,
+        )
+    return APIError(
+        429,
+        f"too many turns running at once (limit {refused.limit}); retry shortly",
+        code="rate_limit_exceeded",
+        headers=headers,
+    )
 
 
 class TurnHold:

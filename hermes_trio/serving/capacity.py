@@ -54,9 +54,15 @@ class ConnectionRoom:
         return self.fits < self.wanted
 
 
-def connection_room(open_files: int, *, wanted: int, turns: int) -> ConnectionRoom:
+def connection_room(open_files: int, *, wanted: int, turns: int | None) -> ConnectionRoom:
     """Room for client connections under a limit of ``open_files``, with up
-    to ``turns`` turns running besides (``max_concurrent``)."""
+    to ``turns`` turns running besides (``max_concurrent``); ``None``: a
+    turn per connection (``max_concurrent: auto``, whose ceiling is the
+    connections served)."""
+    if turns is None:
+        per_connection = FILES_PER_CONNECTION + FILES_PER_TURN
+        fits = max(1, (open_files - FILES_RESERVED) // per_connection)
+        return ConnectionRoom(wanted, fits, FILES_RESERVED + per_connection * wanted)
     fixed = FILES_RESERVED + FILES_PER_TURN * turns
     fits = max(1, (open_files - fixed) // FILES_PER_CONNECTION)
     return ConnectionRoom(wanted, fits, fixed + FILES_PER_CONNECTION * wanted)

@@ -109,7 +109,11 @@ class ToolRegistry:
     """The tools one agent may call, in registration order."""
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._own: dict[str, Tool] = {}
+        # Tools that come and go together (an MCP server's), by group name.
+        self._groups: dict[str, dict[str, Tool]] = {}
         self._tools: dict[str, Tool] = {}
+        self._resolvers: list[Callable[[str], Tool | None]] = []
         self._schemas: list[ChatTool] | None = None
         for tool in tools:
             self.register(tool)
@@ -117,11 +121,39 @@ class ToolRegistry:
     def register(self, tool: Tool) -> None:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
-        self._tools[tool.name] = tool
+        self._own[tool.name] = tool
+        self._rebuild()
+
+    def set_group(self, group: str, tools: Iterable[Tool]) -> None:
+        """Make ``tools`` the whole of ``group`` (empty: remove it). A name
+        another tool already has is skipped: the first one keeps it."""
+        taken = set(self._own).union(
+            *(names for other, names in self._groups.items() if other != group)
+        )
+        self._groups[group] = {t.name: t for t in tools if t.name not in taken}
+        self._rebuild()
+
+    def add_resolver(self, resolve: Callable[[str], Tool | None]) -> None:
+        """Asked for a name no tool has, before the call is an unknown-tool
+        error: it may answer with a tool (one that explains, say, that its
+        server is down)."""
+        self._resolvers.append(resolve)
+
+    def _rebuild(self) -> None:
+        tools = dict(self._own)
+        for group in self._groups.values():
+            tools.update(group)
+        self._tools = tools
         self._schemas = None
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        if tool is None:
+            for resolve in self._resolvers:
+                tool = resolve(name)
+                if tool is not None:
+                    break
+        return tool
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -158,7 +190,7 @@ class ToolRegistry:
             args = _parse_args(raw_args)
         except ValueError:
             return {}, one_line(raw_args)
-        tool = self._tools.get(name)
+        tool = self.get(name)
         if tool is None:
             return args, one_line(raw_args)
         try:
@@ -169,7 +201,7 @@ class ToolRegistry:
         return args, one_line(text)
 
     async def execute(self, name: str, raw_args: str, ctx: ToolContext) -> ToolResult:
-        tool = self._tools.get(name)
+        tool = self.get(name)
         if tool is None:
             available = ", ".join(self._tools) or "(none)"
             return ToolResult(False, f"error: unknown tool {name!r}; available tools: {available}")

@@ -119,8 +119,15 @@ class ChatStreamFrames:
         # JSON escapes CR and LF, so the template stays one data line.
         prefix = self.start() if not self._started else b""
         self._seq += 1
-        return b"".join((prefix, b"id: %d" % self._seq, self._content_prefix,
-                         orjson.dumps(text), self._content_suffix))
+        return b"".join(
+            (
+                prefix,
+                b"id: %d" % self._seq,
+                self._content_prefix,
+                orjson.dumps(text),
+                self._content_suffix,
+            )
+        )
 
     def reasoning(self, text: str) -> bytes:
         prefix = self.start() if not self._started else b""
@@ -154,9 +161,7 @@ class ChatStreamFrames:
         self._finished = True
         out = [self.start(), self._chunk({}, finish_reason=_finish_reason(reason))]
         if self.include_usage:
-            out.append(
-                self._frame(f',"choices":[],"usage":{_dumps(usage_dict(usage or Usage()))}')
-            )
+            out.append(self._frame(f',"choices":[],"usage":{_dumps(usage_dict(usage or Usage()))}'))
         self._seq += 1
         out.append(f"id: {self._seq}\ndata: [DONE]\n\n".encode())
         return b"".join(out)

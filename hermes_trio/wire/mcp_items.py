@@ -18,11 +18,26 @@ __all__ = [
     "approval_request_item",
     "approval_response_item",
     "arguments_json",
+    "list_tools_item",
     "mcp_call_item",
 ]
 
 HERMES_LABEL = "hermes"
 """``server_label`` of the agent's own tools."""
+
+
+def list_tools_item(
+    item_id: str, label: str, tools: list[dict[str, Any]], error: str | None = None
+) -> dict[str, Any]:
+    """``mcp_list_tools``: the tools server ``label`` offers (each ``name``,
+    ``description``, ``input_schema``, ``annotations``), or its ``error``."""
+    return {
+        "type": "mcp_list_tools",
+        "id": item_id,
+        "server_label": label,
+        "tools": tools,
+        "error": error,
+    }
 
 
 def arguments_json(arguments: Mapping[str, Any] | str) -> str:

@@ -55,10 +55,17 @@ from ..events import (
     ToolCallChunk,
     ToolCallDelta,
     ToolCallFinished,
+    ToolProgress,
     TurnFinished,
     Usage,
 )
-from .mcp_items import HERMES_LABEL, approval_request_item, mcp_call_item
+from .mcp_items import (
+    HERMES_LABEL,
+    approval_request_item,
+    arguments_json,
+    list_tools_item,
+    mcp_call_item,
+)
 from .sse import encode_event
 from .tool_events import tool_event
 
@@ -226,6 +233,7 @@ class ResponseBuilder:
         tool_events: bool = False,
         approved_calls: Mapping[str, str] | None = None,
         server_labels: Mapping[str, str] | None = None,
+        mcp_tools: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.id = response_id
         self.created_at = created_at
@@ -259,6 +267,13 @@ class ResponseBuilder:
         # call id -> the approval it was run on: shown as mcp_call items.
         self._approved = dict(approved_calls or {})
         self._mcp_calls: dict[str, _Item] = {}
+        self.mcp_tools = dict(mcp_tools or {})
+        """The request's MCP tools: the model's name -> (server label, tool)."""
+        self.mcp_held: set[str] = set()
+        """Those of them a call of is held for approval first: its item is
+        the ``mcp_approval_request``, and the ``mcp_call`` comes when it runs."""
+        # Their calls running now, by call index: mcp_call items.
+        self._request_mcp: dict[int, _Item] = {}
 
     # -- state --------------------------------------------------------------
 
@@ -348,15 +363,18 @@ class ResponseBuilder:
             out += self._client_call(event)
         elif isinstance(event, ApprovalRequested):
             out += self._approval_request(event)
-        elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint):
-            if not isinstance(event, LongToolHint):
+        elif isinstance(event, ToolCallChunk | ToolCallFinished | LongToolHint | ToolProgress):
+            if isinstance(event, ToolCallChunk | ToolCallFinished):
                 # The final text after the agent's tools needs an item of its own.
                 self._answered = False
             shown = tool_event(event) if self.tool_events else None
             if shown is not None:
                 out.append(self._event(*shown))
-            if not isinstance(event, LongToolHint) and event.call_id in self._approved:
-                out += self._mcp_call(event)
+            if isinstance(event, ToolCallChunk | ToolCallFinished):
+                if event.call_id in self._approved:
+                    out += self._mcp_call(event)
+                elif event.tool_name in self.mcp_tools and event.tool_name not in self.mcp_held:
+                    out += self._request_mcp_call(event)
         elif isinstance(event, TurnFinished):
             out += self._finish(event)
         # Commentary repeats text already streamed as MessageChunks; notices
@@ -434,12 +452,73 @@ class ResponseBuilder:
         return self._done(item, status)
 
     def _close_calls(self, status: str = "completed") -> list[ResponseEvent]:
-        """End the client tool calls being written (at the end of their step)."""
+        """End the client tool calls being written (at the end of their step),
+        and any MCP call the turn stopped in."""
         out: list[ResponseEvent] = []
         for item in self._calls.values():
             out += self._done(item, status)
         self._calls.clear()
+        for item in self._request_mcp.values():
+            assert item.fixed is not None
+            item.fixed = {**item.fixed, "status": "incomplete"}
+            out += self._done(item, "incomplete")
+        self._request_mcp.clear()
         return out
+
+    # -- the request's MCP tools ------------------------------------------------
+
+    def mcp_list_tools(
+        self, label: str, tools: list[dict[str, Any]] | None, error: str | None = None
+    ) -> list[ResponseEvent]:
+        """An ``mcp_list_tools`` item: what server ``label`` offers, or why
+        it could not say (``error``)."""
+        out = self.start() + self._close()
+        item = self._add_item("mcp_list_tools", "mcpl")
+        item.fixed = list_tools_item(item.id, label, [])
+        where = {"item_id": item.id, "output_index": item.index}
+        out += [self._added(item), self._event("response.mcp_list_tools.in_progress", where)]
+        item.fixed = list_tools_item(item.id, label, tools or [], error)
+        end = "failed" if error is not None else "completed"
+        out.append(self._event(f"response.mcp_list_tools.{end}", where))
+        return out + self._done(item, "failed" if error is not None else "completed")
+
+    def _request_mcp_call(self, event: ToolCallChunk | ToolCallFinished) -> list[ResponseEvent]:
+        """A call to one of the request's MCP tools, as an ``mcp_call`` item."""
+        label, tool = self.mcp_tools[event.tool_name]
+        if isinstance(event, ToolCallChunk):
+            out = self._close()
+            item = self._add_item("mcp_call", "mcp")
+            item.name = tool
+            arguments = arguments_json(event.args)
+            item.fixed = mcp_call_item(item.id, tool, "", server_label=label, status="in_progress")
+            self._request_mcp[event.index] = item
+            where = {"item_id": item.id, "output_index": item.index}
+            item.fixed = {**item.fixed, "arguments": arguments}
+            return [
+                *out,
+                self._event(
+                    "response.output_item.added",
+                    {"output_index": item.index, "item": {**item.fixed, "arguments": ""}},
+                ),
+                self._event("response.mcp_call.in_progress", where),
+                self._event("response.mcp_call_arguments.delta", {**where, "delta": arguments}),
+                self._event("response.mcp_call_arguments.done", {**where, "arguments": arguments}),
+            ]
+        found = self._request_mcp.pop(event.index, None)
+        if found is None:
+            return []
+        status = "completed" if event.ok else "failed"
+        assert found.fixed is not None
+        found.fixed = mcp_call_item(
+            found.id,
+            tool,
+            found.fixed["arguments"],
+            server_label=label,
+            status=status,
+            output=event.result,
+            failed=not event.ok,
+        )
+        return self._done(found, status)
 
     def _done(self, item: _Item, status: str) -> list[ResponseEvent]:
         item.status = status
@@ -527,12 +606,8 @@ class ResponseBuilder:
         out = self._close()
         item = self._add_item("mcp_approval_request", "mcpr")
         item.id = event.id
-        item.fixed = approval_request_item(
-            event.id,
-            event.tool_name,
-            event.arguments,
-            server_label=self.server_labels.get(event.tool_name, HERMES_LABEL),
-        )
+        label, name = self._server_of(event.tool_name)
+        item.fixed = approval_request_item(event.id, name, event.arguments, server_label=label)
         self.approval_requests.append(event)
         return [*out, self._added(item), *self._done(item, "completed")]
 
@@ -556,14 +631,24 @@ class ResponseBuilder:
         found.fixed = self._mcp_call_item(found, status, event.result, approval_id)
         return self._done(found, status)
 
+    def _server_of(self, tool_name: str) -> tuple[str, str]:
+        """The server label and the server's own name of the tool the model
+        calls ``tool_name``: a request's MCP tool, a configured server's
+        (``server_labels``), or the agent's own (``hermes``)."""
+        found = self.mcp_tools.get(tool_name)
+        if found is not None:
+            return found
+        return self.server_labels.get(tool_name, HERMES_LABEL), tool_name
+
     def _mcp_call_item(
         self, item: _Item, status: str, output: str | None, approval_id: str
     ) -> dict[str, Any]:
+        label, name = self._server_of(item.name)
         return mcp_call_item(
             item.id,
-            item.name,
+            name,
             item.text,
-            server_label=self.server_labels.get(item.name, HERMES_LABEL),
+            server_label=label,
             status=status,
             output=output,
             failed=status == "failed",

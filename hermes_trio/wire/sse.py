@@ -143,9 +143,7 @@ class SSEDecoder:
         return out
 
     def _overflow(self) -> None:
-        raise SSEError(
-            f"an event is longer than {self._max} characters and still not complete"
-        )
+        raise SSEError(f"an event is longer than {self._max} characters and still not complete")
 
     def close(self) -> list[SSEEvent | SSEComment]:
         """End of stream.

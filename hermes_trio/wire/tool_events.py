@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import LongToolHint, StreamEvent, ToolCallChunk, ToolCallFinished
+from ..events import LongToolHint, StreamEvent, ToolCallChunk, ToolCallFinished, ToolProgress
 
 __all__ = ["tool_event"]
 
@@ -32,5 +32,13 @@ def tool_event(event: StreamEvent) -> tuple[str, dict[str, Any]] | None:
         return "hermes.tool.running", {
             "tool": event.tool_name,
             "duration": round(event.duration, 3),
+        }
+    if isinstance(event, ToolProgress):
+        return "hermes.tool.progress", {
+            "tool": event.tool_name,
+            "index": event.index,
+            "progress": event.progress,
+            "total": event.total,
+            "message": event.message,
         }
     return None

@@ -8,7 +8,9 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 
+from hermes_trio.consumers.terminal import _LiveArea
 from hermes_trio.consumers.terminal_plan import (
     BlockSplitter,
     CloseBox,
@@ -35,6 +37,7 @@ from hermes_trio.events import (
     StreamEvent,
     ToolCallChunk,
     ToolCallFinished,
+    ToolProgress,
     TurnFinished,
     Usage,
     coalesce,
@@ -267,6 +270,23 @@ def test_tools_are_live_then_printed_with_their_duration() -> None:
     ops = plan.feed([ToolCallFinished("terminal", 2.5, False, 0)], 3.5)
     assert ops == [ToolLine("terminal", "ls", 2.5, "failed")]
     assert plan.live().waiting_since == 3.5  # the model is asked again
+
+
+def test_a_tools_progress_shows_on_its_live_line() -> None:
+    """An MCP server's progress notifications (ToolProgress) redraw the
+    running tool's line in the terminal; a report for no running call is
+    ignored."""
+    plan = TerminalPlan()
+    plan.start(0.0)
+    plan.feed([MessageStop(False), ToolCallChunk("ev__slow", "slow", {}, 0)], 1.0)
+    plan.feed([ToolProgress("ev__slow", 0, 3, 10, "copying"), ToolProgress("x", 5, 1)], 2.0)
+    (tool,) = plan.live().tools
+    assert tool.progress == "3/10 copying"
+    area = _LiveArea()
+    area.view, area.now = plan.live(), 2.5
+    console = Console(record=True, width=80, force_terminal=False)
+    console.print(area)
+    assert "ev__slow  slow · 3/10 copying" in console.export_text()
 
 
 def test_hidden_tools_and_reasoning() -> None:

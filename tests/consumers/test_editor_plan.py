@@ -30,6 +30,7 @@ from hermes_trio.events import (
     StreamEvent,
     ToolCallChunk,
     ToolCallFinished,
+    ToolProgress,
     TurnFinished,
     Usage,
 )
@@ -400,6 +401,29 @@ def test_tool_progress_is_edited_and_text_after_boundary_is_a_new_message() -> N
     progress_calls = [c for c in sim.calls if c.message_id == "2" or "🔧" in c.text]
     assert [c.kind for c in progress_calls] == ["send", "edit", "edit"]
     assert progress_calls[0].text == "🔧 terminal: ls -la /tmp"
+
+
+def test_a_tools_progress_reports_are_edited_into_its_line() -> None:
+    """An MCP server's progress notifications (ToolProgress) show on the
+    running tool's line, each report an edit, and go with the tool."""
+    sim = make()
+    script = [
+        (0.0, MessageStop(False)),
+        (0.0, ToolCallChunk("ev__slow", "slow {}", {}, 0)),
+        (2.0, ToolProgress("ev__slow", 0, 1, 3, "step 1")),
+        (4.0, ToolProgress("ev__slow", 0, 2, 3, "step 2")),
+        (4.5, ToolProgress("ev__slow", 7, 9, None, "another call's")),
+        (6.0, ToolCallFinished("ev__slow", 6.0, True, 0)),
+        *stream(["Done."], t0=6.0),
+        (6.2, finished("Done.")),
+    ]
+    sim.run(script)
+    progress = [c.text for c in sim.calls if "🔧" in c.text]
+    assert progress == [
+        "🔧 ev__slow: slow {}",
+        "🔧 ev__slow: slow {} · 1/3 step 1",
+        "🔧 ev__slow: slow {} · 2/3 step 2",
+    ]
 
 
 def test_parallel_tool_calls_share_one_progress_message() -> None:

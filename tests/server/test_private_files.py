@@ -13,7 +13,7 @@ import pytest
 import trio
 from support import clean_env, start_serve
 
-from hermes_trio.server.store import DB_FILENAME
+from hermes_trio.store import DB_FILENAME
 
 SECRET_FILENAME = "install-secret"
 
@@ -81,7 +81,7 @@ async def test_loose_modes_left_by_an_older_version_are_tightened_once(tmp_path:
 
 
 def test_a_shared_sticky_directory_is_left_as_it_is(tmp_path: Path) -> None:
-    from hermes_trio.server.store.private import install_secret, private_dir
+    from hermes_trio.store.private import install_secret, private_dir
 
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -94,7 +94,7 @@ def test_a_shared_sticky_directory_is_left_as_it_is(tmp_path: Path) -> None:
 
 
 def test_the_install_secret_is_made_once_and_kept(tmp_path: Path) -> None:
-    from hermes_trio.server.store.private import install_secret
+    from hermes_trio.store.private import install_secret
 
     first, _ = install_secret(tmp_path / "d")
     again, _ = install_secret(tmp_path / "d")

@@ -17,7 +17,7 @@ from test_responses_helpers import parse_sse, payloads
 from hermes_trio.config import StoreConfig
 from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.run import open_api_server
-from hermes_trio.server.store import DB_FILENAME, SQLiteStore, owner_scope
+from hermes_trio.store import DB_FILENAME, SQLiteStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 

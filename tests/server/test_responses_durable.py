@@ -15,7 +15,7 @@ import trio.testing
 from hermes_trio.consumers.responses_sse import EventLog, LogFollower
 from hermes_trio.events import MessageChunk, TurnFinished
 from hermes_trio.server.responses.live import LiveResponse, LiveResponses
-from hermes_trio.server.store import SignalHandlers, StoreError
+from hermes_trio.store import SignalHandlers, StoreError
 from hermes_trio.wire.responses_out import ResponseBuilder, ResponseEvent
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 

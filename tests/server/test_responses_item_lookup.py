@@ -10,7 +10,7 @@ import pytest
 
 from hermes_trio.server.errors import APIError
 from hermes_trio.server.responses.input import item_references, resolve_references
-from hermes_trio.server.store import DB_FILENAME, SQLiteStore, StoredResponse, owner_scope
+from hermes_trio.store import DB_FILENAME, SQLiteStore, StoredResponse, owner_scope
 
 OWNER = owner_scope("key-a")
 

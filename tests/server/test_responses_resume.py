@@ -16,7 +16,7 @@ from test_responses_helpers import parse_sse, payloads, text_of
 from hermes_trio.config import StoreConfig
 from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.run import open_api_server
-from hermes_trio.server.store import open_store, owner_scope
+from hermes_trio.store import open_store, owner_scope
 from hermes_trio.testing import Stall, TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
 

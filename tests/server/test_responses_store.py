@@ -12,7 +12,7 @@ import trio
 
 from hermes_trio.config import Config, StoreConfig
 from hermes_trio.events import MessageChunk, MessageStop
-from hermes_trio.server.store import (
+from hermes_trio.store import (
     DB_FILENAME,
     SQLiteStore,
     Store,
@@ -23,7 +23,7 @@ from hermes_trio.server.store import (
     owner_scope,
     store_failure,
 )
-from hermes_trio.server.store.shared import PRUNE_EVERY
+from hermes_trio.store.shared import PRUNE_EVERY
 from hermes_trio.wire.responses_out import ResponseBuilder, ResponseEvent
 
 OWNER = owner_scope("key-a")

@@ -15,7 +15,7 @@ from test_responses_crash import _hold_write_lock
 from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.server.responses import live as responses_live
-from hermes_trio.server.store import SQLiteStore
+from hermes_trio.store import SQLiteStore
 from hermes_trio.testing import RawReply, TextReply
 
 SLOW = " ".join(["word"] * 30)

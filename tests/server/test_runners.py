@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermes_trio.server.store.runners import STALE_AFTER, Runner, RunnerRow, is_dead, this_runner
+from hermes_trio.store.runners import STALE_AFTER, Runner, RunnerRow, is_dead, this_runner
 
 ME = Runner("host/boot:1:aa", "host/boot", 1)
 

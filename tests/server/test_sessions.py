@@ -186,7 +186,7 @@ async def test_a_session_taken_over_is_logged_without_its_id(tmp_path: Any, capl
     import logging
 
     from hermes_trio.server.sessions import SessionStore
-    from hermes_trio.server.store import SQLiteStore, owner_scope
+    from hermes_trio.store import SQLiteStore, owner_scope
 
     store = SQLiteStore(tmp_path / "s.sqlite3")
     await store.open()
@@ -202,3 +202,35 @@ async def test_a_session_taken_over_is_logged_without_its_id(tmp_path: Any, capl
     said = [r.getMessage() for r in caplog.records if "taken over" in r.getMessage()]
     assert len(said) == 1
     assert "secret-session-id" not in said[0] and "\n" not in said[0]
+
+
+async def test_a_turn_that_cannot_start_lets_its_session_go(monkeypatch: Any) -> None:
+    """The request gives back the session's claim as well as the slot when
+    its turn fails to start: no process holds the conversation then (it
+    used to stay this process's, so another worker's request on the session
+    waited for it and ended 409 ``session_busy``)."""
+    import hermes_trio.server.turn_slots as turn_slots
+
+    started = turn_slots.start_turn
+    failures = iter([RuntimeError("the server's nursery is closing")])
+
+    def start_once_failing(*args: Any, **kwargs: Any) -> Any:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return started(*args, **kwargs)
+
+    monkeypatch.setattr(turn_slots, "start_turn", start_once_failing)
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    headers = {"X-Session-ID": "unlucky"}
+    async with api_stack([TextReply("hello")]) as (api, _), _client(api) as http:
+        failed = await http.post(URL, json=body, headers=headers)
+        assert failed.status_code == 500
+        assert api.state.slots.in_use == 0
+        holders = await api.state.store._read(
+            lambda db: db.execute("SELECT runner, turn FROM conversations").fetchall()
+        )
+        assert [tuple(row) for row in holders] == [(None, None)]
+        with trio.fail_after(1):
+            reply = await http.post(URL, json=body, headers=headers)
+        assert reply.status_code == 200, reply.text

@@ -15,7 +15,7 @@ import trio
 
 from hermes_trio.config import Config, StoreConfig
 from hermes_trio.events import MessageChunk, MessageStop, TurnFinished
-from hermes_trio.server.store import (
+from hermes_trio.store import (
     PostgresStore,
     Signal,
     SQLiteStore,
@@ -24,8 +24,8 @@ from hermes_trio.server.store import (
     open_store,
     owner_scope,
 )
-from hermes_trio.server.store.runners import Runner
-from hermes_trio.server.store.shared import SQLStore
+from hermes_trio.store.runners import Runner
+from hermes_trio.store.shared import SQLStore
 from hermes_trio.wire.responses_out import ResponseBuilder
 
 PG_BASE = "postgresql://postgres@127.0.0.1:5432/test"
@@ -347,7 +347,7 @@ async def test_an_unreachable_database_is_one_line() -> None:
 async def test_held_approvals_are_answered_once_by_any_process_and_go_with_their_response(
     stores: Stores,
 ) -> None:
-    from hermes_trio.server.store import HeldApproval
+    from hermes_trio.store import HeldApproval
 
     one, two = await stores.open(), await stores.open()
     await one.create(record("resp_held"))

@@ -18,10 +18,8 @@ from test_store_backends import OWNER, Stores, backend, pg_url, stores  # noqa: 
 from hermes_trio.config import StoreConfig
 from hermes_trio.consumers.responses_sse import PAGE_EVENTS
 from hermes_trio.server.run import open_api_server
-from hermes_trio.server.store import StoredResponse, owner_scope, wall_clock
-from hermes_trio.server.store import postgres as pg_store
-from hermes_trio.server.store import sqlite as sqlite_store
-from hermes_trio.server.store.shared import SQLStore
+from hermes_trio.store import StoredResponse, owner_scope, schema, wall_clock
+from hermes_trio.store.shared import SQLStore
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.responses_out import ResponseEvent
 
@@ -211,7 +209,7 @@ def _write_v4(where: str, rows: list[tuple[Any, ...]]) -> None:
         with psycopg.connect(where, autocommit=True) as conn:
             conn.execute("CREATE TABLE hermes_schema (version INTEGER NOT NULL)")
             conn.execute("INSERT INTO hermes_schema VALUES (4)")
-            for target, steps in pg_store._MIGRATIONS:
+            for target, steps in schema.POSTGRES_MIGRATIONS:
                 if target <= 4:
                     for step in steps:
                         assert isinstance(step, str)
@@ -221,7 +219,7 @@ def _write_v4(where: str, rows: list[tuple[Any, ...]]) -> None:
         return
     conn = sqlite3.connect(where)
     try:
-        for target, steps in sqlite_store._MIGRATIONS:
+        for target, steps in schema.SQLITE_MIGRATIONS:
             if target <= 4:
                 for step in steps:
                     assert isinstance(step, str)

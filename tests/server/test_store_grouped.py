@@ -1,4 +1,4 @@
-"""Grouped event writes (server/store/grouped.py): one write per interval
+"""Grouped event writes (store/grouped.py): one write per interval
 under load, at once after a quiet spell, every caller told of its own
 batch's fate; on trio's MockClock, with the times asserted."""
 
@@ -8,9 +8,9 @@ import pytest
 import trio
 import trio.testing
 
-from hermes_trio.server.store import StoreError
-from hermes_trio.server.store.grouped import GroupedWrites
-from hermes_trio.server.store.statements import Rows
+from hermes_trio.store import StoreError
+from hermes_trio.store.grouped import GroupedWrites
+from hermes_trio.store.statements import Rows
 
 
 @pytest.fixture

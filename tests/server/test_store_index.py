@@ -20,14 +20,14 @@ from test_responses_crash import _hold_write_lock
 from hermes_trio.config import StoreConfig
 from hermes_trio.server.responses import routes as responses_routes
 from hermes_trio.server.responses.input import MAX_ITEM_REFERENCES
-from hermes_trio.server.store import (
+from hermes_trio.store import (
     SQLiteStore,
     StoredResponse,
     StoreOpenError,
     open_store,
 )
-from hermes_trio.server.store import sqlite as sqlite_module
-from hermes_trio.server.store import statements as store_module
+from hermes_trio.store import sqlite as sqlite_module
+from hermes_trio.store import statements as store_module
 from hermes_trio.testing import TextReply
 
 # The schema of a store written before the item index existed.

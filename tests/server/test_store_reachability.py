@@ -17,8 +17,8 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_trio.server.store import PostgresStore, StoreError
-from hermes_trio.server.store.reachability import PROBE_FIRST, PROBE_MOST, Reachability
+from hermes_trio.store import PostgresStore, StoreError
+from hermes_trio.store.reachability import PROBE_FIRST, PROBE_MOST, Reachability
 
 
 def test_an_outage_begins_once_and_probes_back_off_to_a_bound() -> None:

@@ -22,6 +22,7 @@ from quart_trio import QuartTrio
 
 from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_chat_sse
 from ...events import StreamEvent
+from ...store import wall_clock
 from ...turn import Turn, TurnAround, TurnEvents, TurnOptions
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from ...wire.messages import Message
@@ -39,8 +40,8 @@ from ..errors import APIError, error_status
 from ..request_log import current_record
 from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
 from ..state import ServerState
-from ..store import wall_clock
-from ..turn_slots import TurnHold, turn_options
+from ..turn_reservation import TurnReservation
+from ..turn_slots import turn_options
 from .request import ChatRequest, parse_chat_request
 from .stream import ChatStreamBody, untold_failure
 
@@ -87,7 +88,9 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         opts = replace(opts, approvals=agent.approval_channel("api_server", approval_identity()))
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
-        run.begin(list(chat.messages), opts, TurnHold.take(state.slots))
+        async with TurnReservation() as reserved:
+            reserved.take_hold(state.slots)
+            run.begin(list(chat.messages), opts, reserved)
         return await run.respond()
     validate_session_id(session_id)
     key = SessionStore.key(request_owner(), session_id)
@@ -98,29 +101,23 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         if session.running is not None:
             await session.running.stop(SESSION_INTERRUPTED)
         holder = new_turn_id()
-        history = await sessions.claim(key, holder)
-        # A request refused with 429 leaves the history as it was.
-        try:
-            hold = TurnHold.take(state.slots)
-        except BaseException:
-            await sessions.release(key, holder, history)
-            raise
-        try:
+        async with TurnReservation() as reserved:
+            history = await sessions.claim(key, holder)
+            # A request refused (a 429) leaves the history as it was; once
+            # the turn runs, its end stores the history it made.
+            reserved.on_release(partial(sessions.release, key, holder, history))
+            reserved.take_hold(state.slots)
             sessions.add(session, history, chat.messages)
-        except BaseException:
-            hold.release()
-            await sessions.release(key, holder, history)
-            raise
-        opts = replace(opts, tool_context=session.tool_context)
-        messages = session.messages
+            opts = replace(opts, tool_context=session.tool_context)
+            messages = session.messages
 
-        async def around(turn: Turn, run_turn: Callable[[], Awaitable[object]]) -> None:
-            try:
-                await run_turn()
-            finally:
-                await sessions.release(key, holder, messages)
+            async def around(turn: Turn, run_turn: Callable[[], Awaitable[object]]) -> None:
+                try:
+                    await run_turn()
+                finally:
+                    await sessions.release(key, holder, messages)
 
-        session.running = run.begin(messages, opts, hold, around=around)
+            session.running = run.begin(messages, opts, reserved, around=around)
     return await run.respond()
 
 
@@ -153,54 +150,49 @@ class _ChatRun:
         self,
         messages: list[Message],
         opts: TurnOptions,
-        hold: TurnHold,
+        reserved: TurnReservation,
         *,
         around: TurnAround | None = None,
     ) -> Turn:
-        """Start the turn in the hold the caller took (given back when the
-        turn ends, or here when it cannot start)."""
+        """Start the turn in what the caller reserved (the turn gives it
+        back as it ends; the caller's block when it cannot start)."""
         state = self.state
-        try:
-            if self.chat.stream:
-                self.frames = frames = ChatStreamFrames(
-                    self.completion_id,
-                    self.created,
-                    self.model,
-                    include_usage=self.chat.include_usage,
-                )
-                out_send, self.out = trio.open_memory_channel[WriterOutput](4)
-                options = SSEOptions(
-                    keepalive=state.settings.keepalive_interval,
-                    extensions=self.extensions,
-                )
-
-                async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
-                    await write_chat_sse(receive, out_send, frames, options)
-
-            else:
-
-                async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
-                    # The answer is the turn's result; the events only drain.
-                    with receive:
-                        async for _ in TurnEvents(receive):
-                            pass
-
-            self.turn = hold.start(
-                state.nursery,
-                state.agent,
-                messages,
-                consumer,
-                opts,
-                registry=state.turns,
-                around=around,
+        if self.chat.stream:
+            self.frames = frames = ChatStreamFrames(
+                self.completion_id,
+                self.created,
+                self.model,
+                include_usage=self.chat.include_usage,
             )
-            record = current_record.get()
-            if record is not None:
-                record.turn = self.turn
-        except BaseException:
-            if self.turn is None:
-                hold.release()
-            raise
+            out_send, self.out = trio.open_memory_channel[WriterOutput](4)
+            options = SSEOptions(
+                keepalive=state.settings.keepalive_interval,
+                extensions=self.extensions,
+            )
+
+            async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+                await write_chat_sse(receive, out_send, frames, options)
+
+        else:
+
+            async def consumer(receive: trio.MemoryReceiveChannel[StreamEvent]) -> None:
+                # The answer is the turn's result; the events only drain.
+                with receive:
+                    async for _ in TurnEvents(receive):
+                        pass
+
+        self.turn = reserved.start(
+            state.nursery,
+            state.agent,
+            messages,
+            consumer,
+            opts,
+            registry=state.turns,
+            around=around,
+        )
+        record = current_record.get()
+        if record is not None:
+            record.turn = self.turn
         return self.turn
 
     async def respond(self) -> Response:

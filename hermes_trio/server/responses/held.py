@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...approvals import Decision, Outcome
+from ...store import HeldApproval
 from ...tools.approval import ApprovalAnswer
 from ...turn import HeldCall, HeldCalls
 from ...wire.chat_chunks import ToolCall
 from ..errors import APIError
-from ..store import HeldApproval
 from ..validation import bad
 
 __all__ = ["PARAM", "answered_twice", "check_answer", "held_ids", "open_calls", "settle"]

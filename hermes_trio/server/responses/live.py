@@ -41,17 +41,21 @@ from functools import partial
 
 import trio
 
+from ...agent import Agent
 from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
+from ...store import HeldApproval, StoredResponse, StoreError, wall_clock
+from ...tools.registry import ToolRegistry
 from ...turn import INTERNAL_ERROR, HeldCalls, Turn, TurnResult
 from ...wire.messages import Message
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
 from ..request_log import current_record
 from ..state import ServerState
-from ..store import HeldApproval, StoredResponse, StoreError, wall_clock
-from ..turn_slots import TurnHold, turn_options
+from ..turn_reservation import TurnReservation
+from ..turn_slots import turn_options
+from .mcp_run import RequestMcpTool, open_request_servers, turn_registry
 from .request import ResponsesRequest
 
 __all__ = ["FollowBody", "LiveResponse", "LiveResponses"]
@@ -154,13 +158,16 @@ class LiveResponses:
         held: HeldCalls | None = None,
         approved: Mapping[str, str] | None = None,
         response_id: str | None = None,
+        mcp_listed: frozenset[str] = frozenset(),
     ) -> LiveResponse:
         """Start a response's turn; returns once the response is stored (when
         it is to be) and running, so a store failure is the request's error.
         The first ``inherited`` messages of ``conversation`` are the previous
         response's. ``tool_events`` shows the agent's own tool runs in its
         stream. ``held`` are the previous response's held calls, settled
-        (``approved``: the approval ids of those that run, by call id)."""
+        (``approved``: the approval ids of those that run, by call id).
+        ``mcp_listed``: the request's MCP servers whose tools the
+        conversation has listed already (no ``mcp_list_tools`` again)."""
         state = self.state
         # Streamed upstream whenever someone may watch the events.
         model, opts = turn_options(
@@ -197,12 +204,11 @@ class LiveResponses:
             previous=req.previous_response_id if inherited else None,
         )
         live.log.extend(builder.start())
-        # The hold (a slot, the key's place) is the turn's from here on:
-        # given back when it ends, however long after this reply (or here
-        # when it never starts).
-        hold = TurnHold.take(state.slots)
-        started = False
-        try:
+        # The hold (a slot, the key's place) is the turn's once it starts:
+        # given back when it ends, however long after this reply (or as
+        # this block ends when it never starts).
+        async with TurnReservation() as reserved:
+            reserved.take_hold(state.slots)
             if req.store:
                 record = StoredResponse(
                     id=builder.id,
@@ -224,22 +230,19 @@ class LiveResponses:
                 live.persisted = len(live.log)
                 live.log.publish(live.persisted)
                 self.running[live.id] = live
-            live.turn = hold.start(
+            agent, around = self._runner(live, req, mcp_listed)
+            live.turn = reserved.start(
                 state.nursery,
-                state.agent,
+                agent,
                 live.conversation,
                 partial(self._consume, live, req.store),
                 opts,
                 registry=state.turns,
-                around=partial(self._run, live, req.store),
+                around=around,
             )
-            started = True
             record = current_record.get()
             if record is not None:
                 record.turn = live.turn
-        finally:
-            if not started:
-                hold.release()
         return live
 
     def follow(self, live: LiveResponse, *, after: int = -1, owns_turn: bool = False) -> FollowBody:
@@ -302,6 +305,53 @@ class LiveResponses:
             with trio.move_on_after(FINALIZE_GRACE, shield=True):
                 await self._finalize(live, failure, stored=stored)
             self.running.pop(live.id, None)
+
+    def _runner(
+        self, live: LiveResponse, req: ResponsesRequest, mcp_listed: frozenset[str]
+    ) -> tuple[Agent, Callable[[Turn, Callable[[], Awaitable[TurnResult]]], Awaitable[None]]]:
+        """The agent a response's turn runs on, and what runs around it."""
+        agent = self.state.agent
+        if not req.mcp:
+            return agent, partial(self._run, live, req.store)
+        # The request's MCP servers' tools: this turn's alone.
+        tools = turn_registry(agent.tools)
+        return agent.with_tools(tools), partial(self._run_with_mcp, live, req, tools, mcp_listed)
+
+    async def _run_with_mcp(
+        self,
+        live: LiveResponse,
+        req: ResponsesRequest,
+        tools: ToolRegistry,
+        listed: frozenset[str],
+        turn: Turn,
+        run: Callable[[], Awaitable[TurnResult]],
+    ) -> None:
+        """:meth:`_run` with the request's MCP servers connected around it;
+        what they offer is an ``mcp_list_tools`` item before the model speaks."""
+
+        async def connected() -> TurnResult:
+            async with open_request_servers(req.mcp, tools) as (listings, names):
+                builder = live.builder
+                builder.mcp_tools.update(names)
+                if req.store:
+                    # Asked with a deferring channel: held, answered later.
+                    builder.mcp_held.update(
+                        name
+                        for name in names
+                        if isinstance(tool := tools.get(name), RequestMcpTool) and tool.asks()
+                    )
+                events: list[ResponseEvent] = []
+                for listing in listings:
+                    if listing.error is not None or listing.label not in listed:
+                        events += builder.mcp_list_tools(
+                            listing.label, listing.tools, listing.error
+                        )
+                if req.store:
+                    events = await self._admit(live, events)
+                live.log.extend(events)
+                return await run()
+
+        await self._run(live, req.store, turn, connected)
 
     async def _admit(self, live: LiveResponse, events: list[ResponseEvent]) -> list[ResponseEvent]:
         """What goes into the log of a stored response now: not its ending

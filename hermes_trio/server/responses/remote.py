@@ -19,10 +19,10 @@ from __future__ import annotations
 import trio
 
 from ...consumers.responses_sse import PAGE_EVENTS
+from ...store import Signal, Store, StoredResponse
 from ...wire.responses_out import TERMINAL_TYPES
 from ...wire.sse import KEEPALIVE
 from ..bodies import StreamedBody
-from ..store import Signal, Store, StoredResponse
 
 __all__ = ["FOLLOW_POLL", "StoredFollowBody", "stop_elsewhere"]
 

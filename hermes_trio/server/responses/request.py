@@ -10,7 +10,7 @@ response object; fields the server does not use follow the
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from ..validation import (
 )
 from ..validation import metadata as check_metadata
 from .input import parse_input
+from .mcp_request import McpRequestTool, parse_mcp_tool
 
 if TYPE_CHECKING:
     from werkzeug.datastructures import MultiDict
@@ -104,14 +105,19 @@ class ResponsesRequest:
     stream: bool
     background: bool
     tools: list[ChatTool] = field(default_factory=list)
+    mcp: list[McpRequestTool] = field(default_factory=list)
+    """The request's ``mcp`` tools: servers its turn may call."""
     params: dict[str, Any] = field(default_factory=dict)
     echo: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_responses_request(body: Any, extra: ExtraParams = "pass") -> ResponsesRequest:
+def parse_responses_request(
+    body: Any, extra: ExtraParams = "pass", mcp_allowed_urls: Sequence[str] = ()
+) -> ResponsesRequest:
     """Validate a ``POST /v1/responses`` body; 400 naming the field otherwise.
     ``extra`` is the ``api_server.extra_params`` policy for fields the server
-    does not use."""
+    does not use; an ``mcp`` tool's ``server_url`` must start with one of
+    ``mcp_allowed_urls``."""
     body = request_object(body)
     for key, why in _UNSUPPORTED.items():
         if body.get(key) is not None:
@@ -175,7 +181,7 @@ def parse_responses_request(body: Any, extra: ExtraParams = "pass") -> Responses
         echo[key] = body.get(key)
     _text_settings(body.get("text"), params, echo)
     _reasoning_settings(body.get("reasoning"), params, echo)
-    tools, echoed_tools = _tools(body.get("tools"))
+    tools, echoed_tools, mcp = _tools(body.get("tools"), mcp_allowed_urls)
     echo["tools"] = echoed_tools
     choice = body.get("tool_choice")
     if choice is not None:
@@ -195,6 +201,7 @@ def parse_responses_request(body: Any, extra: ExtraParams = "pass") -> Responses
         stream=stream,
         background=background,
         tools=tools,
+        mcp=mcp,
         params=params,
         echo=echo,
     )
@@ -253,22 +260,33 @@ def _reasoning_settings(reasoning: Any, params: dict[str, Any], echo: dict[str, 
     echo["reasoning"] = {"effort": effort, "summary": summary}
 
 
-def _tools(tools: Any) -> tuple[list[ChatTool], list[dict[str, Any]]]:
-    """Client tools in Chat Completions form (for the agent) and as echoed."""
+def _tools(
+    tools: Any, mcp_allowed_urls: Sequence[str]
+) -> tuple[list[ChatTool], list[dict[str, Any]], list[McpRequestTool]]:
+    """Client tools in Chat Completions form (for the agent), all tools as
+    echoed, and the ``mcp`` tools."""
     if tools is None:
-        return [], []
+        return [], [], []
     if not isinstance(tools, list):
         raise bad("'tools' must be a list", "tools")
     chat: list[ChatTool] = []
     echoed: list[dict[str, Any]] = []
+    mcp: list[McpRequestTool] = []
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
         if not isinstance(tool, dict):
             raise bad(f"'{where}' must be an object", where)
+        if tool.get("type") == "mcp":
+            server = parse_mcp_tool(tool, where, mcp_allowed_urls)
+            if any(other.label == server.label for other in mcp):
+                raise bad(f"'{where}.server_label' repeats an earlier one", f"{where}.server_label")
+            mcp.append(server)
+            echoed.append(server.echo())
+            continue
         if tool.get("type") != "function":
             raise bad(
-                f"'{where}.type' {tool.get('type')!r} is not supported: only 'function' tools "
-                "(the agent runs its own tools server-side)",
+                f"'{where}.type' {tool.get('type')!r} is not supported: only 'function' and "
+                "'mcp' tools (the agent runs its own tools server-side)",
                 f"{where}.type",
             )
         _refuse_unknown(tool, {"type", "name", "description", "parameters", "strict"}, where)
@@ -300,7 +318,7 @@ def _tools(tools: Any) -> tuple[list[ChatTool], list[dict[str, Any]]]:
                 "strict": strict,
             }
         )
-    return chat, echoed
+    return chat, echoed, mcp
 
 
 def _tool_choice(choice: Any) -> Any:

@@ -30,6 +30,7 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
+from ...store import HeldApproval, StoredResponse, wall_clock
 from ...turn import HeldCalls
 from ...wire.messages import Message
 from ...wire.responses_out import new_response_id
@@ -44,11 +45,11 @@ from ..bodies import (
 )
 from ..errors import APIError, error_status
 from ..state import ServerState
-from ..store import HeldApproval, StoredResponse, wall_clock
 from ..validation import bad
 from .held import answered_twice, check_answer, held_ids, open_calls, settle
 from .input import approval_answers, check_tool_outputs, item_references, resolve_references
 from .live import STOP_WAIT, LiveResponses
+from .mcp_run import listed_labels
 from .remote import StoredFollowBody, stop_elsewhere
 from .request import (
     ResponsesRequest,
@@ -58,6 +59,10 @@ from .request import (
 )
 
 __all__ = ["register_responses_routes"]
+
+
+# Earlier responses looked at for MCP listings (a longer chain lists again).
+MAX_CHAIN = 100
 
 
 def _not_found(response_id: str) -> APIError:
@@ -111,6 +116,7 @@ class _Responses:
             held=held,
             approved=approved,
             response_id=response_id,
+            mcp_listed=await self._mcp_listed(req, owner),
         )
         builder = live.builder
         if req.stream:
@@ -131,6 +137,21 @@ class _Responses:
                 code=builder.error_code,
             )
         return json_response(builder.snapshot())
+
+    async def _mcp_listed(self, req: ResponsesRequest, owner: str) -> frozenset[str]:
+        """The MCP servers whose tools this conversation has listed already:
+        an ``mcp_list_tools`` item in an earlier response of the chain."""
+        outputs: list[list[dict[str, Any]]] = []
+        parent = req.previous_response_id if req.mcp else None
+        for _ in range(MAX_CHAIN):
+            if parent is None:
+                break
+            stored = await self.store.get(parent, owner)
+            if stored is None:
+                break
+            outputs.append(list(stored.response.get("output") or []))
+            parent = stored.parent
+        return frozenset(listed_labels(outputs))
 
     async def _resolve_references(self, body: dict[str, Any], owner: str) -> dict[str, Any]:
         """The body with its ``item_reference`` inputs replaced by the items
@@ -319,7 +340,11 @@ def _answers(req: ResponsesRequest) -> dict[str, dict[str, Any]]:
 def register_responses_routes(app: QuartTrio, state: ServerState) -> None:
     """Add the ``/v1/responses`` endpoints to ``app``."""
     responses = _Responses(state)
-    parse = partial(parse_responses_request, extra=state.settings.extra_params)
+    parse = partial(
+        parse_responses_request,
+        extra=state.settings.extra_params,
+        mcp_allowed_urls=state.settings.mcp_allowed_urls,
+    )
 
     @app.post("/v1/responses")
     async def create_response() -> Response:

@@ -11,7 +11,7 @@ process decides that a runner is gone when
   machine, or a pid taken over by an unrelated program).
 
 What a dead runner left running is ended by whoever notices first
-(:meth:`~hermes_trio.server.store.base.Store.reap`).
+(:meth:`~hermes_trio.store.base.Store.reap`).
 """
 
 from __future__ import annotations

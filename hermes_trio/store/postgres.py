@@ -37,13 +37,13 @@ import psycopg_pool
 import trio
 from psycopg import errors as pg_errors
 
-from ...redaction import shown_url
+from ..redaction import shown_url
 from . import statements as sql
 from .base import StoreError, StoreOpenError, wall_clock
 from .reachability import Reachability
 from .runners import Runner, this_runner
+from .schema import POSTGRES_MIGRATIONS, SCHEMA_VERSION, migrate_from
 from .shared import SQLStore
-from .sqlite import SCHEMA_VERSION
 
 __all__ = ["PostgresStore"]
 
@@ -57,96 +57,6 @@ PROBE_CONNECT_TIMEOUT = 2
 UNREACHABLE = "store_unreachable", "the response store's database cannot be reached"
 # The advisory lock that serialises migrations between processes.
 _MIGRATION_LOCK = 0x6865726D6573
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at DOUBLE PRECISION NOT NULL,
-    updated_at DOUBLE PRECISION NOT NULL,
-    background INTEGER NOT NULL DEFAULT 0,
-    response TEXT NOT NULL,
-    messages TEXT NOT NULL,
-    input_items TEXT NOT NULL,
-    runner TEXT
-);
-CREATE INDEX IF NOT EXISTS responses_by_age ON responses (created_at);
-CREATE INDEX IF NOT EXISTS responses_by_status ON responses (status);
-CREATE TABLE IF NOT EXISTS response_events (
-    response_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (response_id, seq)
-);
-CREATE TABLE IF NOT EXISTS response_reservations (
-    response_id TEXT PRIMARY KEY,
-    seq BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS response_items (
-    owner TEXT NOT NULL,
-    item_id TEXT NOT NULL,
-    response_id TEXT NOT NULL,
-    created_at DOUBLE PRECISION NOT NULL,
-    source INTEGER NOT NULL,
-    PRIMARY KEY (owner, item_id, response_id)
-);
-CREATE INDEX IF NOT EXISTS response_items_by_response ON response_items (response_id);
-CREATE TABLE IF NOT EXISTS conversations (
-    key TEXT PRIMARY KEY,
-    messages TEXT NOT NULL,
-    updated_at DOUBLE PRECISION NOT NULL,
-    runner TEXT,
-    turn TEXT
-);
-CREATE INDEX IF NOT EXISTS conversations_by_age ON conversations (updated_at);
-CREATE TABLE IF NOT EXISTS runners (
-    id TEXT PRIMARY KEY,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    seen_at DOUBLE PRECISION NOT NULL
-);
-CREATE TABLE IF NOT EXISTS signals (
-    id BIGSERIAL PRIMARY KEY,
-    runner TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    target TEXT NOT NULL,
-    created_at DOUBLE PRECISION NOT NULL
-);
-CREATE INDEX IF NOT EXISTS signals_by_runner ON signals (runner)
-"""
-# version -> the statements that bring the schema from the one before to it
-# (or functions run on the connection). The first PostgreSQL schema started
-# at the SQLite file's version 4.
-_MIGRATIONS: list[tuple[int, list[str | Callable[[sql.Db], None]]]] = [
-    (4, [part.strip() for part in _SCHEMA.split(";") if part.strip()]),
-    (
-        5,
-        [
-            "CREATE TABLE IF NOT EXISTS chat_settings (key TEXT PRIMARY KEY, "
-            "value TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL)"
-        ],
-    ),
-    (
-        6,
-        [
-            "ALTER TABLE responses ADD COLUMN parent_id TEXT",
-            "ALTER TABLE responses ADD COLUMN inherited INTEGER NOT NULL DEFAULT 0",
-            "CREATE INDEX responses_by_parent ON responses (parent_id)",
-            sql.compact_chains,
-        ],
-    ),
-    (
-        7,
-        [
-            "CREATE TABLE response_approvals (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
-            "response_id TEXT NOT NULL, call_id TEXT NOT NULL, reason TEXT NOT NULL, "
-            "expires_at DOUBLE PRECISION NOT NULL, answered_by TEXT)",
-            "CREATE INDEX response_approvals_by_response ON response_approvals (response_id)",
-        ],
-    ),
-]
 
 
 class _PgDb:
@@ -197,13 +107,7 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
                 f"schema version {version}; this version of hermes-trio knows up to "
                 f"{SCHEMA_VERSION}"
             )
-        for target, statements in _MIGRATIONS:
-            if version < target:
-                for statement in statements:
-                    if isinstance(statement, str):
-                        conn.execute(statement)
-                    else:
-                        statement(_PgDb(conn))
+        migrate_from(version, POSTGRES_MIGRATIONS, conn.execute, _PgDb(conn))
         if version < SCHEMA_VERSION:
             conn.execute("DELETE FROM hermes_schema")
             conn.execute("INSERT INTO hermes_schema VALUES (%s)", (SCHEMA_VERSION,))

@@ -16,11 +16,11 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from ...agent import INTERRUPTED_MARK
-from ...wire.messages import Message
-from ...wire.responses_out import ResponseEvent
-from ...wire.responses_replay import output_text, replay_output
+from ..wire.messages import Message
+from ..wire.responses_out import ResponseEvent
+from ..wire.responses_replay import output_text, replay_output
 from .base import Claim, HeldApproval, Signal, StoredResponse, dumps
+from .orphans import orphan_end
 from .runners import Runner, RunnerRow, is_dead
 
 __all__ = ["Cursor", "Db", "Rows"]
@@ -405,11 +405,9 @@ def stored_output(db: Db, response_id: str) -> list[dict[str, Any]]:
 
 
 def _recover_one(db: Db, response_id: str, response_json: str, now: float) -> None:
-    """End one orphaned response as ``incomplete``: its output is what the
-    stored events had built, and a ``response.incomplete`` event right after
-    the last stored one (its clients saw no more) closes its stream — above
-    the reservation, where a version before schema 6 left one."""
-    response = json.loads(response_json)
+    """End one orphaned response as :func:`~.orphans.orphan_end` says, from
+    its stored rows (the reservation a version before schema 6 left
+    included)."""
     row = db.execute(
         "SELECT messages FROM responses WHERE id = ?" + _locking(db, "UPDATE"), (response_id,)
     ).fetchone()
@@ -421,26 +419,19 @@ def _recover_one(db: Db, response_id: str, response_json: str, now: float) -> No
     reservation = db.execute(
         "SELECT seq FROM response_reservations WHERE response_id = ?", (response_id,)
     ).fetchone()
-    output = stored_output(db, response_id)
-    text = output_text(output)
-    response.update(
-        status="incomplete",
-        incomplete_details={"reason": None},
-        output=output,
-        output_text=text,
+    end = orphan_end(
+        json.loads(response_json),
+        stored_output(db, response_id),
+        json.loads(row[0]),
+        last_event=last,
+        reservation=None if reservation is None else reservation[0],
     )
-    messages = json.loads(row[0])
-    # The stored conversation ends with this turn's input; an assistant
-    # message keeps it valid for a turn that continues from here.
-    messages.append(
-        {"role": "assistant", "content": f"{text} {INTERRUPTED_MARK}" if text else INTERRUPTED_MARK}
+    db.execute(INSERT_EVENTS, (response_id, end.seq, "response.incomplete", dumps(end.event)))
+    db.execute(
+        FINISH_RESPONSE,
+        ("incomplete", now, dumps(end.response), dumps(end.messages), response_id),
     )
-    seen = max(-1 if last is None else last, -1 if reservation is None else reservation[0])
-    seq = seen + 1
-    event = {"type": "response.incomplete", "response": response, "sequence_number": seq}
-    db.execute(INSERT_EVENTS, (response_id, seq, "response.incomplete", dumps(event)))
-    db.execute(FINISH_RESPONSE, ("incomplete", now, dumps(response), dumps(messages), response_id))
-    db.executemany(INDEX_OUTPUT, [(i, response_id) for i in item_ids(output)])
+    db.executemany(INDEX_OUTPUT, [(i, response_id) for i in item_ids(end.response["output"])])
     db.execute(FORGET_RESERVATION, (response_id,))
 
 

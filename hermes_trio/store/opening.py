@@ -11,7 +11,7 @@ from pathlib import Path
 
 import trio
 
-from ...config import Config, StoreConfig
+from ..config import Config, StoreConfig
 from .base import StoreError, StoreOpenError, wall_clock
 from .postgres import PostgresStore
 from .shared import SQLStore

@@ -13,7 +13,7 @@ The file's schema version is SQLite's ``user_version``; opening an older
 file migrates it in one transaction, a newer one is refused.
 
 A refused operation (disk full, read-only, locked, damaged) raises
-:class:`~.base.StoreError`, a 503 with a code saying which; the first
+:class:`~.base.StoreError` with a code saying which; the first
 failure of an outage is logged once with SQLite's own words.
 """
 
@@ -32,21 +32,16 @@ from . import statements as sql
 from .base import StoreError, wall_clock
 from .private import private_dir, private_file
 from .runners import Runner, this_runner
+from .schema import SCHEMA_VERSION, SQLITE_MIGRATIONS, migrate_from
 from .shared import SQLStore
 
-__all__ = ["DB_FILENAME", "SCHEMA_VERSION", "NewerSchema", "SQLiteStore", "store_failure"]
+__all__ = ["DB_FILENAME", "NewerSchema", "SQLiteStore", "store_failure"]
 
 log = logging.getLogger("hermes_trio.server.store")
 
 T = TypeVar("T")
 
 DB_FILENAME = "responses.sqlite3"
-SCHEMA_VERSION = 7
-"""2: events, reservations. 3: the item index. 4: runners, conversations,
-signals. 5: chat settings. 6: a response's own messages and a reference to the one it
-continues (``parent_id``, ``inherited``), instead of the whole conversation
-in every row."""
-
 # SQLite primary result codes -> (code, what it means for a client).
 _FAILURES: dict[int, tuple[str, str]] = {
     13: ("store_full", "the response store is full: its disk has no room left"),
@@ -74,127 +69,6 @@ class NewerSchema(Exception):
     does not know."""
 
 
-_SCHEMA_V3 = """
-CREATE TABLE IF NOT EXISTS responses (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    background INTEGER NOT NULL DEFAULT 0,
-    response TEXT NOT NULL,
-    messages TEXT NOT NULL,
-    input_items TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS responses_by_age ON responses (created_at);
-CREATE INDEX IF NOT EXISTS responses_by_status ON responses (status);
-CREATE TABLE IF NOT EXISTS response_events (
-    response_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (response_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS response_reservations (
-    response_id TEXT PRIMARY KEY,
-    seq INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS response_items (
-    owner TEXT NOT NULL,
-    item_id TEXT NOT NULL,
-    response_id TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    source INTEGER NOT NULL,
-    PRIMARY KEY (owner, item_id, response_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS response_items_by_response ON response_items (response_id);
-"""
-_SCHEMA_V4 = """
-ALTER TABLE responses ADD COLUMN runner TEXT;
-CREATE TABLE conversations (
-    key TEXT PRIMARY KEY,
-    messages TEXT NOT NULL,
-    updated_at REAL NOT NULL,
-    runner TEXT,
-    turn TEXT
-) WITHOUT ROWID;
-CREATE INDEX conversations_by_age ON conversations (updated_at);
-CREATE TABLE runners (
-    id TEXT PRIMARY KEY,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    seen_at REAL NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE signals (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    runner TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    target TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE INDEX signals_by_runner ON signals (runner);
-"""
-_SCHEMA_V6 = """
-ALTER TABLE responses ADD COLUMN parent_id TEXT;
-ALTER TABLE responses ADD COLUMN inherited INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX responses_by_parent ON responses (parent_id);
-"""
-
-# Tool calls a response holds for a person's answer (mcp_approval_request).
-_SCHEMA_V7 = """
-CREATE TABLE response_approvals (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    response_id TEXT NOT NULL,
-    call_id TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    expires_at REAL NOT NULL,
-    answered_by TEXT
-) WITHOUT ROWID;
-CREATE INDEX response_approvals_by_response ON response_approvals (response_id);
-"""
-
-# The gateway's small settings that outlive a restart (``/verbose`` per chat,
-# the long-tool hint a user has seen), by key.
-_SCHEMA_V5_CHAT_SETTINGS = """
-CREATE TABLE IF NOT EXISTS chat_settings (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL,
-    updated_at REAL NOT NULL
-) WITHOUT ROWID;
-"""
-
-
-def _statements(script: str) -> list[str]:
-    return [part.strip() for part in script.split(";") if part.strip()]
-
-
-# Built from the rows an older file already has (migration to version 3).
-_BACKFILL_ITEMS = [
-    "INSERT OR IGNORE INTO response_items "
-    "SELECT r.owner, json_extract(j.value, '$.id'), r.id, r.created_at, 0 "
-    "FROM responses r, json_each(r.input_items) j "
-    "WHERE json_type(j.value, '$.id') = 'text'",
-    "INSERT OR IGNORE INTO response_items "
-    "SELECT r.owner, json_extract(j.value, '$.id'), r.id, r.created_at, 1 "
-    "FROM responses r, json_each(r.response, '$.output') j "
-    "WHERE json_type(j.value, '$.id') = 'text'",
-    # Left by older versions: events written after their response was deleted.
-    "DELETE FROM response_events WHERE response_id NOT IN (SELECT id FROM responses)",
-    "DELETE FROM response_reservations WHERE response_id NOT IN (SELECT id FROM responses)",
-]
-
-# A step is a statement, or a function run on the connection (rows the
-# new layout stores differently).
-_MIGRATIONS: list[tuple[int, list[str | Callable[[sql.Db], None]]]] = [
-    (3, [*_statements(_SCHEMA_V3), *_BACKFILL_ITEMS]),
-    (4, [*_statements(_SCHEMA_V4)]),
-    (5, [*_statements(_SCHEMA_V5_CHAT_SETTINGS)]),
-    (6, [*_statements(_SCHEMA_V6), sql.compact_chains]),
-    (7, [*_statements(_SCHEMA_V7)]),
-]
-
-
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring the file to :data:`SCHEMA_VERSION` in one transaction (several
     processes may open it at once: the version is read again inside it)."""
@@ -208,13 +82,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
 
     def migrate(conn: sqlite3.Connection) -> None:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
-        for target, statements in _MIGRATIONS:
-            if version < target:
-                for statement in statements:
-                    if isinstance(statement, str):
-                        conn.execute(statement)
-                    else:
-                        statement(conn)
+        migrate_from(version, SQLITE_MIGRATIONS, conn.execute, conn)
         conn.execute(f"PRAGMA user_version={max(version, SCHEMA_VERSION)}")
 
     _transaction(conn, migrate)

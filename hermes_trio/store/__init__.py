@@ -42,9 +42,13 @@ finished turn, and the turn holding it. A turn claims the conversation,
 and its end writes the whole history back at once, so a process that dies
 mid-turn leaves the history as it was before that turn.
 
-A refused operation raises :class:`StoreError`, a 503 with a code saying
-why; a store that cannot be opened raises :class:`StoreOpenError`, one line
-naming ``store.data_dir`` or ``store.url``.
+A refused operation raises :class:`StoreError`, with a code saying why
+(the server answers it as a 503); a store that cannot be opened raises
+:class:`StoreOpenError`, one line naming ``store.data_dir`` or
+``store.url``.
+
+The store's log lines keep the logger name ``hermes_trio.server.store``
+from before the store left the server: existing log filters still match.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from ...wire.messages import Message
-from ...wire.responses_out import ResponseEvent
+from ..wire.messages import Message
+from ..wire.responses_out import ResponseEvent
 from . import statements as sql
 from .base import Claim, HeldApproval, Signal, StoredResponse
 from .grouped import GroupedWrites

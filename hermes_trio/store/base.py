@@ -11,13 +11,12 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import orjson
 
-from ...wire.messages import Message
-from ...wire.responses_out import ResponseEvent
-from ..errors import APIError
+from ..wire.messages import Message
+from ..wire.responses_out import ResponseEvent
 from .runners import Runner
 
 __all__ = [
@@ -60,16 +59,20 @@ def owner_scope(api_key: str | None) -> str:
     return hashlib.sha256((api_key or "").encode()).hexdigest()[:32]
 
 
-class StoreError(APIError):
-    """The store refused an operation: a 503 whose ``code`` says why
+class StoreError(Exception):
+    """The store refused an operation, for a while: ``code`` says why
     (``store_full``, ``store_read_only``, ``store_busy``, ``store_corrupt``,
-    ``store_io_error``, ``store_unreachable``, ``store_error``)."""
+    ``store_io_error``, ``store_unreachable``, ``store_error``), ``message``
+    says it to a person. The server answers it as a 503 in OpenAI's error
+    JSON (``server.errors``); the gateway logs it and goes on."""
 
-    code: str
-    """Always set: the store says why it refused."""
+    status: ClassVar[int] = 503
+    """Every refusal is temporary: the HTTP status that says so."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(503, message, code=code)
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class StoreOpenError(Exception):

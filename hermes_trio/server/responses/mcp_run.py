@@ -1,0 +1,117 @@
+"""A Responses request's ``mcp`` servers, connected for the life of its turn.
+
+Each server of the request's ``mcp`` tools gets a streamable-HTTP session
+(the same :class:`~hermes_trio.mcp.McpServer` as a configured one) in the
+turn's own task tree: opened before the model is asked, closed when the
+turn ends. Its tools join a registry of the turn's own (the agent's tools
+plus these), named ``<server_label>__<tool>``; a call asks first where the
+request's ``require_approval`` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence, Set
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from ...config import McpServerConfig
+from ...mcp import McpServer, McpTool, ServerTool
+from ...tools.registry import ToolRegistry
+from .mcp_request import McpRequestTool
+
+__all__ = ["Listing", "RequestMcpTool", "listed_labels", "open_request_servers", "turn_registry"]
+
+# Seconds a request's server may take to answer, per call and to start.
+MCP_TIMEOUT = 60.0
+
+
+class RequestMcpTool(McpTool):
+    """A tool of a request's server: it asks per the request's ``require_approval``."""
+
+    def __init__(self, server: McpServer, spec: ServerTool, request: McpRequestTool) -> None:
+        super().__init__(server, spec)
+        self.request = request
+
+    def asks(self) -> bool:
+        return self.request.needs_approval(self.spec.tool)
+
+
+@dataclass
+class Listing:
+    """What one server offered (``tools``), or why it could not (``error``)."""
+
+    label: str
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+def turn_registry(base: ToolRegistry) -> ToolRegistry:
+    """A registry of one turn's own: ``base``'s tools, to which the
+    request's servers' tools are added."""
+    registry = ToolRegistry()
+    registry.set_group("agent", [t for n in base.names() if (t := base.get(n)) is not None])
+    registry.add_resolver(base.get)
+    return registry
+
+
+@asynccontextmanager
+async def open_request_servers(
+    requested: Sequence[McpRequestTool], registry: ToolRegistry, *, wait: float = MCP_TIMEOUT
+) -> AsyncIterator[tuple[list[Listing], dict[str, tuple[str, str]]]]:
+    """Connect to ``requested`` for the life of the block; their tools join
+    ``registry``. Yields each server's listing and the model's tool names
+    -> (server label, the server's tool name)."""
+    servers = [(request, McpServer(request.label, _config(request, wait))) for request in requested]
+    async with trio.open_nursery() as nursery:
+        for _, server in servers:
+            nursery.start_soon(server.run)
+        with trio.move_on_after(wait):
+            for _, server in servers:
+                await server.tried.wait()
+        listings: list[Listing] = []
+        names: dict[str, tuple[str, str]] = {}
+        for request, server in servers:
+            if not server.up:
+                why = server.error or f"no answer within {wait:g} s"
+                listings.append(Listing(request.label, error=f"could not list tools: {why}"))
+                continue
+            specs = [s for s in server.tools.values() if s.read_only or not request.read_only_only]
+            registry.set_group(
+                f"mcp-request:{request.label}",
+                [RequestMcpTool(server, spec, request) for spec in specs],
+            )
+            listings.append(Listing(request.label, [_listed(spec) for spec in specs]))
+            names.update({spec.name: (request.label, spec.tool) for spec in specs})
+        yield listings, names
+        nursery.cancel_scope.cancel()
+
+
+def _config(request: McpRequestTool, timeout: float) -> McpServerConfig:
+    return McpServerConfig(
+        url=request.url,
+        headers=dict(request.headers),
+        tools=list(request.allowed) if request.allowed is not None else None,
+        timeout=timeout,
+    )
+
+
+def _listed(spec: ServerTool) -> dict[str, Any]:
+    return {
+        "name": spec.tool,
+        "description": spec.description,
+        "input_schema": spec.parameters or {"type": "object", "properties": {}},
+        "annotations": {"read_only": spec.read_only} if spec.read_only is not None else None,
+    }
+
+
+def listed_labels(outputs: Sequence[Sequence[dict[str, Any]]]) -> Set[str]:
+    """The server labels an ``mcp_list_tools`` item of these outputs names."""
+    return {
+        item["server_label"]
+        for output in outputs
+        for item in output
+        if isinstance(item, dict) and item.get("type") == "mcp_list_tools" and not item.get("error")
+    }

@@ -69,7 +69,7 @@ class TurnReservation:
         agent: Agent,
         messages: list[Message],
         consumer: Consumer,
-        options: TurnOptions,
+        options: TurnOptions | None = None,
         *,
         registry: MutableSet[Turn] | None = None,
         around: TurnAround | None = None,

@@ -252,7 +252,7 @@ class TurnHold:
         agent: Agent,
         messages: list[Message],
         consumer: Consumer,
-        options: TurnOptions,
+        options: TurnOptions | None = None,
         *,
         registry: MutableSet[Turn] | None = None,
         around: TurnAround | None = None,
@@ -268,7 +268,7 @@ class TurnHold:
             registry=registry,
             around=around,
             on_exit=self.release,
-            options=replace(options, meter=self.meter),
+            options=replace(options or TurnOptions(), meter=self.meter),
         )
         return self.turn
 

@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 import trio
@@ -46,36 +46,27 @@ from .tools import (
     ToolResult,
     default_registry,
 )
-from .turn import TurnEvents, TurnResult, open_turn
+from .turn import (
+    HeldCalls,
+    TokenMeter,
+    TurnEvents,
+    TurnOptionFields,
+    TurnOptions,
+    TurnResult,
+    open_turn,
+    resolve_options,
+)
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
 from .wire.interrupted import interrupted_answer
+from .wire.messages import ChatTool, Message
 from .wire.think import ThinkFilter
 
-__all__ = ["Agent", "HeldCall", "HeldCalls", "TokenMeter", "open_agent"]
+__all__ = ["Agent", "open_agent"]
 
 log = logging.getLogger("hermes_trio.agent")
 
 _TOOL_INTERRUPTED = "interrupted by the user before this tool finished"
-
-
-class TokenMeter:
-    """The model's deltas of one turn, counted as they arrive (about a
-    token each): what a turn cut off before the model server reported its
-    usage still cost. A caller that charges for turns passes one to
-    :meth:`Agent.run_turn` (``meter=``)."""
-
-    __slots__ = ("tokens",)
-
-    def __init__(self) -> None:
-        self.tokens = 0
-
-    def spent(self, usage: Usage | None) -> int:
-        """The turn's completion tokens: the model server's count where it
-        gave one, else (or where it says less, for a turn cut off in a
-        later step) the deltas counted here."""
-        reported = usage.completion_tokens if usage is not None else 0
-        return max(reported, self.tokens)
 
 
 class _Marks:
@@ -119,26 +110,6 @@ class _Step:
     @property
     def shown(self) -> str:
         return "".join(self.parts)
-
-
-@dataclasses.dataclass(frozen=True)
-class HeldCall:
-    """A tool call an earlier turn held for a person's approval
-    (``ApprovalChannel.defer``), now answered: ``refusal`` None runs it,
-    approved; else the model reads ``refusal`` as its result."""
-
-    call: ToolCall
-    refusal: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class HeldCalls:
-    """The held calls a turn settles before it asks the model again; their
-    results go into the conversation at ``position`` (right after the
-    results the earlier turn has, before what the new request adds)."""
-
-    position: int
-    calls: tuple[HeldCall, ...]
 
 
 class Agent:
@@ -196,7 +167,10 @@ class Agent:
         return self.config.streaming.enabled_for(consumer, request_stream)
 
     def turn(
-        self, messages: list[dict[str, Any]] | str, **kwargs: Any
+        self,
+        messages: list[Message] | str,
+        options: TurnOptions | None = None,
+        **fields: Unpack[TurnOptionFields],
     ) -> AbstractAsyncContextManager[TurnEvents]:
         """Run a turn in the background of this block; iterate its events.
 
@@ -204,12 +178,17 @@ class Agent:
         the turn. A crash ends it with ``TurnFinished(error_code=
         "internal_error")`` (see :func:`hermes_trio.turn.open_turn`).
         """
-        return open_turn(self, messages, **kwargs)
+        return open_turn(self, messages, options=options, **fields)
 
-    async def ask(self, prompt: str, **kwargs: Any) -> str:
+    async def ask(
+        self,
+        prompt: str,
+        options: TurnOptions | None = None,
+        **fields: Unpack[TurnOptionFields],
+    ) -> str:
         """Run one turn and return its final text (raises on a model error)."""
         end: TurnFinished | None = None
-        async with self.turn(prompt, **kwargs) as events:
+        async with self.turn(prompt, options, **fields) as events:
             async for event in events:
                 if isinstance(event, TurnFinished):
                     end = event
@@ -223,26 +202,18 @@ class Agent:
 
     async def run_turn(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
-        *,
-        stream: bool = True,
-        client_tools: Sequence[dict[str, Any]] = (),
-        params: dict[str, Any] | None = None,
-        model: str | None = None,
-        system: str | None = None,
-        tool_context: ToolContext | None = None,
-        meter: TokenMeter | None = None,
-        approvals: ApprovalChannel | None = None,
-        held: HeldCalls | None = None,
-        record: Recorder | None = None,
+        options: TurnOptions | None = None,
+        **fields: Unpack[TurnOptionFields],
     ) -> TurnResult:
         """Run one turn over ``messages`` (extended in place), sending events.
 
-        ``client_tools`` are OpenAI tool definitions the caller executes itself:
-        when the model calls one, the turn ends with ``finish_reason
-        "tool_calls"`` and the calls in ``TurnFinished.tool_calls``.
-        ``meter`` counts the model's deltas as they arrive.
+        ``options.client_tools`` are OpenAI tool definitions the caller
+        executes itself: when the model calls one, the turn ends with
+        ``finish_reason "tool_calls"`` and the calls in
+        ``TurnFinished.tool_calls``. ``meter`` counts the model's deltas as
+        they arrive.
 
         ``approvals`` lets this turn ask the person it runs for: a tool call
         that needs approval sends ``ApprovalRequested`` and waits for
@@ -256,193 +227,41 @@ class Agent:
         agent's ``record``, from ``record.dir``; see
         :mod:`hermes_trio.testing.replay`).
         """
-        ctx = tool_context or self.new_tool_context()
-        if approvals is not None:
+        o = resolve_options(options, fields)
+        ctx = o.tool_context or self.new_tool_context()
+        if o.approvals is not None:
             # A copy for this turn; the "always" approvals stay shared.
-            ctx = dataclasses.replace(ctx, approvals=approvals)
-        options = {"stream": stream, "client_tools": list(client_tools), "params": params}
-        options |= {"model": model, "system": system}
+            ctx = dataclasses.replace(ctx, approvals=o.approvals)
+        held = o.held
+        shown = {"stream": o.stream, "client_tools": list(o.client_tools), "params": o.params}
+        shown |= {"model": o.model, "system": o.system}
+        record = o.record or self.record
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
-        with send, record_turn(record or self.record, self.config, messages, options, send) as out:
+        with send, record_turn(record, self.config, messages, shown, send) as out:
             # Held calls' results go in before what this request added.
             start = len(messages) if held is None else min(len(messages), held.position)
             marks = _Marks()
             try:
-                result = await self._loop(
+                loop = _TurnLoop(
+                    self,
                     messages,
                     out,
                     marks=marks,
-                    stream=stream,
-                    client_tools=client_tools,
-                    params=params or {},
-                    model=model,
-                    system=system,
+                    stream=o.stream,
+                    client_tools=o.client_tools,
+                    params=o.params or {},
+                    model=o.model,
+                    system=o.system,
                     ctx=ctx,
-                    meter=meter or TokenMeter(),
-                    held=held,
+                    meter=o.meter or TokenMeter(),
                 )
+                result = await loop.run(held)
             except trio.BrokenResourceError:
                 # The consumer went away; the turn is over for everyone.
                 result = TurnResult("", Usage(), "interrupted")
             result.added = messages[start:]
             return result
-
-    async def _loop(
-        self,
-        messages: list[dict[str, Any]],
-        send: trio.MemorySendChannel[StreamEvent],
-        *,
-        stream: bool,
-        client_tools: Sequence[dict[str, Any]],
-        params: dict[str, Any],
-        model: str | None,
-        system: str | None,
-        ctx: ToolContext,
-        marks: _Marks,
-        meter: TokenMeter,
-        held: HeldCalls | None = None,
-    ) -> TurnResult:
-        cfg = self.config.agent
-        prompt = cfg.system_prompt
-        if system:
-            prompt = f"{prompt}\n\n{system}" if prompt else system
-        client_names = frozenset(str(t.get("function", {}).get("name")) for t in client_tools)
-        schemas = [s for s in self.tools.schemas() if s["function"]["name"] not in client_names]
-        schemas += list(client_tools)
-        usage = Usage()
-        step = _Step(cfg.think_tags, client_names)
-        # Tool calls run so far: indexes count over the whole turn, so a
-        # consumer can key on them across steps.
-        tools_run = 0
-        # Every step's text, for the whole answer of a non-streamed reply.
-        said_so_far: list[str] = []
-        # Set once the history holds this turn's outcome; an exception after
-        # that (a consumer gone while we send TurnFinished) must not add a
-        # second, "interrupted" ending.
-        recorded = False
-
-        async def emit(event: StreamEvent) -> None:
-            # The stream read just checkpointed; waiting here only when the
-            # channel is full saves a scheduler pass per token.
-            try:
-                send.send_nowait(event)
-            except trio.WouldBlock:
-                await send.send(event)
-
-        async def on_delta(delta: ChunkDelta) -> None:
-            if marks.waiting and (delta.content or delta.reasoning):
-                marks.first_token()
-            # A merged delta counts its content's tokens only; one without
-            # content (reasoning, a tool call's fragment) counts one.
-            if delta.content:
-                meter.tokens += delta.tokens
-            elif delta.reasoning or delta.tool_calls:
-                meter.tokens += 1
-            # Reasoning first: a delta that carries both (a whole
-            # non-streamed answer) was reasoned before it was said.
-            if delta.reasoning:
-                await emit(ReasoningChunk(delta.reasoning))
-            if delta.content:
-                filtered = step.think.feed(delta.content)
-                if filtered.reasoning:
-                    await emit(ReasoningChunk(filtered.reasoning))
-                if filtered.text:
-                    step.parts.append(filtered.text)
-                    await emit(MessageChunk(filtered.text, delta.tokens))
-            if delta.tool_calls:
-                first = not step.calls.started
-                pieces = step.calls.feed(delta.tool_calls)
-                if pieces and first:
-                    # The text before the calls is over: a tail the think
-                    # filter still holds must come out before them.
-                    await self._flush(step, send)
-                for piece in pieces:
-                    await emit(piece)
-
-        try:
-            if held is not None:
-                tools_run = await self._settle(held, messages, send, ctx)
-            for _ in range(cfg.max_iterations):
-                step = _Step(cfg.think_tags, client_names)
-                head = [{"role": "system", "content": prompt}] if prompt else []
-                try:
-                    response = await self.client.complete(
-                        ModelRequest(head + messages, schemas, params),
-                        stream=stream,
-                        on_delta=on_delta,
-                        model=model,
-                    )
-                except ModelError as exc:
-                    await self._flush(step, send)
-                    recorded = True
-                    return await self._fail(messages, send, step, usage, exc)
-                await self._flush(step, send)
-                if response.usage is not None:
-                    usage = usage + response.usage
-                message = response.message
-                # Every piece of the answer went through the step's think
-                # filter on its way out, so what it showed is the answer,
-                # kept as it was streamed (whitespace included).
-                said = step.shown
-                if said:
-                    said_so_far.append(said)
-                answer = "\n\n".join(said_so_far)
-                if not message.tool_calls:
-                    messages.append({"role": "assistant", "content": said})
-                    recorded = True
-                    await send.send(MessageStop(final=True))
-                    reason = "length" if message.finish_reason == "length" else "stop"
-                    return await _end(send, said, usage, reason, answer=answer)
-
-                late, all_calls, theirs = step.calls.finish(message.tool_calls)
-                for piece in late:
-                    await send.send(piece)
-                spoken = said if said.strip() else None
-                assistant = AssistantMessage(
-                    spoken or "", message.reasoning, tuple(all_calls), message.finish_reason
-                ).to_message()
-                messages.append(assistant)
-                if spoken:
-                    await send.send(Commentary(said))
-                await send.send(MessageStop(final=False))
-                mine = [c for c in all_calls if c.name not in client_names]
-                waiting: list[str] = []
-                if mine:
-                    waiting = await self._run_tools(
-                        mine, messages, send, ctx, first_index=tools_run
-                    )
-                    tools_run += len(mine)
-                if waiting:
-                    # Held for a person's answer in a later request: the
-                    # turn ends here, those calls not run.
-                    recorded = True
-                    calls = tuple(c.to_message() for c in theirs)
-                    return await _end(
-                        send, said, usage, "approval", tool_calls=calls, answer=answer
-                    )
-                if theirs:
-                    calls = tuple(c.to_message() for c in theirs)
-                    recorded = True
-                    return await _end(
-                        send, said, usage, "tool_calls", tool_calls=calls, answer=answer
-                    )
-            note = (
-                f"(Stopped: the agent reached its limit of {cfg.max_iterations} model steps "
-                "in one turn without a final answer; raise agent.max_iterations to allow more.)"
-            )
-            messages.append({"role": "assistant", "content": note})
-            recorded = True
-            await send.send(MessageChunk(note))
-            await send.send(MessageStop(final=True))
-            answer = "\n\n".join([*said_so_far, note])
-            return await _end(send, note, usage, "length", answer=answer)
-        except BaseException:
-            # Cancelled may arrive bare or grouped from the tool nursery;
-            # either way the turn ended without finishing.
-            if not recorded:
-                self._record_interrupt(messages, step.shown)
-            raise
 
     async def _flush(self, step: _Step, send: trio.MemorySendChannel[StreamEvent]) -> None:
         rest = step.think.flush()
@@ -454,7 +273,7 @@ class Agent:
 
     async def _fail(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         step: _Step,
         usage: Usage,
@@ -477,12 +296,12 @@ class Agent:
             model_status=exc.status,
         )
 
-    def _record_interrupt(self, messages: list[dict[str, Any]], shown: str) -> None:
+    def _record_interrupt(self, messages: list[Message], shown: str) -> None:
         """Leave a history the model can continue from after an interrupt."""
         last = messages[-1] if messages else None
-        if last is not None and last.get("role") == "assistant" and last.get("tool_calls"):
+        if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
             # Every tool call needs a result, or the next request is invalid.
-            for call in last["tool_calls"]:
+            for call in last.get("tool_calls", []):
                 messages.append(
                     {"role": "tool", "tool_call_id": call["id"], "content": _TOOL_INTERRUPTED}
                 )
@@ -492,7 +311,7 @@ class Agent:
     async def _run_tools(
         self,
         calls: Sequence[ToolCall],
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         ctx: ToolContext,
         *,
@@ -529,21 +348,24 @@ class Agent:
     async def _settle(
         self,
         held: HeldCalls,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
         ctx: ToolContext,
     ) -> int:
         """Run the approved held calls and put every held call's result in
         the conversation at ``held.position``; returns how many ran."""
         run = [h.call for h in held.calls if h.refusal is None]
-        ran: list[dict[str, Any]] = []
+        ran: list[Message] = []
+        results: dict[str, Message] = {}
         try:
             if run:
                 await self._run_tools(run, ran, send, ctx, approved=True)
         finally:
             # Every call gets a result, even when the turn is interrupted
             # while they run, or the conversation could not go on.
-            results = {m["tool_call_id"]: m for m in ran}
+            for m in ran:
+                if m["role"] == "tool":
+                    results[m["tool_call_id"]] = m
             messages[held.position : held.position] = [
                 results.get(h.call.id)
                 or {
@@ -604,6 +426,195 @@ class Agent:
         await send.send(
             ToolCallFinished(call.name, duration, result.ok, index, call.id, result.content)
         )
+
+
+class _TurnLoop:
+    """One turn's model steps: ``step`` asks the model once and acts on its
+    answer, ``on_delta`` shows the answer as it streams, ``finish`` ends a
+    turn that ran out of steps. The state lives here so each job reads on
+    its own."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        messages: list[Message],
+        send: trio.MemorySendChannel[StreamEvent],
+        *,
+        stream: bool,
+        client_tools: Sequence[ChatTool],
+        params: dict[str, Any],
+        model: str | None,
+        system: str | None,
+        ctx: ToolContext,
+        marks: _Marks,
+        meter: TokenMeter,
+    ) -> None:
+        self.agent = agent
+        self.messages = messages
+        self.send = send
+        self.stream = stream
+        self.params = params
+        self.model = model
+        self.ctx = ctx
+        self.marks = marks
+        self.meter = meter
+        cfg = agent.config.agent
+        self.cfg = cfg
+        prompt = cfg.system_prompt
+        if system:
+            prompt = f"{prompt}\n\n{system}" if prompt else system
+        self.prompt = prompt
+        client_names = frozenset(str(t.get("function", {}).get("name")) for t in client_tools)
+        self.client_names = client_names
+        schemas = [s for s in agent.tools.schemas() if s["function"]["name"] not in client_names]
+        schemas += list(client_tools)
+        self.schemas = schemas
+        self.usage = Usage()
+        self.current = _Step(cfg.think_tags, client_names)
+        # Tool calls run so far: indexes count over the whole turn, so a
+        # consumer can key on them across steps.
+        self.tools_run = 0
+        # Every step's text, for the whole answer of a non-streamed reply.
+        self.said_so_far: list[str] = []
+        # Set once the history holds this turn's outcome; an exception after
+        # that (a consumer gone while we send TurnFinished) must not add a
+        # second, "interrupted" ending.
+        self.recorded = False
+
+    async def run(self, held: HeldCalls | None) -> TurnResult:
+        agent = self.agent
+        try:
+            if held is not None:
+                self.tools_run = await agent._settle(held, self.messages, self.send, self.ctx)
+            for _ in range(self.cfg.max_iterations):
+                result = await self.step()
+                if result is not None:
+                    return result
+            return await self.finish()
+        except BaseException:
+            # Cancelled may arrive bare or grouped from the tool nursery;
+            # either way the turn ended without finishing.
+            if not self.recorded:
+                agent._record_interrupt(self.messages, self.current.shown)
+            raise
+
+    async def emit(self, event: StreamEvent) -> None:
+        # The stream read just checkpointed; waiting here only when the
+        # channel is full saves a scheduler pass per token.
+        try:
+            self.send.send_nowait(event)
+        except trio.WouldBlock:
+            await self.send.send(event)
+
+    async def on_delta(self, delta: ChunkDelta) -> None:
+        step, meter, emit = self.current, self.meter, self.emit
+        if self.marks.waiting and (delta.content or delta.reasoning):
+            self.marks.first_token()
+        # A merged delta counts its content's tokens only; one without
+        # content (reasoning, a tool call's fragment) counts one.
+        if delta.content:
+            meter.tokens += delta.tokens
+        elif delta.reasoning or delta.tool_calls:
+            meter.tokens += 1
+        # Reasoning first: a delta that carries both (a whole
+        # non-streamed answer) was reasoned before it was said.
+        if delta.reasoning:
+            await emit(ReasoningChunk(delta.reasoning))
+        if delta.content:
+            filtered = step.think.feed(delta.content)
+            if filtered.reasoning:
+                await emit(ReasoningChunk(filtered.reasoning))
+            if filtered.text:
+                step.parts.append(filtered.text)
+                await emit(MessageChunk(filtered.text, delta.tokens))
+        if delta.tool_calls:
+            first = not step.calls.started
+            pieces = step.calls.feed(delta.tool_calls)
+            if pieces and first:
+                # The text before the calls is over: a tail the think
+                # filter still holds must come out before them.
+                await self.agent._flush(step, self.send)
+            for piece in pieces:
+                await emit(piece)
+
+    async def step(self) -> TurnResult | None:
+        """One model step: the turn's result if it ends here, else None."""
+        agent, messages, send = self.agent, self.messages, self.send
+        step = self.current = _Step(self.cfg.think_tags, self.client_names)
+        head: list[Message] = [{"role": "system", "content": self.prompt}] if self.prompt else []
+        try:
+            response = await agent.client.complete(
+                ModelRequest(head + messages, self.schemas, self.params),
+                stream=self.stream,
+                on_delta=self.on_delta,
+                model=self.model,
+            )
+        except ModelError as exc:
+            await agent._flush(step, send)
+            self.recorded = True
+            return await agent._fail(messages, send, step, self.usage, exc)
+        await agent._flush(step, send)
+        if response.usage is not None:
+            self.usage = self.usage + response.usage
+        usage = self.usage
+        message = response.message
+        # Every piece of the answer went through the step's think
+        # filter on its way out, so what it showed is the answer,
+        # kept as it was streamed (whitespace included).
+        said = step.shown
+        if said:
+            self.said_so_far.append(said)
+        answer = "\n\n".join(self.said_so_far)
+        if not message.tool_calls:
+            messages.append({"role": "assistant", "content": said})
+            self.recorded = True
+            await send.send(MessageStop(final=True))
+            reason = "length" if message.finish_reason == "length" else "stop"
+            return await _end(send, said, usage, reason, answer=answer)
+
+        late, all_calls, theirs = step.calls.finish(message.tool_calls)
+        for piece in late:
+            await send.send(piece)
+        spoken = said if said.strip() else None
+        assistant = AssistantMessage(
+            spoken or "", message.reasoning, tuple(all_calls), message.finish_reason
+        ).to_message()
+        messages.append(assistant)
+        if spoken:
+            await send.send(Commentary(said))
+        await send.send(MessageStop(final=False))
+        mine = [c for c in all_calls if c.name not in self.client_names]
+        waiting: list[str] = []
+        if mine:
+            waiting = await agent._run_tools(
+                mine, messages, send, self.ctx, first_index=self.tools_run
+            )
+            self.tools_run += len(mine)
+        if waiting:
+            # Held for a person's answer in a later request: the
+            # turn ends here, those calls not run.
+            self.recorded = True
+            calls = tuple(c.to_message() for c in theirs)
+            return await _end(send, said, usage, "approval", tool_calls=calls, answer=answer)
+        if theirs:
+            calls = tuple(c.to_message() for c in theirs)
+            self.recorded = True
+            return await _end(send, said, usage, "tool_calls", tool_calls=calls, answer=answer)
+        return None
+
+    async def finish(self) -> TurnResult:
+        """End a turn that used up its model steps without a final answer."""
+        send = self.send
+        note = (
+            f"(Stopped: the agent reached its limit of {self.cfg.max_iterations} model steps "
+            "in one turn without a final answer; raise agent.max_iterations to allow more.)"
+        )
+        self.messages.append({"role": "assistant", "content": note})
+        self.recorded = True
+        await send.send(MessageChunk(note))
+        await send.send(MessageStop(final=True))
+        answer = "\n\n".join([*self.said_so_far, note])
+        return await _end(send, note, self.usage, "length", answer=answer)
 
 
 def _encodable_result(result: ToolResult) -> ToolResult:

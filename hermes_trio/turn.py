@@ -65,11 +65,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableSet
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableSet, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 import trio
 
@@ -78,15 +78,29 @@ from .config import Config
 from .events import StreamEvent, TurnFinished, Usage
 from .recording.recorder import CANCEL_CAUSE
 
+if TYPE_CHECKING:
+    from .approvals import ApprovalChannel
+    from .recording import Recorder
+    from .tools import ToolContext
+    from .wire.chat_chunks import ToolCall
+
+from .wire.messages import ChatTool, ChatToolCall, Message
+
 __all__ = [
     "INTERNAL_ERROR",
     "Consumer",
+    "HeldCall",
+    "HeldCalls",
+    "TokenMeter",
     "Turn",
     "TurnEvents",
+    "TurnOptionFields",
+    "TurnOptions",
     "TurnResult",
     "TurnRunner",
     "crash_result",
     "open_turn",
+    "resolve_options",
     "run_turn",
     "start_turn",
 ]
@@ -110,11 +124,11 @@ class TurnResult:
     text: str
     usage: Usage
     finish_reason: str
-    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_calls: tuple[ChatToolCall, ...] = ()
     error: str | None = None
     error_code: str | None = None
     model_status: int | None = None
-    added: list[dict[str, Any]] = field(default_factory=list)
+    added: list[Message] = field(default_factory=list)
     answer: str = ""
 
 
@@ -149,6 +163,96 @@ class TurnEvents:
             raise StopAsyncIteration from None
 
 
+class TokenMeter:
+    """The model's deltas of one turn, counted as they arrive (about a
+    token each): what a turn cut off before the model server reported its
+    usage still cost. A caller that charges for turns passes one in the
+    turn's options (``meter=``)."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self) -> None:
+        self.tokens = 0
+
+    def spent(self, usage: Usage | None) -> int:
+        """The turn's completion tokens: the model server's count where it
+        gave one, else (or where it says less, for a turn cut off in a
+        later step) the deltas counted here."""
+        reported = usage.completion_tokens if usage is not None else 0
+        return max(reported, self.tokens)
+
+
+@dataclass(frozen=True)
+class HeldCall:
+    """A tool call an earlier turn held for a person's approval
+    (``ApprovalChannel.defer``), now answered: ``refusal`` None runs it,
+    approved; else the model reads ``refusal`` as its result."""
+
+    call: ToolCall
+    refusal: str | None = None
+
+
+@dataclass(frozen=True)
+class HeldCalls:
+    """The held calls a turn settles before it asks the model again; their
+    results go into the conversation at ``position`` (right after the
+    results the earlier turn has, before what the new request adds)."""
+
+    position: int
+    calls: tuple[HeldCall, ...]
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    """How one turn runs (what :meth:`hermes_trio.Agent.run_turn` takes
+    beside the conversation and the channel).
+
+    ``client_tools`` are OpenAI tool definitions the caller executes itself
+    (the turn ends with ``finish_reason "tool_calls"`` when the model calls
+    one); ``params`` are extra sampling parameters for the model request;
+    ``model`` and ``system`` override the configured model name and add to
+    the system prompt. ``tool_context`` is the session's tool context (a
+    fresh one by default); ``meter`` counts the model's deltas as they
+    arrive; ``approvals`` lets the turn ask the person it runs for;
+    ``held`` are calls an earlier turn held, settled first; ``record``
+    writes the turn to a file for replay (default: the agent's own)."""
+
+    stream: bool = True
+    # Sampling parameters are the client's own JSON.
+    client_tools: Sequence[ChatTool] = ()
+    params: dict[str, Any] | None = None
+    model: str | None = None
+    system: str | None = None
+    tool_context: ToolContext | None = None
+    meter: TokenMeter | None = None
+    approvals: ApprovalChannel | None = None
+    held: HeldCalls | None = None
+    record: Recorder | None = None
+
+
+class TurnOptionFields(TypedDict, total=False):
+    """:class:`TurnOptions`' fields as keyword arguments (``run_turn(agent,
+    messages, consumer, stream=False)``)."""
+
+    stream: bool
+    client_tools: Sequence[ChatTool]
+    params: dict[str, Any] | None
+    model: str | None
+    system: str | None
+    tool_context: ToolContext | None
+    meter: TokenMeter | None
+    approvals: ApprovalChannel | None
+    held: HeldCalls | None
+    record: Recorder | None
+
+
+def resolve_options(options: TurnOptions | None, fields: TurnOptionFields) -> TurnOptions:
+    """``options`` (default: ``TurnOptions()``) with ``fields`` laid over them."""
+    if options is None:
+        return TurnOptions(**fields)
+    return replace(options, **fields) if fields else options
+
+
 class TurnRunner(Protocol):
     """What a turn runs: :class:`hermes_trio.Agent`, or anything shaped like
     it (the turn sits below the agent, so it names only this much of it)."""
@@ -156,14 +260,18 @@ class TurnRunner(Protocol):
     @property
     def config(self) -> Config: ...
 
-    @property
-    def run_turn(self) -> Callable[..., Awaitable[TurnResult]]:
-        """``run_turn(messages, send, **options)``: run the turn over
-        ``messages`` (extended in place), sending its events to ``send``."""
+    async def run_turn(
+        self,
+        messages: list[Message],
+        send: trio.MemorySendChannel[StreamEvent],
+        options: TurnOptions | None = None,
+    ) -> TurnResult:
+        """Run the turn over ``messages`` (extended in place), sending its
+        events to ``send``."""
         ...
 
 
-Messages = list[dict[str, Any]] | str
+Messages = list[Message] | str
 
 
 @dataclass(eq=False)
@@ -221,17 +329,19 @@ async def run_turn(
     consumer: Consumer,
     *,
     turn: Turn | None = None,
-    **agent_kwargs: Any,
+    options: TurnOptions | None = None,
+    **fields: Unpack[TurnOptionFields],
 ) -> TurnResult:
     """Run one turn over ``messages`` (extended in place; a string is one
     user message) with ``consumer`` reading its events, and return how it
-    ended. ``agent_kwargs`` go to :meth:`Agent.run_turn` (``stream``,
-    ``model``, ``system``, ``tool_context``, …); pass ``turn`` to hold its
-    handle (to cancel it from elsewhere). A crash ends it as the module
-    doc says; a cancel from outside propagates."""
+    ended. ``options`` (or single ``fields`` of them, laid over them: ``stream``,
+    ``model``, ``system``, ``tool_context``, …) go to :meth:`Agent.run_turn`;
+    pass ``turn`` to hold its handle (to cancel it from elsewhere). A crash
+    ends it as the module doc says; a cancel from outside propagates."""
     turn = turn if turn is not None else Turn()
+    opts = resolve_options(options, fields)
     try:
-        return await _run(turn, agent, _as_messages(messages), consumer, agent_kwargs)
+        return await _run(turn, agent, _as_messages(messages), consumer, opts)
     finally:
         turn.done.set()
 
@@ -251,7 +361,8 @@ def start_turn(
     registry: MutableSet[Turn] | None = None,
     on_exit: Callable[[], None] | None = None,
     around: TurnAround | None = None,
-    **agent_kwargs: Any,
+    options: TurnOptions | None = None,
+    **fields: Unpack[TurnOptionFields],
 ) -> Turn:
     """Start a turn in ``nursery`` and return its handle at once.
 
@@ -264,14 +375,20 @@ def start_turn(
     turn = Turn()
     if registry is not None:
         registry.add(turn)
-    run = partial(_run, turn, agent, _as_messages(messages), consumer, agent_kwargs)
+    opts = resolve_options(options, fields)
+    run = partial(_run, turn, agent, _as_messages(messages), consumer, opts)
     nursery.start_soon(_background, turn, run, around, registry, on_exit)
     return turn
 
 
 @asynccontextmanager
 async def open_turn(
-    agent: TurnRunner, messages: Messages, *, turn: Turn | None = None, **agent_kwargs: Any
+    agent: TurnRunner,
+    messages: Messages,
+    *,
+    turn: Turn | None = None,
+    options: TurnOptions | None = None,
+    **fields: Unpack[TurnOptionFields],
 ) -> AsyncIterator[TurnEvents]:
     """Run a turn in the background of this block, which reads its events
     (the block is the consumer); leaving the block early cancels the turn.
@@ -282,13 +399,14 @@ async def open_turn(
     """
     turn = turn if turn is not None else Turn()
     turn._start()
+    opts = resolve_options(options, fields)
     history = _as_messages(messages)
     start = len(history)
     send, receive = trio.open_memory_channel[StreamEvent](agent.config.agent.channel_size)
     try:
         with turn.scope:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_produce, turn, agent, history, send, agent_kwargs)
+                nursery.start_soon(_produce, turn, agent, history, send, opts)
                 with receive:
                     try:
                         yield TurnEvents(receive)
@@ -327,9 +445,9 @@ async def _background(
 async def _run(
     turn: Turn,
     agent: TurnRunner,
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     consumer: Consumer,
-    agent_kwargs: dict[str, Any],
+    options: TurnOptions,
 ) -> TurnResult:
     """The turn itself, up to its result; whoever calls this sets ``done``."""
     turn._start()
@@ -341,7 +459,7 @@ async def _run(
             send, receive = trio.open_memory_channel[StreamEvent](agent.config.agent.channel_size)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_consume, consumer, receive)
-                await _produce(turn, agent, messages, send, agent_kwargs)
+                await _produce(turn, agent, messages, send, options)
     except BaseException as exc:
         crash, rest = _split_crash(exc)
         if crash is None:
@@ -381,9 +499,9 @@ async def _consume(consumer: Consumer, receive: trio.MemoryReceiveChannel[Stream
 async def _produce(
     turn: Turn,
     agent: TurnRunner,
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     send: trio.MemorySendChannel[StreamEvent],
-    agent_kwargs: dict[str, Any],
+    options: TurnOptions,
 ) -> None:
     # Synchronous close: the crash's ending must reach the consumer before
     # its channel ends, and `async with` could replace an error with
@@ -394,7 +512,7 @@ async def _produce(
         CANCEL_CAUSE.set(lambda: turn.interrupted)
         try:
             with send.clone() as agents:
-                turn.result = await agent.run_turn(messages, agents, **agent_kwargs)
+                turn.result = await agent.run_turn(messages, agents, options=options)
             return
         except BaseException as exc:
             crash, rest = _split_crash(exc)
@@ -426,7 +544,7 @@ def _record_crash(turn: Turn, exc: BaseException, where: str) -> TurnResult:
     return turn.result
 
 
-def _settle(turn: Turn, messages: list[dict[str, Any]], start: int) -> None:
+def _settle(turn: Turn, messages: list[Message], start: int) -> None:
     """A turn that ended without a result was cancelled first."""
     if turn.result is None:
         turn.result = TurnResult("", Usage(), "interrupted", added=messages[start:])
@@ -434,7 +552,7 @@ def _settle(turn: Turn, messages: list[dict[str, Any]], start: int) -> None:
         turn.result.added = messages[start:]
 
 
-def _as_messages(messages: Messages) -> list[dict[str, Any]]:
+def _as_messages(messages: Messages) -> list[Message]:
     if isinstance(messages, str):
         return [{"role": "user", "content": messages}]
     return messages

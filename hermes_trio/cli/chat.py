@@ -46,6 +46,7 @@ from ..llm import NO_MODEL_SERVER
 from ..redaction import shown_url
 from ..tools import ApprovalDecision, ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
+from ..wire.messages import Message
 from .demo import agent_for
 from .process import EXIT_INTERRUPTED, Shell
 
@@ -253,7 +254,7 @@ class Chat:
         self.stream = stream
         self.input_fd = input_fd
         self.model: str | None = None
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
         self.exit_code: int | None = None  # set when a signal asked to quit
         self.ctx = self._new_context(yolo=self.config.agent.yolo)
         # Approval questions go where the user looks: the terminal, even

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Any, Protocol
+from typing import Protocol
 
 import trio
 
 from ..store import Store, StoreError
+from ..wire.messages import Message
 
 __all__ = ["ChatHistory", "MemoryHistory", "StoredHistory", "chat_key"]
 
@@ -25,7 +26,7 @@ log = logging.getLogger("hermes_trio.gateway")
 # the gateway stops).
 SAVE_GRACE = 5.0
 
-Messages = list[dict[str, Any]]
+Messages = list[Message]
 
 
 def chat_key(platform: str, chat_id: str, thread_id: str | None) -> str:

@@ -36,7 +36,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
@@ -56,6 +55,7 @@ from ..platforms.base import ButtonPress, InboundMessage
 from ..platforms.registry import edit_interval_for
 from ..tools import ToolContext
 from ..turn import INTERNAL_ERROR, Turn, TurnResult, run_turn
+from ..wire.messages import Message
 from .approval_answers import UserNames, acknowledge_press, answer, approval_channel
 from .chat_settings import ChatSettings, hint_key, verbose_key
 from .history import ChatHistory, MemoryHistory, chat_key
@@ -151,7 +151,7 @@ class Session:
 
     platform: str
     chat_id: str
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     tool_context: ToolContext
     thread_id: str | None = None
     pending: deque[InboundMessage | _Reply | _Forget | _Verbose] = field(default_factory=deque)
@@ -400,12 +400,10 @@ class ChatSessions:
             notices.append((long_after, GatewayNotice("long_turn", text, {"after": long_after})))
         return notices
 
-    async def _user_messages(
-        self, batch: list[InboundMessage]
-    ) -> tuple[list[dict[str, Any]], list[str]]:
+    async def _user_messages(self, batch: list[InboundMessage]) -> tuple[list[Message], list[str]]:
         """The user messages for ``batch`` (text and images), and what the
         chat must be told first (files the model cannot use)."""
-        messages: list[dict[str, Any]] = []
+        messages: list[Message] = []
         replies: list[str] = []
         for message in batch:
             prepared = await user_content(message, vision=self.config.model.vision)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import base64
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..consumers.messenger import PlatformError
 from ..platforms.base import Attachment, InboundMessage
+from ..wire.messages import ChatImagePart, ChatTextPart
 
 __all__ = [
     "IMAGE_TYPES",
@@ -105,7 +105,7 @@ def _too_large(attachment: Attachment) -> str:
 
 @dataclass
 class UserContent:
-    content: str | list[dict[str, Any]] | None
+    content: str | list[ChatTextPart | ChatImagePart] | None
     """The ``content`` of the user message; None when nothing is left for
     the model (only files it cannot use)."""
     replies: list[str]
@@ -117,7 +117,7 @@ async def user_content(message: InboundMessage, *, vision: bool) -> UserContent:
     part for each image that could be fetched."""
     decided = sort_attachments(message.attachments, vision=vision)
     replies = list(decided.refusals)
-    parts: list[dict[str, Any]] = []
+    parts: list[ChatTextPart | ChatImagePart] = []
     for attachment in decided.images:
         try:
             data = await attachment.fetch()
@@ -136,5 +136,7 @@ async def user_content(message: InboundMessage, *, vision: bool) -> UserContent:
     text = message.text if message.text.strip() else ""
     if not parts:
         return UserContent(text or None, replies)
-    text_parts = [{"type": "text", "text": text}] if text else []
+    text_parts: list[ChatTextPart | ChatImagePart] = (
+        [{"type": "text", "text": text}] if text else []
+    )
     return UserContent([*text_parts, *parts], replies)

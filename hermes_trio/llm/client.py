@@ -37,6 +37,7 @@ from ..wire.chat_chunks import (
     merge_deltas,
     message_from_completion,
 )
+from ..wire.messages import ChatTool, Message
 from ..wire.responses_stream import (
     ResponsesStreamAccumulator,
     chat_messages_to_responses_input,
@@ -99,8 +100,8 @@ class Target:
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    messages: list[dict[str, Any]]
-    tools: Sequence[dict[str, Any]] = ()
+    messages: list[Message]
+    tools: Sequence[ChatTool] = ()
     params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -612,8 +613,7 @@ class ModelClient:
                     raw = await _read_capped(response, _MAX_ERROR_BYTES)
                     if response.status_code in _STREAM_REFUSAL_STATUSES:
                         raise _StreamRefused(
-                            f"HTTP {response.status_code} for stream: true: "
-                            f"{_error_fields(raw)[0]}"
+                            f"HTTP {response.status_code} for stream: true: {_error_fields(raw)[0]}"
                         )
                     raise _status_error(target, response, raw)
                 ctype = response.headers.get("content-type", "")

@@ -24,6 +24,7 @@ import trio
 from ..store import Signal, Store, StoreError
 from ..tools import ToolContext
 from ..turn import Turn
+from ..wire.messages import Message
 from .errors import APIError
 
 __all__ = [
@@ -63,7 +64,7 @@ def validate_session_id(value: str) -> str:
 
 @dataclass(eq=False)
 class Session:
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     tool_context: ToolContext
     last_used: float
     running: Turn | None = None
@@ -75,7 +76,7 @@ def new_turn_id() -> str:
     return secrets.token_hex(8)
 
 
-def new_messages(history: list[dict[str, Any]], sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def new_messages(history: list[Message], sent: list[Message]) -> list[Message]:
     """The part of a request's messages the stored history does not have yet.
 
     Frontends resend the whole conversation; API users often send only the
@@ -90,7 +91,7 @@ def new_messages(history: list[dict[str, Any]], sent: list[dict[str, Any]]) -> l
     return sent
 
 
-def message_size(message: dict[str, Any]) -> int:
+def message_size(message: Message) -> int:
     """A message's size as the JSON the model server receives."""
     try:
         return len(orjson.dumps(message))
@@ -100,7 +101,7 @@ def message_size(message: dict[str, Any]) -> int:
         return len(json.dumps(message))
 
 
-def turns_to_drop(messages: Sequence[dict[str, Any]], max_bytes: int) -> int:
+def turns_to_drop(messages: Sequence[Message], max_bytes: int) -> int:
     """How many leading messages to drop so the rest fits in ``max_bytes``.
 
     Only whole turns go: a turn starts at a user message, so an assistant
@@ -165,7 +166,7 @@ class SessionStore:
         self._evict(keep=key)
         return session
 
-    async def claim(self, key: str, turn: str) -> list[dict[str, Any]]:
+    async def claim(self, key: str, turn: str) -> list[Message]:
         """The session's stored history, now held by ``turn`` of this
         process. A turn of another process that holds it is asked to stop,
         and waited for up to :data:`CLAIM_WAIT` seconds."""
@@ -188,9 +189,7 @@ class SessionStore:
                 )
             await trio.sleep(CLAIM_POLL)
 
-    def add(
-        self, session: Session, history: list[dict[str, Any]], sent: list[dict[str, Any]]
-    ) -> None:
+    def add(self, session: Session, history: list[Message], sent: list[Message]) -> None:
         """``session``'s history becomes the stored ``history`` and the new part
         of a request's messages, without its oldest turns beyond
         ``max_bytes``."""
@@ -198,7 +197,7 @@ class SessionStore:
         drop = turns_to_drop(messages, self.max_bytes)
         session.messages = messages[drop:]
 
-    async def release(self, key: str, turn: str, messages: list[dict[str, Any]]) -> None:
+    async def release(self, key: str, turn: str, messages: list[Message]) -> None:
         """Store the history a turn ended with and let the session go.
         Shielded and bounded: it runs as the turn ends, also on shutdown."""
         with trio.move_on_after(RELEASE_GRACE, shield=True):

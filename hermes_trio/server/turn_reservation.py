@@ -13,15 +13,15 @@ then on gives back the hold itself (its ``on_exit``) and whatever its
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableSet
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any
 
 import trio
 
 from ..agent import Agent
-from ..turn import Consumer, Turn
+from ..turn import Consumer, Turn, TurnAround, TurnOptions
+from ..wire.messages import Message
 from .turn_slots import TurnHold, TurnSlots
 
 __all__ = ["TurnReservation"]
@@ -67,14 +67,19 @@ class TurnReservation:
         self,
         nursery: trio.Nursery,
         agent: Agent,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         consumer: Consumer,
-        **options: Any,
+        options: TurnOptions | None = None,
+        *,
+        registry: MutableSet[Turn] | None = None,
+        around: TurnAround | None = None,
     ) -> Turn:
         """Start the turn in the hold (:meth:`TurnHold.start`); from then on
         the turn gives back what was taken, and this block nothing."""
         assert self.hold is not None and not self.handed_off
-        turn = self.hold.start(nursery, agent, messages, consumer, **options)
+        turn = self.hold.start(
+            nursery, agent, messages, consumer, options, registry=registry, around=around
+        )
         self.hand_off()
         return turn
 

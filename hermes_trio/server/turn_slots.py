@@ -20,17 +20,20 @@ background response or a stream whose client left outlives.
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any, Protocol
 
 import trio
 from hypercorn.typing import WWWScope
 
 from .. import metrics
-from ..agent import Agent, TokenMeter
+from ..agent import Agent
 from ..config import ApiServerConfig
 from ..serving.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
-from ..turn import Consumer, Turn, start_turn
+from ..turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
+from ..wire.messages import ChatTool, Message
 from .errors import APIError
 from .keys import Refusal, Reservation, current_key, retry_after_header
 
@@ -247,14 +250,25 @@ class TurnHold:
         self,
         nursery: trio.Nursery,
         agent: Agent,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         consumer: Consumer,
-        **options: Any,
+        options: TurnOptions | None = None,
+        *,
+        registry: MutableSet[Turn] | None = None,
+        around: TurnAround | None = None,
     ) -> Turn:
         """Start the turn that holds this from now on (``start_turn``'s
-        ``options``); its end gives the hold back, charging what it spent."""
+        ``registry`` and ``around``); its end gives the hold back, charging
+        what it spent."""
         self.turn = start_turn(
-            nursery, agent, messages, consumer, on_exit=self.release, meter=self.meter, **options
+            nursery,
+            agent,
+            messages,
+            consumer,
+            registry=registry,
+            around=around,
+            on_exit=self.release,
+            options=replace(options or TurnOptions(), meter=self.meter),
         )
         return self.turn
 
@@ -269,7 +283,7 @@ class TurnRequest(Protocol):
     def system(self) -> str | None: ...
 
     @property
-    def tools(self) -> list[dict[str, Any]]: ...
+    def tools(self) -> list[ChatTool]: ...
 
     @property
     def params(self) -> dict[str, Any]: ...
@@ -277,17 +291,17 @@ class TurnRequest(Protocol):
 
 def turn_options(
     agent: Agent, settings: ApiServerConfig, req: TurnRequest, request_stream: bool | None
-) -> tuple[str, dict[str, Any]]:
-    """The model name the response reports, and the keyword arguments of
-    ``Agent.run_turn`` for ``req``'s turn (``request_stream`` as
-    ``Agent.streams`` takes it) under the server's ``settings``."""
-    kwargs: dict[str, Any] = {
-        "stream": agent.streams("api_server", request_stream),
-        "client_tools": req.tools,
-        "params": req.params,
+) -> tuple[str, TurnOptions]:
+    """The model name the response reports, and the options of ``req``'s
+    turn (``request_stream`` as ``Agent.streams`` takes it) under the
+    server's ``settings``."""
+    options = TurnOptions(
+        stream=agent.streams("api_server", request_stream),
+        client_tools=req.tools,
+        params=req.params,
         # Unless overrides are allowed, the configured model answers whatever
         # name the client sent; the response still reports that name.
-        "model": req.model if (settings.allow_model_override and req.model) else None,
-        "system": req.system,
-    }
-    return req.model or settings.model_name, kwargs
+        model=req.model if (settings.allow_model_override and req.model) else None,
+        system=req.system,
+    )
+    return req.model or settings.model_name, options

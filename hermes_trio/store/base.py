@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import orjson
 
+from ..wire.messages import Message
 from ..wire.responses_out import ResponseEvent
 from .runners import Runner
 
@@ -87,7 +88,7 @@ class StoredResponse:
     status: str
     created_at: float
     response: dict[str, Any]
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     """The whole conversation a later turn continues."""
     input_items: list[dict[str, Any]] = field(default_factory=list)
     background: bool = False
@@ -122,7 +123,7 @@ class Claim:
     continue (when the conversation is ours now), or the process whose turn
     holds it."""
 
-    messages: list[dict[str, Any]] | None
+    messages: list[Message] | None
     busy: str | None = None
 
     @property
@@ -170,7 +171,7 @@ class Store(Protocol):
         *,
         status: str,
         response: dict[str, Any],
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         events: Sequence[ResponseEvent] = (),
     ) -> None:
         """Store the final state and the last events, all at once.
@@ -217,12 +218,12 @@ class Store(Protocol):
         a live process's turn holds it; a new conversation starts empty."""
 
     async def release_conversation(
-        self, key: str, turn: str, messages: list[dict[str, Any]] | None
+        self, key: str, turn: str, messages: list[Message] | None
     ) -> bool:
         """End the turn's hold, storing ``messages`` as the history (None
         keeps it); False when another turn took the conversation over."""
 
-    async def conversation(self, key: str) -> list[dict[str, Any]] | None:
+    async def conversation(self, key: str) -> list[Message] | None:
         """The stored history of ``key``, or None."""
 
     async def delete_conversation(self, key: str) -> bool: ...

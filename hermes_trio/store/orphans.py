@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..wire.interrupted import interrupted_answer
+from ..wire.messages import Message
 from ..wire.responses_replay import output_text
 
 __all__ = ["OrphanEnd", "orphan_end"]
@@ -26,7 +27,7 @@ class OrphanEnd:
     that ends its stream."""
 
     response: dict[str, Any]
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     seq: int
     event: dict[str, Any]
 
@@ -34,7 +35,7 @@ class OrphanEnd:
 def orphan_end(
     response: dict[str, Any],
     output: list[dict[str, Any]],
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     *,
     last_event: int | None,
     reservation: int | None,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
+from ..wire.messages import Message
 from ..wire.responses_out import ResponseEvent
 from . import statements as sql
 from .base import Claim, HeldApproval, Signal, StoredResponse
@@ -80,7 +81,7 @@ class SQLStore:
         *,
         status: str,
         response: dict[str, Any],
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         events: Sequence[ResponseEvent] = (),
     ) -> None:
         await self._write(
@@ -153,7 +154,7 @@ class SQLStore:
         )
 
     async def release_conversation(
-        self, key: str, turn: str, messages: list[dict[str, Any]] | None
+        self, key: str, turn: str, messages: list[Message] | None
     ) -> bool:
         return await self._write(
             partial(
@@ -161,7 +162,7 @@ class SQLStore:
             )
         )
 
-    async def conversation(self, key: str) -> list[dict[str, Any]] | None:
+    async def conversation(self, key: str) -> list[Message] | None:
         return await self._read(partial(sql.conversation, key=key))
 
     async def delete_conversation(self, key: str) -> bool:

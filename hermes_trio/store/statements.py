@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from ..wire.messages import Message
 from ..wire.responses_out import ResponseEvent
 from ..wire.responses_replay import output_text, replay_output
 from .base import Claim, HeldApproval, Signal, StoredResponse, dumps
@@ -174,7 +175,7 @@ def finish(
     *,
     status: str,
     response: dict[str, Any],
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     rows: Rows,
     now: float,
 ) -> None:
@@ -219,10 +220,10 @@ def get(db: Db, response_id: str, owner: str) -> StoredResponse | None:
     )
 
 
-def conversation_of(db: Db, response_id: str) -> list[dict[str, Any]]:
+def conversation_of(db: Db, response_id: str) -> list[Message]:
     """The whole conversation of a stored response: one query down its
     chain, each response's own messages decoded once."""
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
     for (own,) in db.execute(CHAIN, (response_id, MAX_CHAIN)):
         messages += json.loads(own)
     return messages
@@ -541,7 +542,7 @@ def claim_conversation(db: Db, key: str, me: Runner, turn: str, now: float) -> C
 
 
 def release_conversation(
-    db: Db, key: str, turn: str, messages: list[dict[str, Any]] | None, now: float
+    db: Db, key: str, turn: str, messages: list[Message] | None, now: float
 ) -> bool:
     if messages is None:
         cursor = db.execute(
@@ -558,7 +559,7 @@ def release_conversation(
     return bool(cursor.rowcount)
 
 
-def conversation(db: Db, key: str) -> list[dict[str, Any]] | None:
+def conversation(db: Db, key: str) -> list[Message] | None:
     row = db.execute("SELECT messages FROM conversations WHERE key = ?", (key,)).fetchone()
     return None if row is None else list(json.loads(row[0]))
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import AgentConfig, Config, FallbackModel, ModelConfig, TimeoutsConfig
 from ..recording.tape import RecordingError, parse, serialize
+from ..wire.messages import Message
 
 __all__ = ["Recording"]
 
@@ -57,7 +58,7 @@ class Recording:
         return dict(value) if isinstance(value, dict) else None
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[Message]:
         """The conversation the turn was given (a fresh copy)."""
         return copy.deepcopy(list(self.document["turn"].get("messages") or []))
 

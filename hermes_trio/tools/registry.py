@@ -17,6 +17,7 @@ from typing import Any
 from hermes_trio.tools.base import Tool, ToolContext, ToolResult, one_line
 from hermes_trio.tools.files import ReadFileTool, WriteFileTool
 from hermes_trio.tools.terminal import TerminalTool
+from hermes_trio.wire.messages import ChatTool
 
 __all__ = ["BUILTIN_TOOLS", "ToolRegistry", "default_registry", "validate_args"]
 
@@ -113,7 +114,7 @@ class ToolRegistry:
         self._groups: dict[str, dict[str, Tool]] = {}
         self._tools: dict[str, Tool] = {}
         self._resolvers: list[Callable[[str], Tool | None]] = []
-        self._schemas: list[dict[str, Any]] | None = None
+        self._schemas: list[ChatTool] | None = None
         for tool in tools:
             self.register(tool)
 
@@ -163,7 +164,7 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[ChatTool]:
         """Tool definitions in the OpenAI Chat Completions ``tools`` format.
 
         Built once (every model request sends them) and shared: read them,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_trio.events import Usage
+from hermes_trio.wire.messages import ChatAssistantMessage, ChatToolCall
 from hermes_trio.wire.upstream_fields import (
     chunk_error,
     fallback_id,
@@ -46,7 +47,7 @@ class ToolCall:
     arguments: str
     type: str = "function"
 
-    def to_message(self) -> dict[str, Any]:
+    def to_message(self) -> ChatToolCall:
         return {
             "id": self.id,
             "type": self.type,
@@ -115,9 +116,9 @@ class AssistantMessage:
     tool_calls: tuple[ToolCall, ...]
     finish_reason: str | None
 
-    def to_message(self) -> dict[str, Any]:
+    def to_message(self) -> ChatAssistantMessage:
         """The OpenAI ``assistant`` message to append to the conversation."""
-        message: dict[str, Any] = {
+        message: ChatAssistantMessage = {
             "role": "assistant",
             # OpenAI's own shape: a pure tool-call turn has content null.
             "content": self.content if self.content or not self.tool_calls else None,

@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import orjson
 
 from ..events import Usage
+from .messages import ChatToolCall
 from .sse import encode_event
 
 __all__ = [
     "ChatStreamFrames",
+    "ChatUsage",
     "completion_body",
     "error_frame",
     "new_completion_id",
@@ -41,7 +43,17 @@ def new_completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def usage_dict(usage: Usage) -> dict[str, Any]:
+class ChatUsage(TypedDict):
+    """Chat Completions' ``usage`` object."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: dict[Literal["cached_tokens"], int]
+    completion_tokens_details: dict[Literal["reasoning_tokens"], int]
+
+
+def usage_dict(usage: Usage) -> ChatUsage:
     return {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
@@ -181,7 +193,7 @@ def completion_body(
     content: str | None,
     finish_reason: str,
     usage: Usage,
-    tool_calls: Iterable[dict[str, Any]] = (),
+    tool_calls: Iterable[ChatToolCall] = (),
     reasoning: str | None = None,
 ) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` object; a ``finish_reason`` Chat

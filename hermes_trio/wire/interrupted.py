@@ -5,14 +5,14 @@ the model) reads both the same."""
 
 from __future__ import annotations
 
-from typing import Any
+from .messages import ChatAssistantMessage
 
 __all__ = ["INTERRUPTED_MARK", "interrupted_answer"]
 
 INTERRUPTED_MARK = "[interrupted]"
 
 
-def interrupted_answer(shown: str) -> dict[str, Any]:
+def interrupted_answer(shown: str) -> ChatAssistantMessage:
     """The assistant message that ends a conversation whose answer stopped
     after ``shown`` (possibly nothing)."""
     return {

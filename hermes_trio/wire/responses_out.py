@@ -43,7 +43,7 @@ import json
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from ..events import (
     ApprovalRequested,
@@ -71,8 +71,10 @@ from .tool_events import tool_event
 
 __all__ = [
     "TERMINAL_TYPES",
+    "OutputText",
     "ResponseBuilder",
     "ResponseEvent",
+    "ResponseUsage",
     "new_item_id",
     "new_response_id",
     "response_usage",
@@ -94,7 +96,26 @@ def new_item_id(prefix: str) -> str:
     return f"{prefix}_" + secrets.token_hex(16)
 
 
-def response_usage(usage: Usage) -> dict[str, Any]:
+class ResponseUsage(TypedDict):
+    """The Responses API's ``usage`` object."""
+
+    input_tokens: int
+    input_tokens_details: dict[Literal["cached_tokens", "cache_write_tokens"], int]
+    output_tokens: int
+    output_tokens_details: dict[Literal["reasoning_tokens"], int]
+    total_tokens: int
+
+
+class OutputText(TypedDict):
+    """An ``output_text`` content part of a message item."""
+
+    type: Literal["output_text"]
+    text: str
+    annotations: list[Any]
+    logprobs: list[Any]
+
+
+def response_usage(usage: Usage) -> ResponseUsage:
     """Chat-style token counts in the Responses ``usage`` shape."""
     return {
         "input_tokens": usage.prompt_tokens,
@@ -125,7 +146,7 @@ class ResponseEvent:
         return loaded
 
 
-def _text_part(text: str) -> dict[str, Any]:
+def _text_part(text: str) -> OutputText:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
 

@@ -5,8 +5,8 @@ produces, and translate chat-shaped requests into Responses input.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 from hermes_trio.events import Usage
 from hermes_trio.wire.chat_chunks import (
@@ -16,6 +16,7 @@ from hermes_trio.wire.chat_chunks import (
     ToolCallArgs,
     ToolCallStart,
 )
+from hermes_trio.wire.messages import ChatTool, Message
 from hermes_trio.wire.upstream_fields import (
     ProviderError,
     chunk_error,
@@ -455,7 +456,7 @@ def _input_content(content: object, role: str) -> object:
 
 
 def chat_messages_to_responses_input(
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
 ) -> tuple[str | None, list[dict[str, Any]]]:
     """Chat ``messages`` -> ``(instructions, input)`` for a Responses request.
 
@@ -465,7 +466,9 @@ def chat_messages_to_responses_input(
     instructions: list[str] = []
     items: list[dict[str, Any]] = []
     leading = True
-    for message in messages:
+    for entry in messages:
+        # Read defensively: a conversation may come from an older store.
+        message = cast("Mapping[str, Any]", entry)
         role = _str(message.get("role"))
         if role in ("system", "developer") and leading:
             instructions.append(_flat_text(message.get("content")))
@@ -510,10 +513,12 @@ def chat_messages_to_responses_input(
     return ("\n\n".join(instructions) if instructions else None), items
 
 
-def chat_tools_to_responses_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def chat_tools_to_responses_tools(tools: Sequence[ChatTool]) -> list[Mapping[str, Any]]:
     """Chat tool definitions (nested ``function``) -> Responses ones (flat)."""
-    converted = []
-    for tool in tools:
+    converted: list[Mapping[str, Any]] = []
+    for entry in tools:
+        # Read defensively: a caller may pass flat or built-in tools too.
+        tool = cast("Mapping[str, Any]", entry)
         function = tool.get("function")
         if tool.get("type") != "function" or not isinstance(function, dict):
             # Already flat, or a built-in tool type: pass it through untouched.

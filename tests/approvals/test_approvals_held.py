@@ -12,11 +12,11 @@ from approval_support import REBOOT, Guarded, calls
 from support import agent_on_double, run_turn
 from trio.testing import MockClock
 
-from hermes_trio.agent import HeldCall, HeldCalls
 from hermes_trio.approvals import PENDING, ApprovalChannel
 from hermes_trio.events import ApprovalRequested, ApprovalResolved, ToolCallFinished, TurnFinished
 from hermes_trio.testing import TextReply
 from hermes_trio.tools import ToolRegistry
+from hermes_trio.turn import HeldCall, HeldCalls
 from hermes_trio.wire.chat_chunks import ToolCall
 
 HELD = ApprovalChannel(requester="key", timeout=60.0, defer=True)

@@ -14,10 +14,11 @@ import trio
 import trio.testing
 from support import agent_on_double, make_config, run_turn
 
-from hermes_trio.agent import TokenMeter, open_agent
+from hermes_trio.agent import open_agent
 from hermes_trio.events import StreamEvent, ToolCallChunk, ToolCallFinished, Usage
 from hermes_trio.testing import Stall, TextReply, ToolCallReply, open_scripted_server
 from hermes_trio.tools import ApprovalDecision, ApprovalRequest
+from hermes_trio.turn import TokenMeter
 
 
 async def test_cancel_kills_a_running_terminal_tool(

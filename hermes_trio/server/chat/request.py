@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...wire.messages import ChatAssistantMessage, ChatTool, Message
 from ..forwarded import FORWARDED
 from ..validation import (
     ExtraParams,
@@ -40,12 +41,12 @@ _USED = frozenset({"model", "messages", "stream", "stream_options", "tools"}) | 
 @dataclass
 class ChatRequest:
     model: str | None
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     system: str | None
     stream: bool
     include_usage: bool
     params: dict[str, Any] = field(default_factory=dict)
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[ChatTool] = field(default_factory=list)
 
 
 def parse_chat_request(body: Any, extra: ExtraParams = "pass") -> ChatRequest:
@@ -73,7 +74,7 @@ def parse_chat_request(body: Any, extra: ExtraParams = "pass") -> ChatRequest:
     if not isinstance(messages, list) or not messages:
         raise bad("'messages' must be a non-empty list of message objects", "messages")
     system_parts: list[str] = []
-    conversation: list[dict[str, Any]] = []
+    conversation: list[Message] = []
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(message, dict):
@@ -97,7 +98,7 @@ def parse_chat_request(body: Any, extra: ExtraParams = "pass") -> ChatRequest:
             )
             continue
         if role == "assistant":
-            out: dict[str, Any] = {"role": "assistant", "content": content}
+            out: ChatAssistantMessage = {"role": "assistant", "content": content}
             if content is not None and not isinstance(content, str | list):
                 raise bad(f"'{where}.content' must be a string, a list or null", f"{where}.content")
             if isinstance(content, list):
@@ -165,7 +166,7 @@ def _check_parts(parts: list[Any], where: str, *, text_only: bool = False) -> No
             an_object(part.get(kind), f"{at}.{kind}")
 
 
-def _tools(tools: Any) -> list[dict[str, Any]]:
+def _tools(tools: Any) -> list[ChatTool]:
     if tools is None:
         return []
     if not isinstance(tools, list):

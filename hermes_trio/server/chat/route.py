@@ -12,6 +12,7 @@ the upstream stream and kills tool processes.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -22,8 +23,9 @@ from quart_trio import QuartTrio
 from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_chat_sse
 from ...events import StreamEvent
 from ...store import wall_clock
-from ...turn import Turn, TurnAround, TurnEvents
+from ...turn import Turn, TurnAround, TurnEvents, TurnOptions
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
+from ...wire.messages import Message
 from ..approvals import approval_identity
 from ..bodies import (
     json_response,
@@ -71,7 +73,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     agent = state.agent
     # A streamed request streams from the model; for a plain one the config
     # decides (then the answer is assembled), as on /v1/responses.
-    model, kwargs = turn_options(agent, state.settings, chat, True if chat.stream else None)
+    model, opts = turn_options(agent, state.settings, chat, True if chat.stream else None)
     run = _ChatRun(
         state,
         chat,
@@ -83,12 +85,12 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
     if chat.stream and "approvals" in run.extensions:
         # Asked on the stream, answered with POST /v1/approvals/{id}. A
         # plain request has nowhere to ask: refused as without the opt-in.
-        kwargs["approvals"] = agent.approval_channel("api_server", approval_identity())
+        opts = replace(opts, approvals=agent.approval_channel("api_server", approval_identity()))
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
         async with TurnReservation() as reserved:
             reserved.take_hold(state.slots)
-            run.begin(list(chat.messages), kwargs, reserved)
+            run.begin(list(chat.messages), opts, reserved)
         return await run.respond()
     validate_session_id(session_id)
     key = SessionStore.key(request_owner(), session_id)
@@ -106,7 +108,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
             reserved.on_release(partial(sessions.release, key, holder, history))
             reserved.take_hold(state.slots)
             sessions.add(session, history, chat.messages)
-            kwargs["tool_context"] = session.tool_context
+            opts = replace(opts, tool_context=session.tool_context)
             messages = session.messages
 
             async def around(turn: Turn, run_turn: Callable[[], Awaitable[object]]) -> None:
@@ -115,7 +117,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
                 finally:
                     await sessions.release(key, holder, messages)
 
-            session.running = run.begin(messages, kwargs, reserved, around=around)
+            session.running = run.begin(messages, opts, reserved, around=around)
     return await run.respond()
 
 
@@ -146,8 +148,8 @@ class _ChatRun:
 
     def begin(
         self,
-        messages: list[dict[str, Any]],
-        kwargs: dict[str, Any],
+        messages: list[Message],
+        opts: TurnOptions,
         reserved: TurnReservation,
         *,
         around: TurnAround | None = None,
@@ -184,9 +186,9 @@ class _ChatRun:
             state.agent,
             messages,
             consumer,
+            opts,
             registry=state.turns,
             around=around,
-            **kwargs,
         )
         record = current_record.get()
         if record is not None:

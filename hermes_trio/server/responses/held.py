@@ -19,10 +19,10 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...agent import HeldCall, HeldCalls
 from ...approvals import Decision, Outcome
 from ...store import HeldApproval
 from ...tools.approval import ApprovalAnswer
+from ...turn import HeldCall, HeldCalls
 from ...wire.chat_chunks import ToolCall
 from ..errors import APIError
 from ..validation import bad

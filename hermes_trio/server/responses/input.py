@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...wire.mcp_items import approval_request_item, approval_response_item
+from ...wire.messages import ChatToolCall, Message
 from ...wire.responses_out import new_item_id
 from ..errors import APIError
 from ..validation import bad, role_of
@@ -80,7 +81,7 @@ def _unknown_reference(ref: Any, where: str) -> APIError:
     return bad(f"Item with id '{ref}' not found.", where, code="item_not_found")
 
 
-def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+def parse_input(value: Any) -> tuple[list[Message], list[dict[str, Any]], list[str]]:
     """The input as chat messages, as stored items, and system text."""
     if isinstance(value, str):
         if not value:
@@ -95,7 +96,7 @@ def parse_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
         return [{"role": "user", "content": value}], [item], []
     if not isinstance(value, list) or not value:
         raise bad("'input' must be a string or a non-empty list of input items", "input")
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
     items: list[dict[str, Any]] = []
     system: list[str] = []
     for i, raw in enumerate(value):
@@ -209,12 +210,12 @@ def _output_text(value: Any, where: str) -> str:
 
 
 def _input_function_call(
-    raw: dict[str, Any], where: str, messages: list[dict[str, Any]], items: list[dict[str, Any]]
+    raw: dict[str, Any], where: str, messages: list[Message], items: list[dict[str, Any]]
 ) -> None:
     for key in ("call_id", "name", "arguments"):
         if not isinstance(raw.get(key), str):
             raise bad(f"'{where}.{key}' must be a string", f"{where}.{key}")
-    call = {
+    call: ChatToolCall = {
         "id": raw["call_id"],
         "type": "function",
         "function": {"name": raw["name"], "arguments": raw["arguments"]},
@@ -241,7 +242,7 @@ def _input_function_call(
 def _input_message(
     raw: dict[str, Any],
     where: str,
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     items: list[dict[str, Any]],
     system: list[str],
 ) -> None:
@@ -344,17 +345,17 @@ def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dic
     raise bad(f"'{where}.type' must be one of {allowed} for a {role} message", f"{where}.type")
 
 
-def check_tool_outputs(messages: list[dict[str, Any]]) -> None:
+def check_tool_outputs(messages: list[Message]) -> None:
     """Every tool result must answer a call the conversation made, or the
     model server would refuse the whole conversation."""
     calls = {
         call.get("id")
         for message in messages
-        if message.get("role") == "assistant"
+        if message["role"] == "assistant"
         for call in message.get("tool_calls") or []
     }
     for message in messages:
-        if message.get("role") == "tool" and message.get("tool_call_id") not in calls:
+        if message["role"] == "tool" and message.get("tool_call_id") not in calls:
             raise bad(
                 f"no tool call found for function call output with call_id "
                 f"'{message.get('tool_call_id')}'",

@@ -36,19 +36,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
 
 import trio
 
-from ...agent import Agent, HeldCalls
+from ...agent import Agent
 from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
 from ...events import StreamEvent
 from ...store import HeldApproval, StoredResponse, StoreError, wall_clock
 from ...tools.registry import ToolRegistry
-from ...turn import INTERNAL_ERROR, Turn, TurnResult
+from ...turn import INTERNAL_ERROR, HeldCalls, Turn, TurnResult
+from ...wire.messages import Message
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
 from ..request_log import current_record
@@ -76,7 +76,7 @@ class LiveResponse:
     id: str
     owner: str
     builder: ResponseBuilder
-    conversation: list[dict[str, Any]]
+    conversation: list[Message]
     background: bool
     log: EventLog = field(default_factory=EventLog)
     turn: Turn = field(default_factory=Turn)
@@ -151,7 +151,7 @@ class LiveResponses:
         self,
         req: ResponsesRequest,
         owner: str,
-        conversation: list[dict[str, Any]],
+        conversation: list[Message],
         *,
         inherited: int = 0,
         tool_events: bool = False,
@@ -170,17 +170,20 @@ class LiveResponses:
         conversation has listed already (no ``mcp_list_tools`` again)."""
         state = self.state
         # Streamed upstream whenever someone may watch the events.
-        model, kwargs = turn_options(
+        model, opts = turn_options(
             state.agent, state.settings, req, True if req.stream or req.background else None
         )
         if req.store:
             # A flagged call ends the response with an mcp_approval_request;
             # the answer comes with a later request, on any process.
-            kwargs["approvals"] = ApprovalChannel(
-                timeout=state.agent.config.approval_timeout("api_server"), defer=True
+            opts = replace(
+                opts,
+                approvals=ApprovalChannel(
+                    timeout=state.agent.config.approval_timeout("api_server"), defer=True
+                ),
             )
         if held is not None:
-            kwargs["held"] = held
+            opts = replace(opts, held=held)
         builder = ResponseBuilder(
             response_id or new_response_id(),
             created_at=int(wall_clock()),
@@ -233,9 +236,9 @@ class LiveResponses:
                 agent,
                 live.conversation,
                 partial(self._consume, live, req.store),
+                opts,
                 registry=state.turns,
                 around=around,
-                **kwargs,
             )
             record = current_record.get()
             if record is not None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...wire.messages import ChatTool, ChatToolFunction, Message
 from ..forwarded import FORWARDED
 from ..validation import (
     DOCUMENTED_EXTRAS,
@@ -94,7 +95,7 @@ _USED = set(_UNSUPPORTED) | {
 @dataclass
 class ResponsesRequest:
     model: str | None
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     """Chat messages this request adds to the conversation."""
     input_items: list[dict[str, Any]]
     """The input as Responses items with ids, for ``input_items``."""
@@ -103,7 +104,7 @@ class ResponsesRequest:
     store: bool
     stream: bool
     background: bool
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[ChatTool] = field(default_factory=list)
     mcp: list[McpRequestTool] = field(default_factory=list)
     """The request's ``mcp`` tools: servers its turn may call."""
     params: dict[str, Any] = field(default_factory=dict)
@@ -261,14 +262,14 @@ def _reasoning_settings(reasoning: Any, params: dict[str, Any], echo: dict[str, 
 
 def _tools(
     tools: Any, mcp_allowed_urls: Sequence[str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[McpRequestTool]]:
+) -> tuple[list[ChatTool], list[dict[str, Any]], list[McpRequestTool]]:
     """Client tools in Chat Completions form (for the agent), all tools as
     echoed, and the ``mcp`` tools."""
     if tools is None:
         return [], [], []
     if not isinstance(tools, list):
         raise bad("'tools' must be a list", "tools")
-    chat: list[dict[str, Any]] = []
+    chat: list[ChatTool] = []
     echoed: list[dict[str, Any]] = []
     mcp: list[McpRequestTool] = []
     for i, tool in enumerate(tools):
@@ -301,7 +302,7 @@ def _tools(
             a_string(description, f"{where}.description")
         if strict is not None:
             a_bool(strict, f"{where}.strict")
-        fn: dict[str, Any] = {"name": name}
+        fn: ChatToolFunction = {"name": name}
         if description is not None:
             fn["description"] = description
         fn["parameters"] = parameters or {"type": "object", "properties": {}}

@@ -30,8 +30,9 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ...agent import HeldCalls
 from ...store import HeldApproval, StoredResponse, wall_clock
+from ...turn import HeldCalls
+from ...wire.messages import Message
 from ...wire.responses_out import new_response_id
 from ..bodies import (
     JsonBody,
@@ -166,7 +167,7 @@ class _Responses:
         req: ResponsesRequest,
         owner: str,
         answers: dict[str, dict[str, Any]],
-        conversation: list[dict[str, Any]],
+        conversation: list[Message],
         inherited: int,
         previous: StoredResponse | None,
     ) -> tuple[HeldCalls | None, dict[str, str]]:
@@ -199,11 +200,11 @@ class _Responses:
 
     async def _conversation(
         self, req: ResponsesRequest, owner: str
-    ) -> tuple[list[dict[str, Any]], int, StoredResponse | None]:
+    ) -> tuple[list[Message], int, StoredResponse | None]:
         """What the new response's turn continues from: the previous
         response's conversation, then this request's input; how many
         messages of it are the previous response's; and that response."""
-        conversation: list[dict[str, Any]] = []
+        conversation: list[Message] = []
         previous: StoredResponse | None = None
         if req.previous_response_id is not None:
             previous = await self.store.get(req.previous_response_id, owner)

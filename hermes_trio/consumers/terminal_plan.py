@@ -393,7 +393,7 @@ class TerminalPlan:
             self._flush_reasoning(ops)
             ops.append(
                 Notice(
-                    f"⚠ {event.tool_name} wants to run a dangerous command ({event.reason})",
+                    f"⚠ {event.tool_name} needs your approval ({event.reason})",
                     "warning",
                 )
             )

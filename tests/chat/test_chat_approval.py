@@ -25,7 +25,7 @@ from hermes_trio.consumers.terminal import TerminalSettings, TerminalView
 from hermes_trio.events import StreamEvent
 from hermes_trio.tools import ToolRegistry
 
-QUESTION = "⚠ guarded wants to run a dangerous command (shutting down or rebooting the machine)"
+QUESTION = "⚠ guarded needs your approval (shutting down or rebooting the machine)"
 
 
 @contextmanager

@@ -387,7 +387,7 @@ def test_an_approval_question_is_shown_and_awaited_until_resolved() -> None:
     plan = TerminalPlan(show_tools=False)  # the question shows even without tool lines
     ops = plan.feed([ToolCallChunk("terminal", "reboot", {}, 0), _asked()], 0.0)
     assert ops == [
-        Notice("⚠ terminal wants to run a dangerous command (rebooting)", "warning"),
+        Notice("⚠ terminal needs your approval (rebooting)", "warning"),
         Notice("    reboot", "question"),
     ]
     assert plan.awaiting("mcpr_1") and not plan.awaiting("mcpr_2")
@@ -395,6 +395,26 @@ def test_an_approval_question_is_shown_and_awaited_until_resolved() -> None:
         Notice("✓ allowed once", "approved")
     ]
     assert not plan.awaiting("mcpr_1")
+
+
+def test_an_mcp_tools_question_does_not_call_it_a_dangerous_command() -> None:
+    # MCP tools ask for approval too (require_approval); what they run is a
+    # server's tool, not a command the safety check flagged.
+    asked = ApprovalRequested(
+        "mcpr_2",
+        "time__convert_time",
+        {"time": "12:00"},
+        'convert_time {"time": "12:00"}',
+        "tool 'convert_time' of the MCP server 'time'",
+        300.0,
+        300.0,
+    )
+    ops = TerminalPlan(show_tools=False).feed([asked], 0.0)
+    assert ops[0] == Notice(
+        "⚠ time__convert_time needs your approval (tool 'convert_time' of the MCP server 'time')",
+        "warning",
+    )
+    assert "dangerous" not in ops[0].text
 
 
 @pytest.mark.parametrize(

@@ -154,9 +154,11 @@ class Front:
             return
         kind = scope["type"]
         if kind != "http":
-            await self._serve(scope, receive, send)
+            await self._serve(scope, gate_request(scope), receive, send)
             return
-        headers = gate_request(scope).headers
+        # Parsed once: the gate decides on it too.
+        asked = gate_request(scope)
+        headers = asked.headers
         record = RequestRecord(
             request_id(headers.get("x-request-id")),
             str(scope.get("method", "GET")),
@@ -181,7 +183,7 @@ class Front:
             await send(message)
 
         try:
-            await self._serve(scope, receive, stamped, record)
+            await self._serve(scope, asked, receive, stamped, record)
         except trio.Cancelled:
             record.client_gone = True
             raise
@@ -195,12 +197,13 @@ class Front:
     async def _serve(
         self,
         scope: WWWScope,
+        asked: GateRequest,
         receive: ASGIReceiveCallable,
         send: ASGISendCallable,
         record: RequestRecord | None = None,
     ) -> None:
         kind = scope["type"]
-        decision = decide(gate_request(scope), self._gate_settings())
+        decision = decide(asked, self._gate_settings())
         if isinstance(decision, Refuse):
             if record is not None:
                 record.error_code = decision.code

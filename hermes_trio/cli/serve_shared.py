@@ -19,6 +19,7 @@ from ..agent import Agent
 from ..config import Config, ConfigError, load_config
 from ..redaction import shown_url
 from ..server.keys import KeyRing, keys_of
+from ..server.run import keyless_problem
 from ..store import StoreOpenError
 from .demo import DEMO_BANNER, is_demo
 from .process import EXIT_USAGE, Failure, Shell
@@ -96,7 +97,8 @@ async def reload_keys_on_sighup(
     config: Config, ring: KeyRing, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
     """SIGHUP: the API keys again from the config file and the keys file,
-    no restart; a bad file is one logged line and the keys stay as they were.
+    no restart; a bad file, or no key left on a host beyond loopback, is one
+    logged line and the keys stay as they were.
     Started (``nursery.start``) once the signal is caught."""
     with trio.open_signal_receiver(signal.SIGHUP) as hangups:
         task_status.started()
@@ -106,6 +108,11 @@ async def reload_keys_on_sighup(
                 keys = keys_of(fresh.api_server)
             except ConfigError as exc:
                 log.error("API keys not reloaded, the old ones stay: %s", exc)
+                continue
+            # The host it listens on, as started: no reload may leave it keyless.
+            problem = keyless_problem(config.api_server, keyed=bool(keys))
+            if problem is not None:
+                log.error("API keys not reloaded, the old ones stay: %s", problem)
                 continue
             ring.replace(keys)
             log.info("API keys reloaded: %d key(s)", len(keys))

@@ -24,7 +24,7 @@ from hypercorn.utils import wrap_app
 
 from .. import metrics
 from ..agent import Agent, open_agent
-from ..config import Config, ConfigError
+from ..config import ApiServerConfig, Config, ConfigError
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from ..serving.capacity import per_client_limit
@@ -41,6 +41,7 @@ __all__ = [
     "SHUTDOWN_GRACE",
     "ApiServer",
     "StoreInUse",
+    "keyless_problem",
     "open_api_server",
     "open_shared_store",
     "session_key",
@@ -84,13 +85,19 @@ def startup_problem(config: Config) -> str | None:
         keyed = bool(keys_of(api))
     except ConfigError as exc:
         return str(exc)
-    if not is_loopback(api.host) and not keyed:
-        return (
-            f"api_server.host is {api.host}, which is not a loopback address: set an API key "
-            "(api_server.key or API_SERVER_KEY, or named keys in api_server.keys or "
-            "api_server.keys_file) before listening beyond this machine"
-        )
-    return None
+    return keyless_problem(api, keyed=keyed)
+
+
+def keyless_problem(api: ApiServerConfig, *, keyed: bool) -> str | None:
+    """Why a server on ``api.host`` must not serve with no key (``keyed``
+    false), at its start and at a reload of its keys alike; None if it may."""
+    if keyed or is_loopback(api.host):
+        return None
+    return (
+        f"api_server.host is {api.host}, which is not a loopback address: set an API key "
+        "(api_server.key or API_SERVER_KEY, or named keys in api_server.keys or "
+        "api_server.keys_file) before listening beyond this machine"
+    )
 
 
 def session_key(config: Config) -> bytes:

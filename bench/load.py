@@ -65,26 +65,36 @@ async def hermes_serve(model_url: str) -> AsyncIterator[tuple[str, int]]:
             f"store: {{data_dir: '{tmp}'}}\n"
         )
         await trio.Path(tmp, "config.yaml").write_text(config)
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "hermes_trio.cli", "serve", "--workers", str(WORKERS)],
-            cwd=tmp,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=pin_server,
-        )
-        try:
-            assert process.stdout is not None
-            buffer = b""
-            with trio.fail_after(20):
-                while b"listening on " not in buffer or not buffer.endswith(b"\n"):
-                    buffer += await process.stdout.receive_some(4096)
-            url = buffer.split(b"listening on ")[1].split()[0].decode()
-            yield url, process.pid
-        finally:
-            process.terminate()
-            with trio.move_on_after(10):
-                await process.wait()
-            process.kill()
+        command = [sys.executable, "-m", "hermes_trio.cli", "serve", "--workers", str(WORKERS)]
+        async with serve_process(command, tmp) as found:
+            yield found
+
+
+@asynccontextmanager
+async def serve_process(
+    command: list[str], cwd: str | None = None
+) -> AsyncIterator[tuple[str, int]]:
+    """A server process (pinned: :func:`pin_server`) from its "listening
+    on URL" line to its end; yields (base_url, pid)."""
+    process = await trio.lowlevel.open_process(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=pin_server,
+    )
+    try:
+        assert process.stdout is not None
+        buffer = b""
+        with trio.fail_after(30):
+            while b"listening on " not in buffer or not buffer.endswith(b"\n"):
+                buffer += await process.stdout.receive_some(4096)
+        yield buffer.split(b"listening on ")[1].split()[0].decode(), process.pid
+    finally:
+        process.terminate()
+        with trio.move_on_after(10):
+            await process.wait()
+        process.kill()
 
 
 async def loadgen(url: str, concurrency: int, route: str = "chat", requests: int = 0) -> dict:

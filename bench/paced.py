@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -196,33 +195,8 @@ async def hermes(
         await trio.Path(tmp, "config.yaml").write_text(config)
         prefix = ["-m", "cProfile", "-o", profile] if profile else []
         command = [sys.executable, *prefix, "-m", "hermes_trio.cli", "serve"]
-        async with serve_process([*command, "--workers", str(workers)], tmp) as found:
+        async with load.serve_process([*command, "--workers", str(workers)], tmp) as found:
             yield found
-
-
-@asynccontextmanager
-async def serve_process(
-    command: list[str], cwd: str | None = None
-) -> AsyncIterator[tuple[str, int]]:
-    process = await trio.lowlevel.open_process(
-        command,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=load.pin_server,
-    )
-    try:
-        assert process.stdout is not None
-        buffer = b""
-        with trio.fail_after(30):
-            while b"listening on " not in buffer or not buffer.endswith(b"\n"):
-                buffer += await process.stdout.receive_some(4096)
-        yield buffer.split(b"listening on ")[1].split()[0].decode(), process.pid
-    finally:
-        process.terminate()
-        with trio.move_on_after(10):
-            await process.wait()
-        process.kill()
 
 
 async def measure_target(url: str, pid: int, label: str, streams: int) -> None:
@@ -257,7 +231,7 @@ async def main(args: argparse.Namespace) -> None:
                         "--upstream",
                         model.base_url,
                     ]
-                    async with serve_process(command) as (url, pid):
+                    async with load.serve_process(command) as (url, pid):
                         await measure_target(url, pid, f"floor {target}", args.streams)
 
 

@@ -136,14 +136,18 @@ class Front:
         self.key_required = key_required
         """Whether the server has a key now (its keys may be reloaded);
         None: ``settings.key_required`` says."""
+        self._settings_when = {settings.key_required: settings}
         self.session_key = session_key or secrets.token_bytes(32)
 
     def _gate_settings(self) -> GateSettings:
-        settings = self.settings
-        if self.key_required is not None:
-            required = self.key_required()
-            if required != settings.key_required:
-                settings = replace(settings, key_required=required)
+        if self.key_required is None:
+            return self.settings
+        # One per answer, built once: asked on every request, and named
+        # keys alone (not in ``settings``) would rebuild it each time.
+        required = self.key_required()
+        settings = self._settings_when.get(required)
+        if settings is None:
+            settings = self._settings_when[required] = replace(self.settings, key_required=required)
         return settings
 
     async def __call__(

@@ -151,8 +151,10 @@ class TurnSlots:
             deadline = trio.current_time() + limits.tick
             await trio.sleep_until(deadline)
             now = trio.current_time()
+            before = limits.limit
             limits.loop_tick(now, now - deadline, self.in_use)
-            metrics.ADMISSION_LIMIT.set(limits.limit)
+            if limits.limit != before:  # most ticks change nothing
+                metrics.ADMISSION_LIMIT.set(limits.limit)
 
 
 AUTO_START = 160

@@ -22,6 +22,7 @@ import trio
 from ..agent import Agent
 from ..turn import Consumer, Turn, TurnAround, TurnOptions
 from ..wire.messages import Message
+from .request_log import current_record
 from .turn_slots import TurnHold, TurnSlots
 
 __all__ = ["TurnReservation"]
@@ -75,12 +76,16 @@ class TurnReservation:
         around: TurnAround | None = None,
     ) -> Turn:
         """Start the turn in the hold (:meth:`TurnHold.start`); from then on
-        the turn gives back what was taken, and this block nothing."""
+        the turn gives back what was taken, and this block nothing. The
+        request's log line reports the turn."""
         assert self.hold is not None and not self.handed_off
         turn = self.hold.start(
             nursery, agent, messages, consumer, options, registry=registry, around=around
         )
         self.hand_off()
+        record = current_record.get()
+        if record is not None:
+            record.turn = turn
         return turn
 
     def hand_off(self) -> TurnHold:

@@ -37,7 +37,6 @@ from ..bodies import (
     validate_body,
 )
 from ..errors import APIError, error_status
-from ..request_log import current_record
 from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
 from ..state import ServerState
 from ..turn_reservation import TurnReservation
@@ -190,9 +189,6 @@ class _ChatRun:
             registry=state.turns,
             around=around,
         )
-        record = current_record.get()
-        if record is not None:
-            record.turn = self.turn
         return self.turn
 
     async def respond(self) -> Response:

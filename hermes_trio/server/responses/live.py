@@ -51,7 +51,6 @@ from ...turn import INTERNAL_ERROR, HeldCalls, Turn, TurnResult
 from ...wire.messages import Message
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ..bodies import StreamedBody
-from ..request_log import current_record
 from ..state import ServerState
 from ..turn_reservation import TurnReservation
 from ..turn_slots import turn_options
@@ -240,9 +239,6 @@ class LiveResponses:
                 registry=state.turns,
                 around=around,
             )
-            record = current_record.get()
-            if record is not None:
-                record.turn = live.turn
         return live
 
     def follow(self, live: LiveResponse, *, after: int = -1, owns_turn: bool = False) -> FollowBody:

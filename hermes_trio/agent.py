@@ -59,7 +59,7 @@ from .turn import (
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
 from .wire.interrupted import interrupted_answer
-from .wire.messages import ChatTool, Message
+from .wire.messages import Message
 from .wire.think import ThinkFilter
 
 __all__ = ["Agent", "open_agent"]
@@ -247,12 +247,8 @@ class Agent:
                     self,
                     messages,
                     out,
+                    o,
                     marks=marks,
-                    stream=o.stream,
-                    client_tools=o.client_tools,
-                    params=o.params or {},
-                    model=o.model,
-                    system=o.system,
                     ctx=ctx,
                     meter=o.meter or TokenMeter(),
                 )
@@ -439,12 +435,8 @@ class _TurnLoop:
         agent: Agent,
         messages: list[Message],
         send: trio.MemorySendChannel[StreamEvent],
+        options: TurnOptions,
         *,
-        stream: bool,
-        client_tools: Sequence[ChatTool],
-        params: dict[str, Any],
-        model: str | None,
-        system: str | None,
         ctx: ToolContext,
         marks: _Marks,
         meter: TokenMeter,
@@ -452,18 +444,18 @@ class _TurnLoop:
         self.agent = agent
         self.messages = messages
         self.send = send
-        self.stream = stream
-        self.params = params
-        self.model = model
+        self.options = options
+        self.params = options.params or {}
         self.ctx = ctx
         self.marks = marks
         self.meter = meter
         cfg = agent.config.agent
         self.cfg = cfg
-        prompt = cfg.system_prompt
+        prompt, system = cfg.system_prompt, options.system
         if system:
             prompt = f"{prompt}\n\n{system}" if prompt else system
         self.prompt = prompt
+        client_tools = options.client_tools
         client_names = frozenset(str(t.get("function", {}).get("name")) for t in client_tools)
         self.client_names = client_names
         schemas = [s for s in agent.tools.schemas() if s["function"]["name"] not in client_names]
@@ -545,9 +537,9 @@ class _TurnLoop:
         try:
             response = await agent.client.complete(
                 ModelRequest(head + messages, self.schemas, self.params),
-                stream=self.stream,
+                stream=self.options.stream,
                 on_delta=self.on_delta,
-                model=self.model,
+                model=self.options.model,
             )
         except ModelError as exc:
             await agent._flush(step, send)

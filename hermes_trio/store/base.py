@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -31,6 +32,10 @@ __all__ = [
     "owner_scope",
     "wall_clock",
 ]
+
+# Every store module logs here: the name from before the store left the
+# server, so existing log filters still match.
+log = logging.getLogger("hermes_trio.server.store")
 
 _std_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 

@@ -28,7 +28,6 @@ search_path=…`` in the URL picks a schema). Its version is the one row of
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -39,15 +38,13 @@ from psycopg import errors as pg_errors
 
 from ..redaction import shown_url
 from . import statements as sql
-from .base import StoreError, StoreOpenError, wall_clock
+from .base import StoreError, StoreOpenError, log, wall_clock
 from .reachability import Reachability
 from .runners import Runner, this_runner
 from .schema import POSTGRES_MIGRATIONS, SCHEMA_VERSION, migrate_from
 from .shared import SQLStore
 
 __all__ = ["PostgresStore"]
-
-log = logging.getLogger("hermes_trio.server.store")
 
 T = TypeVar("T")
 

@@ -8,7 +8,6 @@ a conversation can be large, and the event loop must not wait for it.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -16,13 +15,11 @@ from typing import Any, TypeVar
 from ..wire.messages import Message
 from ..wire.responses_out import ResponseEvent
 from . import statements as sql
-from .base import Claim, HeldApproval, Signal, StoredResponse
+from .base import Claim, HeldApproval, Signal, StoredResponse, log
 from .grouped import GroupedWrites
 from .runners import Runner
 
 __all__ = ["PRUNE_EVERY", "SQLStore"]
-
-log = logging.getLogger("hermes_trio.server.store")
 
 T = TypeVar("T")
 

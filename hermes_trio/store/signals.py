@@ -12,17 +12,14 @@ before this process acts on it. Polling rather than PostgreSQL's
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 import trio
 
-from .base import Signal, Store, StoreError
+from .base import Signal, Store, StoreError, log
 from .runners import HEARTBEAT_EVERY
 
 __all__ = ["IDLE_POLL", "SIGNAL_POLL", "SignalHandlers", "keep_store"]
-
-log = logging.getLogger("hermes_trio.server.store")
 
 SIGNAL_POLL = 0.02
 IDLE_POLL = 1.0

@@ -20,7 +20,6 @@ failure of an outage is logged once with SQLite's own words.
 from __future__ import annotations
 
 import contextlib
-import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -29,15 +28,13 @@ from typing import Any, TypeVar
 import trio
 
 from . import statements as sql
-from .base import StoreError, wall_clock
+from .base import StoreError, log, wall_clock
 from .private import private_dir, private_file
 from .runners import Runner, this_runner
 from .schema import SCHEMA_VERSION, SQLITE_MIGRATIONS, migrate_from
 from .shared import SQLStore
 
 __all__ = ["DB_FILENAME", "NewerSchema", "SQLiteStore", "store_failure"]
-
-log = logging.getLogger("hermes_trio.server.store")
 
 T = TypeVar("T")
 

@@ -4,6 +4,7 @@ its cancel, its background form, and its one crash policy."""
 from __future__ import annotations
 
 import logging
+from dataclasses import fields
 from typing import Any
 
 import pytest
@@ -17,7 +18,15 @@ from hermes_trio import turn as turn_module
 from hermes_trio.agent import open_agent
 from hermes_trio.events import MessageChunk, StreamEvent, TurnFinished
 from hermes_trio.testing import ModelDouble, TextReply, ToolCallReply
-from hermes_trio.turn import INTERNAL_ERROR, Turn, open_turn, run_turn, start_turn
+from hermes_trio.turn import (
+    INTERNAL_ERROR,
+    Turn,
+    TurnOptionFields,
+    TurnOptions,
+    open_turn,
+    run_turn,
+    start_turn,
+)
 
 CRASH = "internal error: the turn failed (RuntimeError); the log has the details"
 TOKENS = [f" w{n}" for n in range(10)]
@@ -310,3 +319,11 @@ async def test_the_module_example_runs(
         "Hello! (stop)\n 1 2 3 4 5 6 7 (interrupted: took too long)\n4\n"
     )
     assert trio.current_time() == 10.0
+
+
+def test_option_fields_name_every_turn_option_in_order() -> None:
+    """``TurnOptionFields`` repeats ``TurnOptions``' fields by hand (a
+    TypedDict cannot be derived from a dataclass for the type checker):
+    this keeps the two lists from drifting apart."""
+    assert list(TurnOptionFields.__annotations__) == [f.name for f in fields(TurnOptions)]
+    assert TurnOptionFields.__optional_keys__ == frozenset(TurnOptionFields.__annotations__)

@@ -136,6 +136,11 @@ class Decision:
     def approved(self) -> bool:
         return self.outcome.approved
 
+    @classmethod
+    def answered(cls, approve: bool, by: str, reason: str = "", always: bool = False) -> Decision:
+        """A person's yes or no; ``always`` counts only with a yes."""
+        return cls(Outcome.APPROVED if approve else Outcome.DENIED, by, reason, always and approve)
+
 
 RefusedCode = Literal["unknown", "ended", "not_allowed"]
 
@@ -257,18 +262,14 @@ class ApprovalBook:
             )
         if now is not None and now >= question.deadline:
             return _ended(self.expire(approval_id))
-        outcome = Outcome.APPROVED if approve else Outcome.DENIED
-        return self._decide(approval_id, Decision(outcome, by, reason, always and approve))
+        return self._decide(approval_id, Decision.answered(approve, by, reason, always))
 
     def resolve(self, approval_id: str, decision: Decision) -> Decision:
         """Decide without the checks (the turn's own answerer: a callback,
         the deadline, a cancel). An approval decided already keeps its first
         decision, which is returned."""
         if approval_id not in self._open:
-            known = self.decision(approval_id)
-            if known is None:
-                raise KeyError(approval_id)
-            return known
+            return self._remembered(approval_id)
         return self._decide(approval_id, decision)
 
     def expire(self, approval_id: str) -> Decision:
@@ -281,10 +282,7 @@ class ApprovalBook:
         """Forget the question (the turn has moved on). Closing one that is
         still pending cancels it first; how it ended is remembered."""
         if approval_id not in self._open:
-            known = self.decision(approval_id)
-            if known is None:
-                raise KeyError(approval_id)
-            return known
+            return self._remembered(approval_id)
         decision = self._decided.get(approval_id) or self.cancel(approval_id)
         del self._open[approval_id]
         del self._decided[approval_id]
@@ -295,8 +293,15 @@ class ApprovalBook:
         return decision
 
     def _decide(self, approval_id: str, decision: Decision) -> Decision:
-        first = self._decided.setdefault(approval_id, decision)
-        return first
+        return self._decided.setdefault(approval_id, decision)
+
+    def _remembered(self, approval_id: str) -> Decision:
+        """How a question no longer open ended; KeyError when never asked
+        here (or forgotten)."""
+        known = self._ended.get(approval_id)
+        if known is None:
+            raise KeyError(approval_id)
+        return known
 
 
 def _ended(decision: Decision) -> Refused:

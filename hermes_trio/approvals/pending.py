@@ -33,7 +33,6 @@ from .book import (
     ApprovalBook,
     ApprovalQuestion,
     Decision,
-    Outcome,
     Refused,
 )
 
@@ -77,9 +76,8 @@ class ApprovalHandle:
     def resolve(
         self, approve: bool, *, by: str, reason: str = "", always: bool = False
     ) -> Decision:
-        outcome = Outcome.APPROVED if approve else Outcome.DENIED
         decision = self._pending.book.resolve(
-            self._id, Decision(outcome, by, reason, always and approve)
+            self._id, Decision.answered(approve, by, reason, always)
         )
         self._pending._wake(self._id)
         return decision

@@ -93,13 +93,6 @@ class PendingApprovals:
         self.book = book if book is not None else ApprovalBook()
         self._wakers: dict[str, trio.Event] = {}
 
-    def pending(self) -> list[ApprovalQuestion]:
-        """The questions waiting for an answer now."""
-        return self.book.pending()
-
-    def get(self, approval_id: str) -> ApprovalQuestion | None:
-        return self.book.get(approval_id)
-
     def answer(
         self,
         approval_id: str,

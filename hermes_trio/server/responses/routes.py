@@ -175,12 +175,11 @@ class _Responses:
         answers (400 for an answer that cannot count), and the approved
         ones' approval ids by call id."""
         waiting = held_ids(previous.response) if previous is not None else []
-        records: list[HeldApproval] = []
+        found: dict[str, HeldApproval] = {}
         for approval_id in waiting:
             record = await self.store.held_approval(approval_id)
             if record is not None:
-                records.append(record)
-        found = {record.id: record for record in records}
+                found[approval_id] = record
         for approval_id in answers:
             check_answer(
                 approval_id,
@@ -190,7 +189,9 @@ class _Responses:
                 asked_by=req.previous_response_id,
                 waiting=waiting,
             )
-        held = settle(inherited, records, answers, open_calls(conversation[:inherited]))
+        held = settle(
+            inherited, list(found.values()), answers, open_calls(conversation[:inherited])
+        )
         approved = {
             found[approval_id].call_id: approval_id
             for approval_id, answer in answers.items()

@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 __all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT",
     "ApprovalBook",
     "ApprovalChannel",
     "ApprovalQuestion",
@@ -39,6 +40,10 @@ __all__ = [
 
 ID_PREFIX = "mcpr_"
 """Approval ids look like the Responses API's ``mcp_approval_request`` ids."""
+
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+"""Seconds a tool call waits for an approval by default (``approvals.timeout``);
+here, below both the config and the tools, so each reads the one value."""
 
 DEFAULT_MEMORY = 1024
 """How many ended approvals a book remembers, for late answers."""

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from ..events import ApprovalRequested
+
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
     "ApprovalBook",
@@ -117,6 +119,21 @@ class ApprovalQuestion:
     arguments: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     requester: str | None = None
     approvers: frozenset[str] = frozenset()
+
+    def requested(self, timeout: float, index: int = -1, call_id: str = "") -> ApprovalRequested:
+        """The event that publishes this question (``index``/``call_id``:
+        those of the tool call that asks)."""
+        return ApprovalRequested(
+            id=self.id,
+            tool_name=self.tool_name,
+            arguments=dict(self.arguments),
+            command=self.command,
+            reason=self.reason,
+            deadline=self.deadline,
+            timeout=timeout,
+            index=index,
+            call_id=call_id,
+        )
 
     def may_answer(self, by: str) -> bool:
         """Whether ``by`` may answer: the requester or an approver; anyone

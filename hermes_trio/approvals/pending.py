@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from ..events import ApprovalRequested, ApprovalResolved, StreamEvent
+from ..events import ApprovalResolved, StreamEvent
 from .book import (
     ApprovalBook,
     ApprovalQuestion,
@@ -151,7 +151,7 @@ class PendingApprovals:
         try:
             try:
                 if publish is not None:
-                    await publish(_requested(question, seconds, index, call_id))
+                    await publish(question.requested(seconds, index, call_id))
                 with trio.move_on_at(question.deadline):
                     async with trio.open_nursery() as nursery:
                         if answerer is not None:
@@ -210,22 +210,6 @@ async def _publish_shielded(publish: Publish, event: StreamEvent) -> None:
         contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
     ):
         await publish(event)
-
-
-def _requested(
-    question: ApprovalQuestion, timeout: float, index: int, call_id: str
-) -> ApprovalRequested:
-    return ApprovalRequested(
-        id=question.id,
-        tool_name=question.tool_name,
-        arguments=dict(question.arguments),
-        command=question.command,
-        reason=question.reason,
-        deadline=question.deadline,
-        timeout=timeout,
-        index=index,
-        call_id=call_id,
-    )
 
 
 def _resolved(approval_id: str, decision: Decision, index: int, call_id: str) -> ApprovalResolved:

@@ -352,16 +352,13 @@ class Agent:
         the conversation at ``held.position``; returns how many ran."""
         run = [h.call for h in held.calls if h.refusal is None]
         ran: list[Message] = []
-        results: dict[str, Message] = {}
         try:
             if run:
                 await self._run_tools(run, ran, send, ctx, approved=True)
         finally:
             # Every call gets a result, even when the turn is interrupted
             # while they run, or the conversation could not go on.
-            for m in ran:
-                if m["role"] == "tool":
-                    results[m["tool_call_id"]] = m
+            results = {m["tool_call_id"]: m for m in ran if m["role"] == "tool"}
             messages[held.position : held.position] = [
                 results.get(h.call.id)
                 or {
@@ -582,16 +579,13 @@ class _TurnLoop:
                 mine, messages, send, self.ctx, first_index=self.tools_run
             )
             self.tools_run += len(mine)
-        if waiting:
-            # Held for a person's answer in a later request: the
-            # turn ends here, those calls not run.
+        if waiting or theirs:
+            # Held for a person's answer in a later request (``waiting``:
+            # the turn ends here, those calls not run) or left to the client.
             self.recorded = True
             calls = tuple(c.to_message() for c in theirs)
-            return await _end(send, said, usage, "approval", tool_calls=calls, answer=answer)
-        if theirs:
-            calls = tuple(c.to_message() for c in theirs)
-            self.recorded = True
-            return await _end(send, said, usage, "tool_calls", tool_calls=calls, answer=answer)
+            why = "approval" if waiting else "tool_calls"
+            return await _end(send, said, usage, why, tool_calls=calls, answer=answer)
         return None
 
     async def finish(self) -> TurnResult:

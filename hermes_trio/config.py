@@ -23,6 +23,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from .approvals.book import DEFAULT_APPROVAL_TIMEOUT
 from .redaction import register_secret, register_url
 from .wire.think import DEFAULT_THINK_TAGS
 
@@ -184,9 +185,6 @@ class AgentConfig:
     channel_size: int = 64
     approval_timeout: float | None = None
     """The old name of ``approvals.timeout``, used when that is not set."""
-
-
-DEFAULT_APPROVAL_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .book import (
+        DEFAULT_APPROVAL_TIMEOUT,
         ApprovalBook,
         ApprovalChannel,
         ApprovalQuestion,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLEANUP_GRACE",
+    "DEFAULT_APPROVAL_TIMEOUT",
     "PENDING",
     "ApprovalBook",
     "ApprovalChannel",

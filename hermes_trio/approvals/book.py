@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from ..events import ApprovalRequested
+
 __all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT",
     "ApprovalBook",
     "ApprovalChannel",
     "ApprovalQuestion",
@@ -39,6 +42,10 @@ __all__ = [
 
 ID_PREFIX = "mcpr_"
 """Approval ids look like the Responses API's ``mcp_approval_request`` ids."""
+
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+"""Seconds a tool call waits for an approval by default (``approvals.timeout``);
+here, below both the config and the tools, so each reads the one value."""
 
 DEFAULT_MEMORY = 1024
 """How many ended approvals a book remembers, for late answers."""
@@ -113,6 +120,21 @@ class ApprovalQuestion:
     requester: str | None = None
     approvers: frozenset[str] = frozenset()
 
+    def requested(self, timeout: float, index: int = -1, call_id: str = "") -> ApprovalRequested:
+        """The event that publishes this question (``index``/``call_id``:
+        those of the tool call that asks)."""
+        return ApprovalRequested(
+            id=self.id,
+            tool_name=self.tool_name,
+            arguments=dict(self.arguments),
+            command=self.command,
+            reason=self.reason,
+            deadline=self.deadline,
+            timeout=timeout,
+            index=index,
+            call_id=call_id,
+        )
+
     def may_answer(self, by: str) -> bool:
         """Whether ``by`` may answer: the requester or an approver; anyone
         when the question names neither."""
@@ -135,6 +157,11 @@ class Decision:
     @property
     def approved(self) -> bool:
         return self.outcome.approved
+
+    @classmethod
+    def answered(cls, approve: bool, by: str, reason: str = "", always: bool = False) -> Decision:
+        """A person's yes or no; ``always`` counts only with a yes."""
+        return cls(Outcome.APPROVED if approve else Outcome.DENIED, by, reason, always and approve)
 
 
 RefusedCode = Literal["unknown", "ended", "not_allowed"]
@@ -257,18 +284,14 @@ class ApprovalBook:
             )
         if now is not None and now >= question.deadline:
             return _ended(self.expire(approval_id))
-        outcome = Outcome.APPROVED if approve else Outcome.DENIED
-        return self._decide(approval_id, Decision(outcome, by, reason, always and approve))
+        return self._decide(approval_id, Decision.answered(approve, by, reason, always))
 
     def resolve(self, approval_id: str, decision: Decision) -> Decision:
         """Decide without the checks (the turn's own answerer: a callback,
         the deadline, a cancel). An approval decided already keeps its first
         decision, which is returned."""
         if approval_id not in self._open:
-            known = self.decision(approval_id)
-            if known is None:
-                raise KeyError(approval_id)
-            return known
+            return self._remembered(approval_id)
         return self._decide(approval_id, decision)
 
     def expire(self, approval_id: str) -> Decision:
@@ -281,10 +304,7 @@ class ApprovalBook:
         """Forget the question (the turn has moved on). Closing one that is
         still pending cancels it first; how it ended is remembered."""
         if approval_id not in self._open:
-            known = self.decision(approval_id)
-            if known is None:
-                raise KeyError(approval_id)
-            return known
+            return self._remembered(approval_id)
         decision = self._decided.get(approval_id) or self.cancel(approval_id)
         del self._open[approval_id]
         del self._decided[approval_id]
@@ -295,8 +315,15 @@ class ApprovalBook:
         return decision
 
     def _decide(self, approval_id: str, decision: Decision) -> Decision:
-        first = self._decided.setdefault(approval_id, decision)
-        return first
+        return self._decided.setdefault(approval_id, decision)
+
+    def _remembered(self, approval_id: str) -> Decision:
+        """How a question no longer open ended; KeyError when never asked
+        here (or forgotten)."""
+        known = self._ended.get(approval_id)
+        if known is None:
+            raise KeyError(approval_id)
+        return known
 
 
 def _ended(decision: Decision) -> Refused:

@@ -28,12 +28,11 @@ from typing import Any
 
 import trio
 
-from ..events import ApprovalRequested, ApprovalResolved, StreamEvent
+from ..events import ApprovalResolved, StreamEvent
 from .book import (
     ApprovalBook,
     ApprovalQuestion,
     Decision,
-    Outcome,
     Refused,
 )
 
@@ -77,9 +76,8 @@ class ApprovalHandle:
     def resolve(
         self, approve: bool, *, by: str, reason: str = "", always: bool = False
     ) -> Decision:
-        outcome = Outcome.APPROVED if approve else Outcome.DENIED
         decision = self._pending.book.resolve(
-            self._id, Decision(outcome, by, reason, always and approve)
+            self._id, Decision.answered(approve, by, reason, always)
         )
         self._pending._wake(self._id)
         return decision
@@ -94,13 +92,6 @@ class PendingApprovals:
     def __init__(self, book: ApprovalBook | None = None) -> None:
         self.book = book if book is not None else ApprovalBook()
         self._wakers: dict[str, trio.Event] = {}
-
-    def pending(self) -> list[ApprovalQuestion]:
-        """The questions waiting for an answer now."""
-        return self.book.pending()
-
-    def get(self, approval_id: str) -> ApprovalQuestion | None:
-        return self.book.get(approval_id)
 
     def answer(
         self,
@@ -160,7 +151,7 @@ class PendingApprovals:
         try:
             try:
                 if publish is not None:
-                    await publish(_requested(question, seconds, index, call_id))
+                    await publish(question.requested(seconds, index, call_id))
                 with trio.move_on_at(question.deadline):
                     async with trio.open_nursery() as nursery:
                         if answerer is not None:
@@ -219,22 +210,6 @@ async def _publish_shielded(publish: Publish, event: StreamEvent) -> None:
         contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
     ):
         await publish(event)
-
-
-def _requested(
-    question: ApprovalQuestion, timeout: float, index: int, call_id: str
-) -> ApprovalRequested:
-    return ApprovalRequested(
-        id=question.id,
-        tool_name=question.tool_name,
-        arguments=dict(question.arguments),
-        command=question.command,
-        reason=question.reason,
-        deadline=question.deadline,
-        timeout=timeout,
-        index=index,
-        call_id=call_id,
-    )
 
 
 def _resolved(approval_id: str, decision: Decision, index: int, call_id: str) -> ApprovalResolved:

@@ -264,9 +264,7 @@ class _Writer:
                         if isinstance(event, ApprovalRequested)
                         else 0.0
                     )
-                    shown = approval_event(event, expires_at)
-                    assert shown is not None
-                    name, fields = shown
+                    name, fields = approval_event(event, expires_at)
                     parts.append(frames.extension(name, {"type": name, **fields}))
             elif isinstance(event, TurnFinished):
                 self.ended = True

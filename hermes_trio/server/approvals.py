@@ -33,7 +33,7 @@ from ..store import Signal, Store, StoreError
 from .bodies import json_response, read_json_body
 from .errors import APIError
 from .keys import current_key
-from .validation import bad, request_object
+from .validation import bad, optional_str, request_object
 
 __all__ = [
     "ANONYMOUS",
@@ -84,12 +84,7 @@ def parse_answer(body: Any) -> Answer:
     approve = body.get("approve")
     if not isinstance(approve, bool):
         raise bad("'approve' is required and must be true or false", "approve")
-    reason = body.get("reason")
-    if reason is None:
-        reason = ""
-    if not isinstance(reason, str):
-        raise bad("'reason' must be a string", "reason")
-    return Answer(approve, reason)
+    return Answer(approve, optional_str(body, "reason") or "")
 
 
 def answer_body(approval_id: str, decision: Decision) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from hermes_trio.command_check.policy import find_danger, find_dangers
 from hermes_trio.command_check.rules import DANGEROUS_PATTERNS, DangerPattern
 from hermes_trio.tools.approval import ApprovalAnswer, check_approval, request_approval
 from hermes_trio.tools.base import (
-    DEFAULT_APPROVAL_TIMEOUT,
     ApprovalCallback,
     ApprovalDecision,
     ApprovalRequest,
@@ -20,7 +19,6 @@ from hermes_trio.tools.terminal import TerminalTool
 __all__ = [
     "BUILTIN_TOOLS",
     "DANGEROUS_PATTERNS",
-    "DEFAULT_APPROVAL_TIMEOUT",
     "ApprovalAnswer",
     "ApprovalCallback",
     "ApprovalDecision",

@@ -14,10 +14,16 @@ from functools import partial
 
 import trio
 
-from hermes_trio.approvals import PENDING, ApprovalHandle, Decision, Outcome, new_approval_id
+from hermes_trio.approvals import (
+    PENDING,
+    ApprovalHandle,
+    ApprovalQuestion,
+    Decision,
+    Outcome,
+    new_approval_id,
+)
 from hermes_trio.command_check.policy import find_dangers, work_budget
 from hermes_trio.command_check.rules import DangerPattern
-from hermes_trio.events import ApprovalRequested
 from hermes_trio.tools.base import (
     ApprovalCallback,
     ApprovalDecision,
@@ -185,22 +191,13 @@ async def _hold(
     """Publish the question and leave it to a later request: nothing waits
     here, and the call is marked held so the agent ends the turn without
     counting it as run."""
-    approval_id = new_approval_id()
-    assert call.publish is not None
-    await call.publish(
-        ApprovalRequested(
-            id=approval_id,
-            tool_name=tool_name,
-            arguments=dict(call.arguments),
-            command=command,
-            reason=reason,
-            deadline=trio.current_time() + seconds,
-            timeout=seconds,
-            index=call.index,
-            call_id=call.call_id,
-        )
+    deadline = trio.current_time() + seconds
+    question = ApprovalQuestion(
+        new_approval_id(), tool_name, command, reason, deadline, call.arguments
     )
-    call.held.append(approval_id)
+    assert call.publish is not None
+    await call.publish(question.requested(seconds, call.index, call.call_id))
+    call.held.append(question.id)
     return ApprovalAnswer(Decision(Outcome.DENIED, reason="held for a later answer"), seconds)
 
 

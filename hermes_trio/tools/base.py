@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-from hermes_trio.approvals import ApprovalChannel, Publish
+from hermes_trio.approvals import DEFAULT_APPROVAL_TIMEOUT, ApprovalChannel, Publish
 
 __all__ = [
-    "DEFAULT_APPROVAL_TIMEOUT",
     "ApprovalCallback",
     "ApprovalDecision",
     "ApprovalRequest",
@@ -37,10 +36,6 @@ class ApprovalDecision(enum.Enum):
     # Approve this danger pattern for the rest of the session, not just this command.
     ALWAYS = "always"
     DENY = "deny"
-
-
-DEFAULT_APPROVAL_TIMEOUT = 300.0
-"""Seconds a tool call waits for an approval by default (``approvals.timeout``)."""
 
 
 @dataclass(frozen=True)

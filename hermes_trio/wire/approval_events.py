@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import ApprovalRequested, ApprovalResolved, StreamEvent
+from ..events import ApprovalRequested, ApprovalResolved
 
 __all__ = ["approval_event"]
 
 
-def approval_event(event: StreamEvent, expires_at: float) -> tuple[str, dict[str, Any]] | None:
-    """``(type, fields)`` of the approval event ``event`` becomes, or None
-    when it is not one. ``expires_at`` is the question's deadline in Unix
-    seconds (the event's own ``deadline`` is on the turn's trio clock,
-    which means nothing to a client)."""
+def approval_event(
+    event: ApprovalRequested | ApprovalResolved, expires_at: float
+) -> tuple[str, dict[str, Any]]:
+    """``(type, fields)`` of the approval event ``event`` becomes.
+    ``expires_at`` is the question's deadline in Unix seconds (the event's
+    own ``deadline`` is on the turn's trio clock, which means nothing to a
+    client); unused for ``ApprovalResolved``."""
     if isinstance(event, ApprovalRequested):
         return "hermes.approval.request", {
             "id": event.id,
@@ -28,13 +30,11 @@ def approval_event(event: StreamEvent, expires_at: float) -> tuple[str, dict[str
             "index": event.index,
             "call_id": event.call_id,
         }
-    if isinstance(event, ApprovalResolved):
-        return "hermes.approval.resolved", {
-            "id": event.id,
-            "outcome": event.outcome,
-            "by": event.by,
-            "reason": event.reason,
-            "index": event.index,
-            "call_id": event.call_id,
-        }
-    return None
+    return "hermes.approval.resolved", {
+        "id": event.id,
+        "outcome": event.outcome,
+        "by": event.by,
+        "reason": event.reason,
+        "index": event.index,
+        "call_id": event.call_id,
+    }

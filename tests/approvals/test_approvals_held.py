@@ -37,7 +37,7 @@ async def test_a_held_call_ends_the_turn_and_a_later_turn_settles_it(
         assert not [e for e in events if isinstance(e, ApprovalResolved | ToolCallFinished)]
         assert isinstance(events[-1], TurnFinished)
         assert events[-1].finish_reason == "approval"
-        assert tool.ran == [] and PENDING.pending() == []
+        assert tool.ran == [] and PENDING.book.pending() == []
         # The call is in the conversation, with no result yet.
         assert messages[-1]["role"] == "assistant" and messages[-1]["tool_calls"]
         assert len(double.model_requests) == 1

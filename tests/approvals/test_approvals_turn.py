@@ -74,7 +74,7 @@ def of(kind: type, events: list[Any]) -> list[Any]:
 @pytest.fixture(autouse=True)
 def nothing_pending_after() -> Any:
     yield
-    assert PENDING.pending() == [] and len(PENDING.book) == 0
+    assert PENDING.book.pending() == [] and len(PENDING.book) == 0
 
 
 async def test_no_answer_in_time_expires_at_exactly_the_timeout(autojump_clock: MockClock) -> None:
@@ -168,7 +168,7 @@ async def test_an_interrupt_ends_the_wait_at_once_and_the_prompt_hears_cancelled
             )
             await asked.wait()
             await trio.sleep(42)
-            (question,) = PENDING.pending()
+            (question,) = PENDING.book.pending()
             cancelled_at = trio.current_time()
             turn.cancel("a new message")  # gateway.on_new_message: interrupt
             await turn.done.wait()
@@ -407,7 +407,7 @@ async def test_any_tool_can_ask_through_the_same_path(autojump_clock: MockClock)
 
     async def deny_later() -> None:
         await trio.sleep(1)
-        (question,) = PENDING.pending()
+        (question,) = PENDING.book.pending()
         assert (question.tool_name, question.command) == ("github.delete_repo", "delete hermes")
         answer_approval(question.id, False, by="ann", reason="keep it")
 
@@ -442,7 +442,7 @@ async def test_every_question_gets_its_ending_even_when_the_channel_was_full(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(asker)
         await trio.testing.wait_all_tasks_blocked()
-        (question,) = pending.pending()
+        (question,) = pending.book.pending()
         assert isinstance(pending.answer(question.id, True, by="a"), Decision)
         await trio.testing.wait_all_tasks_blocked()
         scope.cancel()

@@ -83,7 +83,7 @@ async def test_an_answer_typed_at_the_terminal_runs_the_command() -> None:
     assert shown.index(QUESTION) < shown.index("✓ allowed once")
     assert tool.ran == [REBOOT]
     assert out.getvalue().strip() == "done"
-    assert PENDING.pending() == []
+    assert PENDING.book.pending() == []
 
 
 async def test_no_answer_at_the_terminal_expires_on_time(
@@ -118,12 +118,12 @@ async def test_an_interrupt_at_the_question_says_the_approval_was_cancelled() ->
                     partial(turns.run_turn, agent, "go", show, turn=turn, tool_context=chat.ctx)
                 )
                 await asked(err)
-                assert len(PENDING.pending()) == 1
+                assert len(PENDING.book.pending()) == 1
                 turn.cancel("interrupted")  # Ctrl-C
     shown = err.getvalue()
     assert shown.index("Allow?") < shown.index("⏹ approval cancelled: the turn was interrupted")
     assert shown.index("⏹ approval cancelled") < shown.index("⏹ interrupted")
-    assert PENDING.pending() == [] and tool.ran == []
+    assert PENDING.book.pending() == [] and tool.ran == []
     assert len(double.model_requests) == 1
 
 

@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
+from hermes_trio.approvals import DEFAULT_APPROVAL_TIMEOUT
 from hermes_trio.cli.chat import chat_streams, parse_approval
 from hermes_trio.config import Config, ConfigError, StreamingConfig, load_config
-from hermes_trio.tools import DEFAULT_APPROVAL_TIMEOUT, ApprovalDecision
+from hermes_trio.tools import ApprovalDecision
 
 
 def with_streaming(**fields: bool | None) -> Config:

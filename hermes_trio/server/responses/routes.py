@@ -92,17 +92,20 @@ class _Responses:
             value = await self._resolve_references(value, owner)
         req = await validate_body(parse, value, body.size)
         answers = _answers(req)
+        checked: dict[str, HeldApproval] = {}
         for approval_id in answers:
             # Before the conversation: another key's answer names the
             # approval, not the response it cannot see.
-            check_answer(
+            checked[approval_id] = check_answer(
                 approval_id,
                 await self.store.held_approval(approval_id),
                 owner=owner,
                 now=wall_clock(),
             )
         conversation, inherited, previous = await self._conversation(req, owner)
-        held, approved = await self._held(req, owner, answers, conversation, inherited, previous)
+        held, approved = await self._held(
+            req, owner, answers, checked, conversation, inherited, previous
+        )
         response_id = new_response_id()
         for approval_id in answers:
             if not await self.store.take_approval(approval_id, response_id):
@@ -167,30 +170,33 @@ class _Responses:
         req: ResponsesRequest,
         owner: str,
         answers: dict[str, dict[str, Any]],
+        checked: dict[str, HeldApproval],
         conversation: list[Message],
         inherited: int,
         previous: StoredResponse | None,
     ) -> tuple[HeldCalls | None, dict[str, str]]:
         """The previous response's held calls, settled by this request's
         answers (400 for an answer that cannot count), and the approved
-        ones' approval ids by call id."""
+        ones' approval ids by call id. ``checked``: the answered approvals,
+        as read (and checked) already."""
         waiting = held_ids(previous.response) if previous is not None else []
-        records: list[HeldApproval] = []
+        found: dict[str, HeldApproval] = {}
         for approval_id in waiting:
-            record = await self.store.held_approval(approval_id)
+            record = checked.get(approval_id) or await self.store.held_approval(approval_id)
             if record is not None:
-                records.append(record)
-        found = {record.id: record for record in records}
+                found[approval_id] = record
         for approval_id in answers:
             check_answer(
                 approval_id,
-                found.get(approval_id) or await self.store.held_approval(approval_id),
+                checked[approval_id],
                 owner=owner,
                 now=wall_clock(),
                 asked_by=req.previous_response_id,
                 waiting=waiting,
             )
-        held = settle(inherited, records, answers, open_calls(conversation[:inherited]))
+        held = settle(
+            inherited, list(found.values()), answers, open_calls(conversation[:inherited])
+        )
         approved = {
             found[approval_id].call_id: approval_id
             for approval_id, answer in answers.items()

@@ -12,6 +12,7 @@ from itertools import pairwise
 
 import pytest
 import trio
+from editor_support import QUIET, Script, finished, produce, run, tokens, words
 from trio.testing import MockClock
 
 from hermes_trio.consumers.editor import EditorControl, run_editor
@@ -26,44 +27,11 @@ from hermes_trio.events import (
     StreamEvent,
     ToolCallChunk,
     ToolCallFinished,
-    TurnFinished,
-    Usage,
 )
 from hermes_trio.testing.fake_messenger import FakeMessenger
 
 TELEGRAM = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")
 WHATSAPP = Capabilities(can_edit=False, max_length=80, can_delete=False, can_type=False)
-QUIET = EditorSettings(typing_interval=0)
-
-Script = list[tuple[float, StreamEvent]]  # (delay before the event, event)
-
-
-def finished(text: str, reason: str = "stop") -> TurnFinished:
-    return TurnFinished(text, Usage(), reason)
-
-
-def words(n: int) -> list[str]:
-    return [f"w{i} " for i in range(n)]
-
-
-def tokens(chunks: list[str], gap: float = 0.1) -> Script:
-    return [(gap, MessageChunk(c)) for c in chunks]
-
-
-async def produce(send: trio.MemorySendChannel[StreamEvent], script: Script) -> None:
-    async with send:
-        for delay, event in script:
-            await trio.sleep(delay)
-            await send.send(event)
-
-
-async def run(
-    script: Script, messenger: FakeMessenger, settings: EditorSettings = QUIET
-) -> EditorReport:
-    send, receive = trio.open_memory_channel[StreamEvent](0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(produce, send, script)
-        return await run_editor(receive, messenger, settings)
 
 
 def on_grid(times: list[float], start: float, interval: float) -> bool:

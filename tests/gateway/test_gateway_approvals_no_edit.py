@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from gateway_support import webhook, whatsapp_platforms
 from test_gateway_runtime import gateway_stack
 
 from hermes_trio.config import (
@@ -17,9 +18,7 @@ from hermes_trio.config import (
     HomeAssistantConfig,
     PlatformsConfig,
     UserId,
-    WhatsAppConfig,
 )
-from hermes_trio.gateway import Gateway
 from hermes_trio.testing import (
     FakeHomeAssistant,
     FakeWhatsApp,
@@ -44,30 +43,9 @@ def tool_turn(command: str, answer: str) -> list[Any]:
     return [ToolCallReply([("terminal", {"command": command})]), TextReply(answer)]
 
 
-def whatsapp_platforms(whatsapp: FakeWhatsApp) -> PlatformsConfig:
-    return PlatformsConfig(
-        whatsapp=WhatsAppConfig(
-            enabled=True,
-            access_token=whatsapp.access_token,
-            phone_number_id=whatsapp.phone_number_id,
-            app_secret=whatsapp.app_secret,
-            verify_token=whatsapp.verify_token,
-            api_base_url=whatsapp.base_url,
-            webhook_port=0,
-            allowed_users=[USER, OTHER],
-        )
-    )
-
-
 def said(texts: list[str], answer: str) -> bool:
     """``answer`` ended a message (tool progress may come before it)."""
     return any(text.endswith(answer) for text in texts)
-
-
-def webhook(gateway: Gateway, name: str) -> str:
-    url = getattr(gateway.adapters[name], "webhook_url", None)
-    assert isinstance(url, str)
-    return url
 
 
 async def until(fake: FakeWhatsApp | FakeHomeAssistant, predicate: Any) -> None:
@@ -85,7 +63,7 @@ async def test_whatsapp_reply_buttons(tmp_path: Path) -> None:
         open_fake_whatsapp() as whatsapp,
         gateway_stack(
             script,
-            platforms=whatsapp_platforms(whatsapp),
+            platforms=whatsapp_platforms(whatsapp, USER, OTHER),
             approvals=ApprovalsConfig(approvers=[UserId(f"whatsapp:{OTHER}")]),
         ) as (gateway, _),
     ):
@@ -117,7 +95,7 @@ async def test_a_prompt_too_long_for_buttons_asks_for_a_typed_answer(tmp_path: P
         open_fake_whatsapp() as whatsapp,
         gateway_stack(
             tool_turn(flagged(marker, padding=1100), "It ran."),
-            platforms=whatsapp_platforms(whatsapp),
+            platforms=whatsapp_platforms(whatsapp, USER, OTHER),
         ) as (gateway, _),
     ):
         url = webhook(gateway, "whatsapp")

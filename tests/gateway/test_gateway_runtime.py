@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from gateway_support import whatsapp_platforms
 from support import make_config
 from trio.testing import MockClock
 
@@ -22,7 +23,6 @@ from hermes_trio.config import (
     PlatformsConfig,
     StreamingConfig,
     TelegramConfig,
-    WhatsAppConfig,
 )
 from hermes_trio.consumers.messenger import PlatformError
 from hermes_trio.gateway import Gateway, open_gateway, run_gateway_async
@@ -213,18 +213,7 @@ async def test_whatsapp_gets_exactly_one_final_message_per_answer() -> None:
     user = "15551234567"
     script = [TextReply("first answer", delay=0.02), TextReply("second answer", delay=0.02)]
     async with open_fake_whatsapp() as whatsapp:
-        platforms = PlatformsConfig(
-            whatsapp=WhatsAppConfig(
-                enabled=True,
-                access_token=whatsapp.access_token,
-                phone_number_id=whatsapp.phone_number_id,
-                app_secret=whatsapp.app_secret,
-                verify_token=whatsapp.verify_token,
-                api_base_url=whatsapp.base_url,
-                webhook_port=0,
-                allowed_users=[user],
-            )
-        )
+        platforms = whatsapp_platforms(whatsapp, user)
         async with gateway_stack(script, platforms=platforms) as (gateway, model):
             url = gateway.adapters["whatsapp"].webhook_url  # type: ignore[attr-defined]
             for n, text in enumerate(["one", "two"], start=1):

@@ -8,10 +8,11 @@ import functools
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -370,6 +371,30 @@ async def gateway_process(
         finally:
             if process.poll() is None:
                 process.kill()
+
+
+@asynccontextmanager
+async def ready_gateway(
+    env: dict[str, str],
+    cwd: os.PathLike[str] | str,
+    ready_line: bytes,
+    ready: Callable[[], Awaitable[object]] | None = None,
+) -> AsyncIterator[trio.Process]:
+    """``gateway_process`` once it printed ``ready_line`` (and ``ready``,
+    a wait on the fake platform, returned), within 15 s; stopped with
+    SIGTERM on leaving, as an operator would."""
+    async with gateway_process(env, cwd) as (process, out, err):
+        with trio.move_on_after(15) as waiting:
+            await out.wait_for(ready_line)
+            if ready is not None:
+                await ready()
+        assert not waiting.cancelled_caught, f"not ready; stderr: {err.text()}"
+        try:
+            yield process
+        finally:
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(10):
+                await process.wait()
 
 
 async def run_cli(

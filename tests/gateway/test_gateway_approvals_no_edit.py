@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from approval_support import flagged, terminal_turn, tool_turn
 from gateway_support import webhook, whatsapp_platforms
 from test_gateway_runtime import gateway_stack
 
@@ -22,25 +23,12 @@ from hermes_trio.config import (
 from hermes_trio.testing import (
     FakeHomeAssistant,
     FakeWhatsApp,
-    TextReply,
-    ToolCallReply,
     open_fake_homeassistant,
     open_fake_whatsapp,
 )
 from hermes_trio.testing.fake_whatsapp import buttons_of
 
 USER, OTHER = "15551234567", "15559990000"
-
-
-def flagged(marker: Path, padding: int = 0) -> str:
-    """Harmless, but the safety check asks about it; ``marker`` shows
-    whether it ran. ``padding`` makes the command (and its prompt) longer."""
-    pad = f" && true {'x' * padding}" if padding else ""
-    return f"touch {marker}{pad} && rm -rf /nonexistent-hermes-approval-test/*"
-
-
-def tool_turn(command: str, answer: str) -> list[Any]:
-    return [ToolCallReply([("terminal", {"command": command})]), TextReply(answer)]
 
 
 def said(texts: list[str], answer: str) -> bool:
@@ -56,8 +44,8 @@ async def until(fake: FakeWhatsApp | FakeHomeAssistant, predicate: Any) -> None:
 async def test_whatsapp_reply_buttons(tmp_path: Path) -> None:
     approved, denied = tmp_path / "approved", tmp_path / "denied"
     script = [
-        *tool_turn(flagged(approved), "It ran."),
-        *tool_turn(flagged(denied), "Left alone."),
+        *tool_turn(approved, "It ran."),
+        *tool_turn(denied, "Left alone."),
     ]
     async with (
         open_fake_whatsapp() as whatsapp,
@@ -94,7 +82,7 @@ async def test_a_prompt_too_long_for_buttons_asks_for_a_typed_answer(tmp_path: P
     async with (
         open_fake_whatsapp() as whatsapp,
         gateway_stack(
-            tool_turn(flagged(marker, padding=1100), "It ran."),
+            terminal_turn(flagged(marker, padding=1100), "It ran."),
             platforms=whatsapp_platforms(whatsapp, USER, OTHER),
         ) as (gateway, _),
     ):
@@ -119,9 +107,10 @@ async def test_home_assistant_typed_answer(tmp_path: Path) -> None:
                 allowed_users=["ana", "bob"],
             )
         )
-        async with gateway_stack(
-            tool_turn(flagged(marker), "Not run, then."), platforms=platforms
-        ) as (gateway, _):
+        async with gateway_stack(tool_turn(marker, "Not run, then."), platforms=platforms) as (
+            gateway,
+            _,
+        ):
             url = webhook(gateway, "homeassistant")
             await ha.post_message(url, "clean up", conversation_id="kitchen", user_id="ana")
             await until(ha, lambda: any("Reply *yes*" in r for r in ha.replies("kitchen")))

@@ -397,6 +397,26 @@ async def ready_gateway(
                 await process.wait()
 
 
+@asynccontextmanager
+async def client_on(
+    base_url: str, worker: str, headers: dict[str, str]
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client sending ``headers`` whose one kept-alive connection was
+    accepted by serve's ``worker``: every request it sends is answered there."""
+    import httpx
+
+    for _ in range(100):
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(
+            base_url=base_url, headers=headers, timeout=30, limits=limits
+        ) as client:
+            probe = await client.get("/models")
+            if probe.headers.get("X-Hermes-Worker") == worker:
+                yield client
+                return
+    raise AssertionError(f"no connection reached worker {worker}")
+
+
 async def run_cli(
     args: list[str], env: dict[str, str], cwd: Any, *, within: float = 30, **options: Any
 ) -> subprocess.CompletedProcess[bytes]:

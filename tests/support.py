@@ -141,10 +141,12 @@ __all__ = [
     "child_patches",
     "clean_env",
     "client_for",
+    "client_on",
     "crashing_tools",
     "http_for",
     "make_config",
     "open_agent",
+    "ready_gateway",
     "run_turn",
     "serve_before",
     "start_serve",
@@ -234,7 +236,12 @@ def clean_env(**extra: str) -> dict[str, str]:
     # hermes_trio from source again, about a quarter second of CPU each.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(child_patches({}))
+    hooks = env["PYTHONPATH"]
     env.update(extra)
+    if "PYTHONPATH" in extra:
+        # A test's own path goes first (its sitecustomize, if any, is the one
+        # Python runs); the child patches stay on the path behind it.
+        env["PYTHONPATH"] = os.pathsep.join([extra["PYTHONPATH"], hooks])
     return env
 
 

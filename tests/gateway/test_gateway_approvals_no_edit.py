@@ -11,13 +11,11 @@ from typing import Any
 
 import trio
 from approval_support import flagged, terminal_turn, tool_turn
-from gateway_support import webhook, whatsapp_platforms
+from gateway_support import homeassistant_platforms, webhook, whatsapp_platforms
 from test_gateway_runtime import gateway_stack
 
 from hermes_trio.config import (
     ApprovalsConfig,
-    HomeAssistantConfig,
-    PlatformsConfig,
     UserId,
 )
 from hermes_trio.testing import (
@@ -98,15 +96,7 @@ async def test_a_prompt_too_long_for_buttons_asks_for_a_typed_answer(tmp_path: P
 async def test_home_assistant_typed_answer(tmp_path: Path) -> None:
     marker = tmp_path / "ha"
     async with open_fake_homeassistant() as ha:
-        platforms = PlatformsConfig(
-            homeassistant=HomeAssistantConfig(
-                enabled=True,
-                url=ha.base_url,
-                token=ha.token,
-                webhook_port=0,
-                allowed_users=["ana", "bob"],
-            )
-        )
+        platforms = homeassistant_platforms(ha, "ana", "bob")
         async with gateway_stack(tool_turn(marker, "Not run, then."), platforms=platforms) as (
             gateway,
             _,

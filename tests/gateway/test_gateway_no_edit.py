@@ -11,13 +11,11 @@ from typing import Any
 
 import pytest
 import trio
-from gateway_support import webhook, whatsapp_platforms
+from gateway_support import homeassistant_platforms, webhook, whatsapp_platforms
 from test_gateway_runtime import gateway_stack
 
 from hermes_trio.config import (
     DisplayConfig,
-    HomeAssistantConfig,
-    PlatformsConfig,
 )
 from hermes_trio.gateway import Gateway
 from hermes_trio.testing import (
@@ -73,11 +71,7 @@ async def test_whatsapp_gets_one_message_holding_the_whole_turn(show_tools: bool
 @pytest.mark.parametrize("show_tools", [True, False])
 async def test_home_assistant_gets_one_reply_holding_the_whole_turn(show_tools: bool) -> None:
     async with open_fake_homeassistant() as ha:
-        platforms = PlatformsConfig(
-            homeassistant=HomeAssistantConfig(
-                enabled=True, url=ha.base_url, token=ha.token, webhook_port=0, allowed_users=["ana"]
-            )
-        )
+        platforms = homeassistant_platforms(ha, "ana")
         async with gateway_stack(
             TOOL_TURN, platforms=platforms, display=DisplayConfig(show_tools=show_tools)
         ) as (gateway, _):

@@ -12,14 +12,13 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from gateway_support import whatsapp_platforms
+from gateway_support import homeassistant_platforms, whatsapp_platforms
 from support import make_config
 from trio.testing import MockClock
 
 from hermes_trio.agent import open_agent
 from hermes_trio.config import (
     ApiServerConfig,
-    HomeAssistantConfig,
     PlatformsConfig,
     StreamingConfig,
     TelegramConfig,
@@ -234,15 +233,7 @@ async def test_whatsapp_gets_exactly_one_final_message_per_answer() -> None:
 async def test_homeassistant_gets_exactly_one_final_reply_per_answer() -> None:
     script = [TextReply("lights are on", delay=0.02), TextReply("lights are off", delay=0.02)]
     async with open_fake_homeassistant() as ha:
-        platforms = PlatformsConfig(
-            homeassistant=HomeAssistantConfig(
-                enabled=True,
-                url=ha.base_url,
-                token=ha.token,
-                webhook_port=0,
-                allowed_users=["ana"],
-            )
-        )
+        platforms = homeassistant_platforms(ha, "ana")
         async with gateway_stack(script, platforms=platforms) as (gateway, model):
             url = gateway.adapters["homeassistant"].webhook_url  # type: ignore[attr-defined]
             for n, text in enumerate(["lights on", "lights off"], start=1):

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import trio
 
-from hermes_trio.consumers.editor import run_editor
+from hermes_trio.consumers.editor import EditorControl, run_editor
 from hermes_trio.consumers.editor_plan import EditorReport, EditorSettings
 from hermes_trio.events import MessageChunk, StreamEvent, TurnFinished, Usage
 from hermes_trio.testing.fake_messenger import FakeMessenger
@@ -35,9 +37,24 @@ async def produce(send: trio.MemorySendChannel[StreamEvent], script: Script) -> 
 
 
 async def run(
-    script: Script, messenger: FakeMessenger, settings: EditorSettings = QUIET
+    script: Script,
+    messenger: FakeMessenger,
+    settings: EditorSettings = QUIET,
+    *,
+    control: EditorControl | None = None,
+    at: tuple[float, Callable[[], object]] | None = None,
 ) -> EditorReport:
+    """The editor's report on ``script``; ``at`` (seconds, action) does
+    something from outside the turn while it runs (a /verbose through
+    ``control``)."""
     send, receive = trio.open_memory_channel[StreamEvent](0)
+
+    async def act(seconds: float, action: Callable[[], object]) -> None:
+        await trio.sleep(seconds)
+        action()
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(produce, send, script)
-        return await run_editor(receive, messenger, settings)
+        if at is not None:
+            nursery.start_soon(act, *at)
+        return await run_editor(receive, messenger, settings, control=control)

@@ -1,15 +1,17 @@
-"""A tool behind the real approval check that runs nothing, for the
-approval tests (a dangerous command that needs no process)."""
+"""For the approval tests: a tool behind the real approval check that runs
+nothing (a dangerous command that needs no process), and the scripted turns
+that ask the real terminal tool to run a flagged command."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hermes_trio.testing import TextReply, ToolCallReply
 from hermes_trio.tools import ToolContext, ToolResult, check_approval
 
-__all__ = ["REBOOT", "Guarded", "calls"]
+__all__ = ["REBOOT", "Guarded", "calls", "flagged", "terminal_turn", "tool_turn"]
 
 REBOOT = "reboot"  # the safety check's "power" rule: always asked about
 
@@ -42,3 +44,20 @@ class Guarded:
 
 def calls(*commands: str) -> list[Any]:
     return [ToolCallReply([("guarded", {"command": c}) for c in commands]), TextReply("done")]
+
+
+def flagged(marker: Path, padding: int = 0) -> str:
+    """Harmless, but the safety check asks about it (a recursive delete of
+    a broad path that does not exist); ``marker`` shows whether it ran.
+    ``padding`` makes the command (and its prompt) longer."""
+    pad = f" && true {'x' * padding}" if padding else ""
+    return f"touch {marker}{pad} && rm -rf /nonexistent-hermes-approval-test/*"
+
+
+def terminal_turn(command: str, answer: str) -> list[Any]:
+    """The model runs ``command`` in the terminal, then says ``answer``."""
+    return [ToolCallReply([("terminal", {"command": command})]), TextReply(answer)]
+
+
+def tool_turn(marker: Path, answer: str) -> list[Any]:
+    return terminal_turn(flagged(marker), answer)

@@ -8,10 +8,11 @@ import functools
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -140,10 +141,12 @@ __all__ = [
     "child_patches",
     "clean_env",
     "client_for",
+    "client_on",
     "crashing_tools",
     "http_for",
     "make_config",
     "open_agent",
+    "ready_gateway",
     "run_turn",
     "serve_before",
     "start_serve",
@@ -233,7 +236,12 @@ def clean_env(**extra: str) -> dict[str, str]:
     # hermes_trio from source again, about a quarter second of CPU each.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(child_patches({}))
+    hooks = env["PYTHONPATH"]
     env.update(extra)
+    if "PYTHONPATH" in extra:
+        # A test's own path goes first (its sitecustomize, if any, is the one
+        # Python runs); the child patches stay on the path behind it.
+        env["PYTHONPATH"] = os.pathsep.join([extra["PYTHONPATH"], hooks])
     return env
 
 
@@ -370,6 +378,50 @@ async def gateway_process(
         finally:
             if process.poll() is None:
                 process.kill()
+
+
+@asynccontextmanager
+async def ready_gateway(
+    env: dict[str, str],
+    cwd: os.PathLike[str] | str,
+    ready_line: bytes,
+    ready: Callable[[], Awaitable[object]] | None = None,
+) -> AsyncIterator[trio.Process]:
+    """``gateway_process`` once it printed ``ready_line`` (and ``ready``,
+    a wait on the fake platform, returned), within 15 s; stopped with
+    SIGTERM on leaving, as an operator would."""
+    async with gateway_process(env, cwd) as (process, out, err):
+        with trio.move_on_after(15) as waiting:
+            await out.wait_for(ready_line)
+            if ready is not None:
+                await ready()
+        assert not waiting.cancelled_caught, f"not ready; stderr: {err.text()}"
+        try:
+            yield process
+        finally:
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(10):
+                await process.wait()
+
+
+@asynccontextmanager
+async def client_on(
+    base_url: str, worker: str, headers: dict[str, str]
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client sending ``headers`` whose one kept-alive connection was
+    accepted by serve's ``worker``: every request it sends is answered there."""
+    import httpx
+
+    for _ in range(100):
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(
+            base_url=base_url, headers=headers, timeout=30, limits=limits
+        ) as client:
+            probe = await client.get("/models")
+            if probe.headers.get("X-Hermes-Worker") == worker:
+                yield client
+                return
+    raise AssertionError(f"no connection reached worker {worker}")
 
 
 async def run_cli(

@@ -12,6 +12,7 @@ from itertools import pairwise
 
 import pytest
 import trio
+from editor_support import QUIET, Script, finished, produce, run, tokens, words
 from trio.testing import MockClock
 
 from hermes_trio.consumers.editor import EditorControl, run_editor
@@ -26,44 +27,11 @@ from hermes_trio.events import (
     StreamEvent,
     ToolCallChunk,
     ToolCallFinished,
-    TurnFinished,
-    Usage,
 )
 from hermes_trio.testing.fake_messenger import FakeMessenger
 
 TELEGRAM = Capabilities(can_edit=True, max_length=4096, length_unit="utf16")
 WHATSAPP = Capabilities(can_edit=False, max_length=80, can_delete=False, can_type=False)
-QUIET = EditorSettings(typing_interval=0)
-
-Script = list[tuple[float, StreamEvent]]  # (delay before the event, event)
-
-
-def finished(text: str, reason: str = "stop") -> TurnFinished:
-    return TurnFinished(text, Usage(), reason)
-
-
-def words(n: int) -> list[str]:
-    return [f"w{i} " for i in range(n)]
-
-
-def tokens(chunks: list[str], gap: float = 0.1) -> Script:
-    return [(gap, MessageChunk(c)) for c in chunks]
-
-
-async def produce(send: trio.MemorySendChannel[StreamEvent], script: Script) -> None:
-    async with send:
-        for delay, event in script:
-            await trio.sleep(delay)
-            await send.send(event)
-
-
-async def run(
-    script: Script, messenger: FakeMessenger, settings: EditorSettings = QUIET
-) -> EditorReport:
-    send, receive = trio.open_memory_channel[StreamEvent](0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(produce, send, script)
-        return await run_editor(receive, messenger, settings)
 
 
 def on_grid(times: list[float], start: float, interval: float) -> bool:
@@ -298,16 +266,8 @@ async def test_a_hidden_long_tool_gets_one_hint_and_verbose_shows_it_at_once(
         (1.0, ToolCallFinished("terminal", 11.0, True, 1)),
         (0.1, finished("built")),
     ]
-    send, receive = trio.open_memory_channel[StreamEvent](0)
-
-    async def verbose_at(seconds: float) -> None:
-        await trio.sleep(seconds)
-        control.show_tools(True)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(produce, send, script)
-        nursery.start_soon(verbose_at, 25.0)
-        report = await run_editor(receive, m, settings, control=control)
+    verbose = partial(control.show_tools, True)
+    report = await run(script, m, settings, control=control, at=(25.0, verbose))
     sends = [(c.time, c.text) for c in m.calls if c.kind == "send"]
     # One hint at the first long-tool event, none at the second; /verbose at
     # 25 s shows the running tool at once, with how long it has run.
@@ -336,16 +296,7 @@ async def test_verbose_off_mid_turn_stops_the_progress_message_where_it_is(
         (2.0, ToolCallFinished("terminal", 2.0, True, 1)),
         (0.1, finished("done")),
     ]
-    send, receive = trio.open_memory_channel[StreamEvent](0)
-
-    async def quiet_at(seconds: float) -> None:
-        await trio.sleep(seconds)
-        control.show_tools(False)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(produce, send, script)
-        nursery.start_soon(quiet_at, 1.0)
-        await run_editor(receive, m, QUIET, control=control)
+    await run(script, m, control=control, at=(1.0, partial(control.show_tools, False)))
     assert m.visible() == ["🔧 terminal: one", "done"]
     control.show_tools(True)  # after the turn: nothing happens
 

@@ -11,57 +11,23 @@ from itertools import pairwise
 
 import pytest
 import trio
+from editor_support import QUIET, Script, finished, produce, run, tokens, words
 from trio.testing import MockClock
 
 from hermes_trio.consumers.editor import run_editor
-from hermes_trio.consumers.editor_plan import EditorReport, EditorSettings
 from hermes_trio.consumers.messenger import Capabilities
 from hermes_trio.events import (
     GatewayNotice,
     LongToolHint,
-    MessageChunk,
     MessageStop,
     StreamEvent,
     ToolCallChunk,
     ToolCallFinished,
-    TurnFinished,
-    Usage,
 )
 from hermes_trio.testing.fake_messenger import FakeCall, FakeMessenger
 
 DRAFTS = Capabilities(can_edit=True, max_length=4096, length_unit="utf16", drafts=True)
-QUIET = EditorSettings(typing_interval=0)
 CURSOR = " ▌"
-
-Script = list[tuple[float, StreamEvent]]
-
-
-def finished(text: str, reason: str = "stop") -> TurnFinished:
-    return TurnFinished(text, Usage(), reason)
-
-
-def words(n: int) -> list[str]:
-    return [f"w{i} " for i in range(n)]
-
-
-def tokens(chunks: list[str], gap: float = 0.1) -> Script:
-    return [(gap, MessageChunk(c)) for c in chunks]
-
-
-async def produce(send: trio.MemorySendChannel[StreamEvent], script: Script) -> None:
-    async with send:
-        for delay, event in script:
-            await trio.sleep(delay)
-            await send.send(event)
-
-
-async def run(
-    script: Script, messenger: FakeMessenger, settings: EditorSettings = QUIET
-) -> EditorReport:
-    send, receive = trio.open_memory_channel[StreamEvent](0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(produce, send, script)
-        return await run_editor(receive, messenger, settings)
 
 
 def drafts(m: FakeMessenger) -> list[FakeCall]:

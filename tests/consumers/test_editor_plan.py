@@ -617,17 +617,22 @@ def _event(kind: str, text: str, index: int) -> StreamEvent:
     return Commentary(text)
 
 
+# (gap in 50 ms units, kind, text) for _event: mostly chunks, some boundaries,
+# tool calls, long-tool hints and commentary.
+turn_steps = st.lists(
+    st.tuples(
+        st.integers(0, 40),
+        st.sampled_from(["chunk"] * 6 + ["boundary", "tool", "hint", "commentary"]),
+        chunk_text,
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    steps=st.lists(
-        st.tuples(
-            st.integers(0, 40),
-            st.sampled_from(["chunk"] * 6 + ["boundary", "tool", "hint", "commentary"]),
-            chunk_text,
-        ),
-        min_size=1,
-        max_size=60,
-    ),
+    steps=turn_steps,
     can_edit=st.booleans(),
     streaming=st.booleans(),
     limit=st.integers(30, 100),
@@ -688,15 +693,7 @@ def test_random_turns_with_tools(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    steps=st.lists(
-        st.tuples(
-            st.integers(0, 40),
-            st.sampled_from(["chunk"] * 6 + ["boundary", "tool", "hint", "commentary"]),
-            chunk_text,
-        ),
-        min_size=1,
-        max_size=60,
-    ),
+    steps=turn_steps,
     limit=st.integers(30, 100),
     rate_limits=st.sets(st.integers(0, 30), max_size=3),
     refuse_from=st.one_of(st.just(math.inf), st.integers(0, 100).map(lambda n: n * 0.1)),

@@ -5,31 +5,22 @@ ephemeral reply when not), and the prompt edited to show the outcome."""
 
 from __future__ import annotations
 
-import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
-from support import clean_env, gateway_process
+from approval_support import tool_turn
+from support import clean_env, ready_gateway
 
-from hermes_trio.testing import TextReply, ToolCallReply, open_scripted_server
+from hermes_trio.testing import open_scripted_server
 from hermes_trio.testing.fake_discord import DiscordMessage, FakeDiscord, open_fake_discord
 
 TOKEN = "MTk4NjIy.approvals-discord.secret_token_value"
 CHANNEL, GUILD = "50", "70"
 REQUESTER, OTHER = "7", "8"
-
-
-def flagged(marker: Path) -> str:
-    """Harmless, but the safety check asks about it; ``marker`` shows
-    whether it ran."""
-    return f"touch {marker} && rm -rf /nonexistent-hermes-approval-test/*"
-
-
-def tool_turn(marker: Path, answer: str) -> list[Any]:
-    return [ToolCallReply([("terminal", {"command": flagged(marker)})]), TextReply(answer)]
 
 
 @asynccontextmanager
@@ -44,17 +35,9 @@ async def running(tmp_path: Path, script: list[Any], **env: str) -> AsyncIterato
             HERMES_DATA_DIR=str(tmp_path / "data"),
             **env,
         )
-        async with gateway_process(full_env, tmp_path) as (process, out, err):
-            with trio.move_on_after(15) as waiting:
-                await out.wait_for(b"running discord")
-                await discord.wait_until(lambda: discord.ready)
-            assert not waiting.cancelled_caught, f"not ready; stderr: {err.text()}"
-            try:
-                yield discord
-            finally:
-                process.send_signal(signal.SIGTERM)
-                with trio.fail_after(10):
-                    await process.wait()
+        ready = partial(discord.wait_until, lambda: discord.ready)
+        async with ready_gateway(full_env, tmp_path, b"running discord", ready):
+            yield discord
 
 
 def prompts(discord: FakeDiscord) -> list[DiscordMessage]:

@@ -10,21 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from approval_support import flagged, terminal_turn, tool_turn
+from gateway_support import homeassistant_platforms, webhook, whatsapp_platforms
 from test_gateway_runtime import gateway_stack
 
 from hermes_trio.config import (
     ApprovalsConfig,
-    HomeAssistantConfig,
-    PlatformsConfig,
     UserId,
-    WhatsAppConfig,
 )
-from hermes_trio.gateway import Gateway
 from hermes_trio.testing import (
     FakeHomeAssistant,
     FakeWhatsApp,
-    TextReply,
-    ToolCallReply,
     open_fake_homeassistant,
     open_fake_whatsapp,
 )
@@ -33,41 +29,9 @@ from hermes_trio.testing.fake_whatsapp import buttons_of
 USER, OTHER = "15551234567", "15559990000"
 
 
-def flagged(marker: Path, padding: int = 0) -> str:
-    """Harmless, but the safety check asks about it; ``marker`` shows
-    whether it ran. ``padding`` makes the command (and its prompt) longer."""
-    pad = f" && true {'x' * padding}" if padding else ""
-    return f"touch {marker}{pad} && rm -rf /nonexistent-hermes-approval-test/*"
-
-
-def tool_turn(command: str, answer: str) -> list[Any]:
-    return [ToolCallReply([("terminal", {"command": command})]), TextReply(answer)]
-
-
-def whatsapp_platforms(whatsapp: FakeWhatsApp) -> PlatformsConfig:
-    return PlatformsConfig(
-        whatsapp=WhatsAppConfig(
-            enabled=True,
-            access_token=whatsapp.access_token,
-            phone_number_id=whatsapp.phone_number_id,
-            app_secret=whatsapp.app_secret,
-            verify_token=whatsapp.verify_token,
-            api_base_url=whatsapp.base_url,
-            webhook_port=0,
-            allowed_users=[USER, OTHER],
-        )
-    )
-
-
 def said(texts: list[str], answer: str) -> bool:
     """``answer`` ended a message (tool progress may come before it)."""
     return any(text.endswith(answer) for text in texts)
-
-
-def webhook(gateway: Gateway, name: str) -> str:
-    url = getattr(gateway.adapters[name], "webhook_url", None)
-    assert isinstance(url, str)
-    return url
 
 
 async def until(fake: FakeWhatsApp | FakeHomeAssistant, predicate: Any) -> None:
@@ -78,14 +42,14 @@ async def until(fake: FakeWhatsApp | FakeHomeAssistant, predicate: Any) -> None:
 async def test_whatsapp_reply_buttons(tmp_path: Path) -> None:
     approved, denied = tmp_path / "approved", tmp_path / "denied"
     script = [
-        *tool_turn(flagged(approved), "It ran."),
-        *tool_turn(flagged(denied), "Left alone."),
+        *tool_turn(approved, "It ran."),
+        *tool_turn(denied, "Left alone."),
     ]
     async with (
         open_fake_whatsapp() as whatsapp,
         gateway_stack(
             script,
-            platforms=whatsapp_platforms(whatsapp),
+            platforms=whatsapp_platforms(whatsapp, USER, OTHER),
             approvals=ApprovalsConfig(approvers=[UserId(f"whatsapp:{OTHER}")]),
         ) as (gateway, _),
     ):
@@ -116,8 +80,8 @@ async def test_a_prompt_too_long_for_buttons_asks_for_a_typed_answer(tmp_path: P
     async with (
         open_fake_whatsapp() as whatsapp,
         gateway_stack(
-            tool_turn(flagged(marker, padding=1100), "It ran."),
-            platforms=whatsapp_platforms(whatsapp),
+            terminal_turn(flagged(marker, padding=1100), "It ran."),
+            platforms=whatsapp_platforms(whatsapp, USER, OTHER),
         ) as (gateway, _),
     ):
         url = webhook(gateway, "whatsapp")
@@ -132,18 +96,11 @@ async def test_a_prompt_too_long_for_buttons_asks_for_a_typed_answer(tmp_path: P
 async def test_home_assistant_typed_answer(tmp_path: Path) -> None:
     marker = tmp_path / "ha"
     async with open_fake_homeassistant() as ha:
-        platforms = PlatformsConfig(
-            homeassistant=HomeAssistantConfig(
-                enabled=True,
-                url=ha.base_url,
-                token=ha.token,
-                webhook_port=0,
-                allowed_users=["ana", "bob"],
-            )
-        )
-        async with gateway_stack(
-            tool_turn(flagged(marker), "Not run, then."), platforms=platforms
-        ) as (gateway, _):
+        platforms = homeassistant_platforms(ha, "ana", "bob")
+        async with gateway_stack(tool_turn(marker, "Not run, then."), platforms=platforms) as (
+            gateway,
+            _,
+        ):
             url = webhook(gateway, "homeassistant")
             await ha.post_message(url, "clean up", conversation_id="kitchen", user_id="ana")
             await until(ha, lambda: any("Reply *yes*" in r for r in ha.replies("kitchen")))

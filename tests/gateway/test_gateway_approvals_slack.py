@@ -5,30 +5,20 @@ over Socket Mode acknowledged at once, a refusal told to the presser alone
 
 from __future__ import annotations
 
-import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import trio
-from support import clean_env, gateway_process
+from approval_support import tool_turn
+from support import clean_env, ready_gateway
 
-from hermes_trio.testing import TextReply, ToolCallReply, open_scripted_server
+from hermes_trio.testing import open_scripted_server
 from hermes_trio.testing.fake_slack import FakeSlack, SlackMessage, open_fake_slack
 
 CHANNEL = "D1"
 REQUESTER, OTHER = "U0ANN", "U0EVE"
-
-
-def flagged(marker: Path) -> str:
-    """Harmless, but the safety check asks about it; ``marker`` shows
-    whether it ran."""
-    return f"touch {marker} && rm -rf /nonexistent-hermes-approval-test/*"
-
-
-def tool_turn(marker: Path, answer: str) -> list[Any]:
-    return [ToolCallReply([("terminal", {"command": flagged(marker)})]), TextReply(answer)]
 
 
 @asynccontextmanager
@@ -44,16 +34,8 @@ async def running(tmp_path: Path, script: list[Any], **env: str) -> AsyncIterato
             HERMES_DATA_DIR=str(tmp_path / "data"),
             **env,
         )
-        async with gateway_process(full_env, tmp_path) as (process, out, err):
-            with trio.move_on_after(15) as waiting:
-                await out.wait_for(b"running slack")
-            assert not waiting.cancelled_caught, f"not ready; stderr: {err.text()}"
-            try:
-                yield slack
-            finally:
-                process.send_signal(signal.SIGTERM)
-                with trio.fail_after(10):
-                    await process.wait()
+        async with ready_gateway(full_env, tmp_path, b"running slack"):
+            yield slack
 
 
 def prompts(slack: FakeSlack) -> list[SlackMessage]:

@@ -12,23 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from support import clean_env, gateway_process
+from approval_support import flagged, tool_turn
+from support import clean_env, gateway_process, ready_gateway
 
 from hermes_trio.testing import TextReply, ToolCallReply, open_scripted_server
 from hermes_trio.testing.fake_telegram import FakeMessage, FakeTelegram, open_fake_telegram
 
 TOKEN = "555888:approvals-token"
 REQUESTER, OTHER = 7, 8
-
-
-def flagged(marker: Path) -> str:
-    """Harmless, but the safety check asks about it (a recursive delete of
-    a broad path that does not exist); ``marker`` shows whether it ran."""
-    return f"touch {marker} && rm -rf /nonexistent-hermes-approval-test/*"
-
-
-def tool_turn(marker: Path, answer: str) -> list[Any]:
-    return [ToolCallReply([("terminal", {"command": flagged(marker)})]), TextReply(answer)]
 
 
 @asynccontextmanager
@@ -55,16 +46,8 @@ async def running_process(
             HERMES_STREAMING_ENABLED="1",
             **env,
         )
-        async with gateway_process(full_env, tmp_path) as (process, out, err):
-            with trio.move_on_after(15) as waiting:
-                await out.wait_for(b"running telegram")
-            assert not waiting.cancelled_caught, f"no ready line; stderr: {err.text()}"
-            try:
-                yield telegram, model, process
-            finally:
-                process.send_signal(signal.SIGTERM)
-                with trio.fail_after(10):
-                    await process.wait()
+        async with ready_gateway(full_env, tmp_path, b"running telegram") as process:
+            yield telegram, model, process
 
 
 def gateway_env(tmp_path: Path, telegram: FakeTelegram, model: Any, **env: str) -> dict[str, str]:

@@ -11,17 +11,14 @@ from typing import Any
 
 import pytest
 import trio
+from gateway_support import homeassistant_platforms, webhook, whatsapp_platforms
 from test_gateway_runtime import gateway_stack
 
 from hermes_trio.config import (
     DisplayConfig,
-    HomeAssistantConfig,
-    PlatformsConfig,
-    WhatsAppConfig,
 )
 from hermes_trio.gateway import Gateway
 from hermes_trio.testing import (
-    FakeWhatsApp,
     ScriptedModelServer,
     TextReply,
     ToolCallReply,
@@ -39,27 +36,6 @@ FOLDED = {
     True: "Let me check.\n\n🔧 terminal: echo hi\n\nIt says hi.",
     False: "Let me check.\n\nIt says hi.",
 }
-
-
-def whatsapp_platforms(whatsapp: FakeWhatsApp) -> PlatformsConfig:
-    return PlatformsConfig(
-        whatsapp=WhatsAppConfig(
-            enabled=True,
-            access_token=whatsapp.access_token,
-            phone_number_id=whatsapp.phone_number_id,
-            app_secret=whatsapp.app_secret,
-            verify_token=whatsapp.verify_token,
-            api_base_url=whatsapp.base_url,
-            webhook_port=0,
-            allowed_users=[USER],
-        )
-    )
-
-
-def webhook(gateway: Gateway, name: str) -> str:
-    url = getattr(gateway.adapters[name], "webhook_url", None)
-    assert isinstance(url, str)
-    return url
 
 
 async def settled(gateway: Gateway, platform: str, chat: str, turns: int) -> None:
@@ -82,7 +58,7 @@ async def test_whatsapp_gets_one_message_holding_the_whole_turn(show_tools: bool
         open_fake_whatsapp() as whatsapp,
         gateway_stack(
             TOOL_TURN,
-            platforms=whatsapp_platforms(whatsapp),
+            platforms=whatsapp_platforms(whatsapp, USER),
             display=DisplayConfig(show_tools=show_tools),
         ) as (gateway, model),
     ):
@@ -95,11 +71,7 @@ async def test_whatsapp_gets_one_message_holding_the_whole_turn(show_tools: bool
 @pytest.mark.parametrize("show_tools", [True, False])
 async def test_home_assistant_gets_one_reply_holding_the_whole_turn(show_tools: bool) -> None:
     async with open_fake_homeassistant() as ha:
-        platforms = PlatformsConfig(
-            homeassistant=HomeAssistantConfig(
-                enabled=True, url=ha.base_url, token=ha.token, webhook_port=0, allowed_users=["ana"]
-            )
-        )
+        platforms = homeassistant_platforms(ha, "ana")
         async with gateway_stack(
             TOOL_TURN, platforms=platforms, display=DisplayConfig(show_tools=show_tools)
         ) as (gateway, _):
@@ -116,7 +88,7 @@ async def test_a_whatsapp_image_reaches_the_model_as_an_image() -> None:
         open_fake_whatsapp() as whatsapp,
         gateway_stack(
             [TextReply("A tiny picture."), TextReply("Still tiny.")],
-            platforms=whatsapp_platforms(whatsapp),
+            platforms=whatsapp_platforms(whatsapp, USER),
         ) as (gateway, model),
     ):
         url = webhook(gateway, "whatsapp")
@@ -173,7 +145,7 @@ async def test_whatsapp_media_the_agent_cannot_use_gets_a_one_line_reply(
 ) -> None:
     async with (
         open_fake_whatsapp() as whatsapp,
-        gateway_stack([], platforms=whatsapp_platforms(whatsapp)) as (gateway, model),
+        gateway_stack([], platforms=whatsapp_platforms(whatsapp, USER)) as (gateway, model),
     ):
         url = webhook(gateway, "whatsapp")
         await whatsapp.deliver_media(url, USER, **deliver)
@@ -188,7 +160,7 @@ async def test_whatsapp_media_the_agent_cannot_use_gets_a_one_line_reply(
 async def test_a_shared_contact_gets_a_reply_and_a_location_reaches_the_model() -> None:
     async with (
         open_fake_whatsapp() as whatsapp,
-        gateway_stack([TextReply("Nice spot.")], platforms=whatsapp_platforms(whatsapp)) as (
+        gateway_stack([TextReply("Nice spot.")], platforms=whatsapp_platforms(whatsapp, USER)) as (
             gateway,
             model,
         ),

@@ -12,17 +12,16 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from gateway_support import homeassistant_platforms, whatsapp_platforms
 from support import make_config
 from trio.testing import MockClock
 
 from hermes_trio.agent import open_agent
 from hermes_trio.config import (
     ApiServerConfig,
-    HomeAssistantConfig,
     PlatformsConfig,
     StreamingConfig,
     TelegramConfig,
-    WhatsAppConfig,
 )
 from hermes_trio.consumers.messenger import PlatformError
 from hermes_trio.gateway import Gateway, open_gateway, run_gateway_async
@@ -213,18 +212,7 @@ async def test_whatsapp_gets_exactly_one_final_message_per_answer() -> None:
     user = "15551234567"
     script = [TextReply("first answer", delay=0.02), TextReply("second answer", delay=0.02)]
     async with open_fake_whatsapp() as whatsapp:
-        platforms = PlatformsConfig(
-            whatsapp=WhatsAppConfig(
-                enabled=True,
-                access_token=whatsapp.access_token,
-                phone_number_id=whatsapp.phone_number_id,
-                app_secret=whatsapp.app_secret,
-                verify_token=whatsapp.verify_token,
-                api_base_url=whatsapp.base_url,
-                webhook_port=0,
-                allowed_users=[user],
-            )
-        )
+        platforms = whatsapp_platforms(whatsapp, user)
         async with gateway_stack(script, platforms=platforms) as (gateway, model):
             url = gateway.adapters["whatsapp"].webhook_url  # type: ignore[attr-defined]
             for n, text in enumerate(["one", "two"], start=1):
@@ -245,15 +233,7 @@ async def test_whatsapp_gets_exactly_one_final_message_per_answer() -> None:
 async def test_homeassistant_gets_exactly_one_final_reply_per_answer() -> None:
     script = [TextReply("lights are on", delay=0.02), TextReply("lights are off", delay=0.02)]
     async with open_fake_homeassistant() as ha:
-        platforms = PlatformsConfig(
-            homeassistant=HomeAssistantConfig(
-                enabled=True,
-                url=ha.base_url,
-                token=ha.token,
-                webhook_port=0,
-                allowed_users=["ana"],
-            )
-        )
+        platforms = homeassistant_platforms(ha, "ana")
         async with gateway_stack(script, platforms=platforms) as (gateway, model):
             url = gateway.adapters["homeassistant"].webhook_url  # type: ignore[attr-defined]
             for n, text in enumerate(["lights on", "lights off"], start=1):

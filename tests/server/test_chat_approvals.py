@@ -20,7 +20,14 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from support import SHORT_SHUTDOWN, ServeProcess, child_patches, clean_env, start_serve
+from support import (
+    SHORT_SHUTDOWN,
+    ServeProcess,
+    child_patches,
+    clean_env,
+    client_on,
+    start_serve,
+)
 
 from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.approvals import Answer, parse_answer
@@ -349,7 +356,9 @@ async def test_the_answer_crosses_workers(tmp_path: Path) -> None:
                     worker = reply.headers["X-Hermes-Worker"]
                     events = Events(reply)
                     asked = await events.until("hermes.approval.request")
-                    async with client_on(served.base_url, "1" if worker == "0" else "0") as there:
+                    async with client_on(
+                        served.base_url, "1" if worker == "0" else "0", ALICE
+                    ) as there:
                         answered = await there.post(
                             f"/approvals/{asked['id']}", json={"approve": approve}
                         )
@@ -374,19 +383,3 @@ async def test_the_answer_crosses_workers(tmp_path: Path) -> None:
                     await events.rest()
             assert marker.exists() is approve
     assert "was not run" in tool_results(model, 4)[0]
-
-
-@asynccontextmanager
-async def client_on(base_url: str, worker: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A client (alice's) whose one kept-alive connection was accepted by
-    ``worker``: every request it sends is answered there."""
-    for _ in range(100):
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(
-            base_url=base_url, headers=ALICE, timeout=30, limits=limits
-        ) as client:
-            probe = await client.get("/models")
-            if probe.headers.get("X-Hermes-Worker") == worker:
-                yield client
-                return
-    raise AssertionError(f"no connection reached worker {worker}")

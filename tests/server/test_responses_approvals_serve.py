@@ -15,9 +15,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
+from support import client_on
 
 from hermes_trio.testing import TextReply, ToolCallReply
 from tests.openai_spec import assert_valid
@@ -28,17 +28,11 @@ from tests.server.test_chat_approvals import flagged, serving
 async def sdk_on(base_url: str, worker: str, key: str = "alice-key") -> AsyncIterator[Any]:
     """An SDK client whose one kept-alive connection was accepted by
     ``worker``: every request it sends is answered there."""
-    for _ in range(100):
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(timeout=30, limits=limits) as http:
-            probe = await http.get(f"{base_url}/models", headers={"Authorization": f"Bearer {key}"})
-            if probe.headers.get("X-Hermes-Worker") == worker:
-                async with openai.AsyncOpenAI(
-                    base_url=base_url, api_key=key, http_client=http, max_retries=0
-                ) as client:
-                    yield client
-                return
-    raise AssertionError(f"no connection reached worker {worker}")
+    async with client_on(base_url, worker, {"Authorization": f"Bearer {key}"}) as http:
+        async with openai.AsyncOpenAI(
+            base_url=base_url, api_key=key, http_client=http, max_retries=0
+        ) as client:
+            yield client
 
 
 def answer(approval_id: str, approve: bool, reason: str | None = None) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import trio
-from support import ServeProcess, clean_env, start_serve
+from support import ServeProcess, clean_env, client_on, start_serve
 from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.testing import TextReply, open_scripted_server
@@ -77,22 +77,6 @@ def worker_pids(served: ServeProcess) -> dict[str, int]:
     raise AssertionError("no workers line")
 
 
-@asynccontextmanager
-async def client_on(base_url: str, worker: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A client whose one kept-alive connection was accepted by ``worker``:
-    every request it sends is answered there."""
-    for _ in range(100):
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(
-            base_url=base_url, headers=HEADERS, timeout=30, limits=limits
-        ) as client:
-            probe = await client.get("/models")
-            if probe.headers.get("X-Hermes-Worker") == worker:
-                yield client
-                return
-    raise AssertionError(f"no connection reached worker {worker}")
-
-
 async def test_interrupt_cancel_and_resume_cross_workers(tmp_path: Path) -> None:
     script = [
         TextReply(tokens=SLOW, delay=0.02),
@@ -131,7 +115,7 @@ async def test_interrupt_cancel_and_resume_cross_workers(tmp_path: Path) -> None
                 nursery.start_soon(long_turn)
                 await started.wait()
                 other = "1" if first[0] == "0" else "0"
-                async with client_on(served.base_url, other) as there:
+                async with client_on(served.base_url, other, HEADERS) as there:
                     newer = await there.post(
                         "/chat/completions",
                         json={"model": "m", "messages": [{"role": "user", "content": "newer"}]},
@@ -150,7 +134,7 @@ async def test_interrupt_cancel_and_resume_cross_workers(tmp_path: Path) -> None
             rid, runner = created.json()["id"], created.headers["X-Hermes-Worker"]
             other = "1" if runner == "0" else "0"
             await trio.sleep(0.3)
-            async with client_on(served.base_url, other) as there:
+            async with client_on(served.base_url, other, HEADERS) as there:
                 cancelled = await there.post(f"/responses/{rid}/cancel")
             assert cancelled.headers["X-Hermes-Worker"] == other
             assert cancelled.json()["status"] == "cancelled", cancelled.text
@@ -179,7 +163,7 @@ async def test_interrupt_cancel_and_resume_cross_workers(tmp_path: Path) -> None
                 await begun.wait()
                 rid = seen[0]["response"]["id"]
                 other = "1" if where[0] == "0" else "0"
-                async with client_on(served.base_url, other) as there:
+                async with client_on(served.base_url, other, HEADERS) as there:
                     resumed = await there.get(f"/responses/{rid}?stream=true&starting_after=5")
                 assert resumed.headers["X-Hermes-Worker"] == other
             assert payloads(parse_sse(resumed.content)) == seen[6:]

@@ -23,6 +23,7 @@ from typing import Any, cast
 import httpx
 import trio
 
+from ..config import Config
 from ..events import StreamEvent
 from ..redaction import shown_url
 from .files import Recorder
@@ -227,9 +228,8 @@ class _RecordingSend:
         return getattr(self._inner, name)
 
 
-def turn_settings(config: Any) -> dict[str, Any]:
-    """The settings that shape a turn's events (``config``: a
-    :class:`hermes_trio.config.Config`), for the replay to run under."""
+def turn_settings(config: Config) -> dict[str, Any]:
+    """The settings that shape a turn's events, for the replay to run under."""
     model, agent = config.model, config.agent
     return {
         "model": {
@@ -264,7 +264,7 @@ def _snapshot(value: Any) -> Any:
 @contextlib.contextmanager
 def record_turn(
     recorder: Recorder | None,
-    config: Any,
+    config: Config,
     messages: Sequence[Mapping[str, Any]],
     options: Mapping[str, Any],
     send: trio.MemorySendChannel[StreamEvent],

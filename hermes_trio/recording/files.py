@@ -5,14 +5,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import stat
 import time
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "PREFIX", "Recorder"]
+from ..private_files import FILE_MODE, private_dir
 
-DIR_MODE = 0o700
-FILE_MODE = 0o600
+__all__ = ["PREFIX", "Recorder"]
+
 PREFIX = "turn-"
 
 _names = itertools.count(1)
@@ -35,17 +34,6 @@ class Recorder:
         self.max_total_bytes = max_total_bytes
         self.written: list[Path] = []
 
-    def _prepare(self) -> None:
-        try:
-            self.directory.mkdir(mode=DIR_MODE, parents=True)
-        except FileExistsError:
-            info = self.directory.stat()
-            # Ours, made wider by someone: tightened. One shared on purpose
-            # (another owner, the sticky bit of /tmp) is left as it is;
-            # the files in it are still 0600.
-            if info.st_uid == os.geteuid() and not info.st_mode & stat.S_ISVTX:
-                os.chmod(self.directory, DIR_MODE)
-
     def save(self, text: str) -> Path:
         """Write one recording (an exclusive new file, ``0600``), then prune.
 
@@ -53,7 +41,9 @@ class Recorder:
         turn is cancelled, and must not be cut by that cancel; one small
         file costs less than a thread hop.
         """
-        self._prepare()
+        # Ours, made wider by someone: tightened; one shared on purpose is
+        # left as it is (its files are still 0600).
+        private_dir(self.directory)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         path = self.directory / f"{PREFIX}{stamp}-{os.getpid()}-{next(_names):04d}.json"
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)

@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 
 import trio
 
+from ..private_files import private_dir, private_file
 from . import statements as sql
 from .base import StoreError, log, wall_clock
-from .private import private_dir, private_file
 from .runners import Runner, this_runner
 from .schema import SCHEMA_VERSION, SQLITE_MIGRATIONS, migrate_from
 from .shared import SQLStore

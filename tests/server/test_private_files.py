@@ -81,7 +81,8 @@ async def test_loose_modes_left_by_an_older_version_are_tightened_once(tmp_path:
 
 
 def test_a_shared_sticky_directory_is_left_as_it_is(tmp_path: Path) -> None:
-    from hermes_trio.store.private import install_secret, private_dir
+    from hermes_trio.private_files import private_dir
+    from hermes_trio.store.private import install_secret
 
     shared = tmp_path / "shared"
     shared.mkdir()

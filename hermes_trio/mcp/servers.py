@@ -25,7 +25,7 @@ from ..events import ToolProgress
 from ..tools.approval import request_approval
 from ..tools.base import Tool, ToolContext, ToolResult, one_line
 from ..tools.registry import ToolRegistry
-from .connection import McpServer, ServerTool
+from .connection import McpServer, ServerTool, start_servers
 from .naming import input_schema, needs_approval, split_name
 
 __all__ = ["McpServers", "McpTool", "open_mcp_servers"]
@@ -150,14 +150,8 @@ class McpServers:
         return None if server.up else _DownTool(server, name)
 
     async def start(self, nursery: trio.Nursery, wait: float = STARTUP_WAIT) -> None:
-        """Start every server in ``nursery``; returns once each has come up
-        or failed once, or after ``wait`` seconds (a server that hangs on
-        start does not hold the process up for its whole timeout)."""
-        for server in self.servers.values():
-            nursery.start_soon(server.run)
-        with trio.move_on_after(wait):
-            for server in self.servers.values():
-                await server.tried.wait()
+        """Start every server in ``nursery`` (see :func:`start_servers`)."""
+        await start_servers(nursery, self.servers.values(), wait)
 
 
 @asynccontextmanager

@@ -50,7 +50,11 @@ class McpTool:
         self.parameters = input_schema(spec.parameters)
 
     def preview(self, args: dict[str, Any]) -> str:
-        return one_line(f"{self.spec.tool} {json.dumps(args, ensure_ascii=False)}")
+        return one_line(self._shown(args))
+
+    def _shown(self, args: dict[str, Any]) -> str:
+        """The call as the user sees it: the server's tool name and its arguments."""
+        return f"{self.spec.tool} {json.dumps(args, ensure_ascii=False)}"
 
     def asks(self) -> bool:
         """Whether a call asks the user first (the server's ``require_approval``)."""
@@ -65,8 +69,9 @@ class McpTool:
 
     async def _ask(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         reason = f"tool {self.spec.tool!r} of the MCP server {self.server.label!r}"
-        command = f"{self.spec.tool} {json.dumps(args, ensure_ascii=False)}"
-        answer = await request_approval(ctx, tool_name=self.name, command=command, reason=reason)
+        answer = await request_approval(
+            ctx, tool_name=self.name, command=self._shown(args), reason=reason
+        )
         if answer is None:
             return (
                 f"refused: calling {reason} needs the user's approval but there is no "

@@ -7,7 +7,7 @@ result text); :mod:`.connection` keeps one server's connection up;
 
 from __future__ import annotations
 
-from .connection import McpServer, ServerTool
+from .connection import McpServer, ServerTool, start_servers
 from .servers import McpServers, McpTool, open_mcp_servers
 
-__all__ = ["McpServer", "McpServers", "McpTool", "ServerTool", "open_mcp_servers"]
+__all__ = ["McpServer", "McpServers", "McpTool", "ServerTool", "open_mcp_servers", "start_servers"]

@@ -16,7 +16,7 @@ import logging
 import math
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +34,7 @@ from ..config import McpServerConfig
 from ..retry import Backoff
 from .naming import model_name, result_text, wanted
 
-__all__ = ["McpServer", "Progress", "ServerTool"]
+__all__ = ["McpServer", "Progress", "ServerTool", "start_servers"]
 
 log = logging.getLogger("hermes_trio.mcp")
 
@@ -231,6 +231,20 @@ class McpServer:
             return False, f"error: {self.label}: {_describe(exc)}"
         blocks = [block.model_dump(mode="json") for block in result.content]
         return not result.is_error, result_text(blocks, result.structured_content)
+
+
+async def start_servers(
+    nursery: trio.Nursery, servers: Iterable[McpServer], wait: float
+) -> None:
+    """Start ``servers`` in ``nursery``; returns once each has come up or
+    failed once, or after ``wait`` seconds (a server that hangs on start
+    does not hold its caller up for its whole timeout)."""
+    servers = list(servers)
+    for server in servers:
+        nursery.start_soon(server.run)
+    with trio.move_on_after(wait):
+        for server in servers:
+            await server.tried.wait()
 
 
 def _stdio_params(config: McpServerConfig) -> StdioServerParameters:

@@ -25,7 +25,7 @@ from ..events import ToolProgress
 from ..tools.approval import request_approval
 from ..tools.base import Tool, ToolContext, ToolResult, one_line
 from ..tools.registry import ToolRegistry
-from .connection import McpServer, ServerTool
+from .connection import McpServer, ServerTool, start_servers
 from .naming import input_schema, needs_approval, split_name
 
 __all__ = ["McpServers", "McpTool", "open_mcp_servers"]
@@ -50,7 +50,11 @@ class McpTool:
         self.parameters = input_schema(spec.parameters)
 
     def preview(self, args: dict[str, Any]) -> str:
-        return one_line(f"{self.spec.tool} {json.dumps(args, ensure_ascii=False)}")
+        return one_line(self._shown(args))
+
+    def _shown(self, args: dict[str, Any]) -> str:
+        """The call as the user sees it: the server's tool name and its arguments."""
+        return f"{self.spec.tool} {json.dumps(args, ensure_ascii=False)}"
 
     def asks(self) -> bool:
         """Whether a call asks the user first (the server's ``require_approval``)."""
@@ -65,8 +69,9 @@ class McpTool:
 
     async def _ask(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         reason = f"tool {self.spec.tool!r} of the MCP server {self.server.label!r}"
-        command = f"{self.spec.tool} {json.dumps(args, ensure_ascii=False)}"
-        answer = await request_approval(ctx, tool_name=self.name, command=command, reason=reason)
+        answer = await request_approval(
+            ctx, tool_name=self.name, command=self._shown(args), reason=reason
+        )
         if answer is None:
             return (
                 f"refused: calling {reason} needs the user's approval but there is no "
@@ -150,14 +155,8 @@ class McpServers:
         return None if server.up else _DownTool(server, name)
 
     async def start(self, nursery: trio.Nursery, wait: float = STARTUP_WAIT) -> None:
-        """Start every server in ``nursery``; returns once each has come up
-        or failed once, or after ``wait`` seconds (a server that hangs on
-        start does not hold the process up for its whole timeout)."""
-        for server in self.servers.values():
-            nursery.start_soon(server.run)
-        with trio.move_on_after(wait):
-            for server in self.servers.values():
-                await server.tried.wait()
+        """Start every server in ``nursery`` (see :func:`start_servers`)."""
+        await start_servers(nursery, self.servers.values(), wait)
 
 
 @asynccontextmanager

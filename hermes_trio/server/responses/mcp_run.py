@@ -18,7 +18,7 @@ from typing import Any
 import trio
 
 from ...config import McpServerConfig
-from ...mcp import McpServer, McpTool, ServerTool
+from ...mcp import McpServer, McpTool, ServerTool, start_servers
 from ...tools.registry import ToolRegistry
 from .mcp_request import McpRequestTool
 
@@ -66,11 +66,7 @@ async def open_request_servers(
     -> (server label, the server's tool name)."""
     servers = [(request, McpServer(request.label, _config(request, wait))) for request in requested]
     async with trio.open_nursery() as nursery:
-        for _, server in servers:
-            nursery.start_soon(server.run)
-        with trio.move_on_after(wait):
-            for _, server in servers:
-                await server.tried.wait()
+        await start_servers(nursery, (server for _, server in servers), wait)
         listings: list[Listing] = []
         names: dict[str, tuple[str, str]] = {}
         for request, server in servers:

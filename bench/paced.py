@@ -7,7 +7,7 @@ start at once (``--streams``), each 200 tokens ``--interval`` apart (50 ms:
 each target in the same run:
 
 - ``hermes``: ``hermes-trio serve`` (``--workers``, ``--max-concurrent``);
-- ``raw``, ``httpx``, ``pooled``: the floors of bench/relay_floor.py (trio
+- ``raw``, ``httpx``, ``pooled``, ``hypercorn``, ``quart``: the floors of bench/relay_floor.py (trio
   sockets only; httpx with a plain ``AsyncClient``; httpx with the
   project's own pool, ``llm/pool.py`` ``PooledTransport``).
 

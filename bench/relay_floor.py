@@ -13,6 +13,12 @@ generator on core 1, 200 tokens 2 ms apart or with no delay).
 - ``pooled``: the same through the project's own connection pool
   (``llm/pool.py`` ``PooledTransport``, as ``hermes-trio serve`` reads the
   model server).
+- ``hypercorn``: the HTTP server hermes-trio is built on, bare: hypercorn's
+  own trio ``serve`` and a plain ASGI app that reads the body and relays
+  the pooled upstream answer as it comes. What the HTTP framework costs
+  before any of the project's code.
+- ``quart``: the same relay as a quart-trio route returning a streamed
+  response (the web framework hermes-trio's app is written in).
 
 With ``--paced`` the floors run at issue 26's profile instead (many streams
 starting together, a token every 50 ms: bench/paced.py), direct alongside:
@@ -86,10 +92,102 @@ async def _httpx(client: trio.SocketStream, http: httpx.AsyncClient, base: str) 
         await client.send_all(b"0\r\n\r\n")
 
 
+def _asgi_relay(http: httpx.AsyncClient, base: str) -> object:
+    """A bare ASGI app: the request's body to the model server, its answer
+    back chunk by chunk."""
+
+    async def app(scope: dict, receive: object, send: object) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":  # type: ignore[operator]
+                await send({"type": message["type"] + ".complete"})  # type: ignore[operator]
+            await send({"type": "lifespan.shutdown.complete"})  # type: ignore[operator]
+            return
+        body = b""
+        while True:
+            message = await receive()  # type: ignore[operator]
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        async with http.stream(
+            "POST",
+            base + scope["path"],
+            content=body,
+            headers={"Content-Type": "application/json"},
+        ) as response:
+            await send(  # type: ignore[operator]
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")],
+                }
+            )
+            async for data in response.aiter_raw():
+                await send({"type": "http.response.body", "body": data, "more_body": True})  # type: ignore[operator]
+            await send({"type": "http.response.body", "body": b""})  # type: ignore[operator]
+
+    return app
+
+
+def _quart_relay(http: httpx.AsyncClient, base: str) -> object:
+    """The same relay as a quart-trio route with a streamed response."""
+    from quart import request
+    from quart_trio import QuartTrio
+
+    app = QuartTrio(__name__)
+
+    @app.post("/v1/<path:rest>")
+    async def relay(rest: str) -> object:
+        body = await request.get_data()
+        send, receive = trio.open_memory_channel[bytes](0)
+
+        async def pump() -> None:
+            async with (
+                send,
+                http.stream(
+                    "POST",
+                    f"{base}/v1/{rest}",
+                    content=body,
+                    headers={"Content-Type": "application/json"},
+                ) as response,
+            ):
+                async for data in response.aiter_raw():
+                    await send.send(data)
+
+        async def chunks() -> object:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump)
+                async for data in receive:
+                    yield data
+
+        return chunks(), 200, {"Content-Type": "text/event-stream"}
+
+    return app
+
+
+async def _serve_asgi(app: object) -> None:
+    from hypercorn.config import Config
+    from hypercorn.trio import serve as hypercorn_serve
+
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.errorlog = None
+
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(hypercorn_serve, app, config)
+        print(f"listening on {binds[0]}/v1", flush=True)
+
+
 async def serve(mode: str, upstream: str) -> None:
     target = httpx.URL(upstream)
     host, port = target.host, target.port or 80
     base = f"http://{host}:{port}"
+    if mode in ("hypercorn", "quart"):
+        transport = PooledTransport(max_idle=64)
+        async with httpx.AsyncClient(timeout=None, transport=transport) as http:
+            make = _asgi_relay if mode == "hypercorn" else _quart_relay
+            await _serve_asgi(make(http, base))
+        return
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     print(f"listening on http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/v1", flush=True)
     if mode == "pooled":
@@ -155,7 +253,9 @@ if __name__ == "__main__":
     parser.add_argument("--routes", default="chat,responses")
     parser.add_argument("--paced", action="store_true", help="issue 26's profile (paced.py)")
     parser.add_argument("--streams", type=int, default=120, help="with --paced")
-    parser.add_argument("--serve", choices=("raw", "httpx", "pooled"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--serve", choices=("raw", "httpx", "pooled", "hypercorn", "quart"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:

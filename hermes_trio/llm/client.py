@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.cookiejar import CookieJar
 from typing import Any
 
 import httpx
@@ -51,7 +52,7 @@ from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
 from .endpoints import endpoint
 from .errors import NO_MODEL_SERVER, ModelError, request_refused
 from .http_body import open_body
-from .pool import PooledTransport
+from .pool import SOCKET_READS, PooledTransport
 from .stream_support import StreamSupport
 from .watchdog import Expiry, StreamWatchdog
 
@@ -191,6 +192,7 @@ class _EventReader:
         watchdog = self.watchdog
         end = self.end
         slice_start = trio.current_time()
+        reads = SOCKET_READS.count
         quiet_at = math.inf
         while True:
             if end.said:
@@ -219,13 +221,19 @@ class _EventReader:
                 if delta.content or delta.reasoning or delta.tool_calls or delta.finish_reason:
                     # Some of the answer; empty and role-only chunks are not.
                     first = not watchdog.seen
-                    watchdog.beat()
+                    arrived = watchdog.beat()
                     # What arrived in one read goes on as one delta: a burst
                     # costs the consumers one event, not one per token.
                     watchdog.busy = True  # a slow consumer is not model silence
                     await self.delivery(delta)
                     watchdog.busy = False
                     now = watchdog.beat()
+                    if SOCKET_READS.count != reads:
+                        # This piece took a socket read, which checkpointed:
+                        # the slice began there. A paced token (one read
+                        # each) so costs no scheduler pass of its own.
+                        reads = SOCKET_READS.count
+                        slice_start = arrived
                     if first or now - slice_start >= _TIME_SLICE:
                         # Reading a burst that is already buffered never
                         # blocks, so without this the consumers (and every
@@ -272,6 +280,43 @@ class _StreamRefused(Exception):
         self.reason = reason
 
 
+class _SetCookiesOnly(httpx.Cookies):
+    """Cookies read only from an answer that sets one: httpx otherwise
+    builds a urllib request for every answer just to look (about 5% of a
+    request's CPU). What is kept and sent stays httpx's own."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        if "set-cookie" in response.headers:
+            super().extract_cookies(response)
+
+
+class _ModelHttpClient(httpx.AsyncClient):
+    """httpx's client, its cookies in :class:`_SetCookiesOnly`."""
+
+    def __init__(
+        self,
+        *,
+        timeout: httpx.Timeout,
+        transport: httpx.AsyncBaseTransport | None = None,
+        limits: httpx.Limits | None = None,
+    ) -> None:
+        if limits is None:
+            super().__init__(timeout=timeout, transport=transport)
+        else:
+            super().__init__(timeout=timeout, transport=transport, limits=limits)
+        self._model_cookies = _SetCookiesOnly()
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._model_cookies
+
+    @cookies.setter
+    def cookies(
+        self, cookies: httpx.Cookies | CookieJar | dict[str, str] | list[tuple[str, str]]
+    ) -> None:
+        self._model_cookies = _SetCookiesOnly(cookies)
+
+
 def make_http_client(
     config: ModelConfig, *, transport: httpx.AsyncBaseTransport | None = None
 ) -> httpx.AsyncClient:
@@ -288,15 +333,15 @@ def make_http_client(
     timeout = httpx.Timeout(connect=timeouts.connect, read=None, write=60.0, pool=None)
     if transport is not None:
         # httpx mounts no proxy from the environment beside a given transport.
-        return httpx.AsyncClient(timeout=timeout, transport=TapTransport(transport))
+        return _ModelHttpClient(timeout=timeout, transport=TapTransport(transport))
     if urllib.request.getproxies():
         # httpx honours HTTP(S)_PROXY only with its own transport.
-        return httpx.AsyncClient(
+        return _ModelHttpClient(
             timeout=timeout,
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
         )
     # The tap copies a recorded turn's requests (``--record``); others pass.
-    return httpx.AsyncClient(timeout=timeout, transport=TapTransport(PooledTransport(max_idle=64)))
+    return _ModelHttpClient(timeout=timeout, transport=TapTransport(PooledTransport(max_idle=64)))
 
 
 class ModelClient:

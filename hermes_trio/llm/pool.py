@@ -22,7 +22,23 @@ import httpx
 import trio
 from httpcore._backends.trio import TrioStream
 
-__all__ = ["PooledTransport"]
+__all__ = ["SOCKET_READS", "PooledTransport", "SocketReads"]
+
+
+class SocketReads:
+    """How many reads the pool's connections have made from their sockets,
+    all together. Trio makes every stream read a checkpoint, and a task
+    runs only while every other one is suspended: a reader that sees the
+    count changed since it last looked has passed a checkpoint since. The
+    model client uses it to skip a checkpoint of its own per paced token."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+SOCKET_READS = SocketReads()
 
 
 _Key = tuple[bytes, bytes, int]
@@ -176,6 +192,7 @@ class _UnboundedReads(TrioStream):
     a paced stream reads about twice per token."""
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        SOCKET_READS.count += 1
         if timeout is not None:
             return await super().read(max_bytes, timeout)
         try:

@@ -7,6 +7,8 @@ start at once (``--streams``), each 200 tokens ``--interval`` apart (50 ms:
 each target in the same run:
 
 - ``hermes``: ``hermes-trio serve`` (``--workers``, ``--max-concurrent``);
+- ``baseline``: the same, run by ``--baseline PYTHON`` (another checkout's
+  venv): an older version measured beside this one;
 - ``raw``, ``httpx``, ``pooled``, ``hypercorn``, ``quart``: the floors of bench/relay_floor.py (trio
   sockets only; httpx with a plain ``AsyncClient``; httpx with the
   project's own pool, ``llm/pool.py`` ``PooledTransport``).
@@ -183,8 +185,15 @@ def show(label: str, s: dict, cpu: float | None = None) -> None:
 
 @asynccontextmanager
 async def hermes(
-    model_url: str, workers: int, max_concurrent: str, profile: str | None = None
+    model_url: str,
+    workers: int,
+    max_concurrent: str,
+    profile: str | None = None,
+    python: str = sys.executable,
 ) -> AsyncIterator[tuple[str, int]]:
+    """``hermes-trio serve`` in front of ``model_url``; ``python``: the
+    interpreter whose hermes_trio runs (another checkout's venv, for a
+    baseline measured on the same machine in the same run)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = (
             f"model: {{base_url: '{model_url}', name: scripted}}\n"
@@ -194,7 +203,7 @@ async def hermes(
         )
         await trio.Path(tmp, "config.yaml").write_text(config)
         prefix = ["-m", "cProfile", "-o", profile] if profile else []
-        command = [sys.executable, *prefix, "-m", "hermes_trio.cli", "serve"]
+        command = [python, *prefix, "-m", "hermes_trio.cli", "serve"]
         async with load.serve_process([*command, "--workers", str(workers)], tmp) as found:
             yield found
 
@@ -215,13 +224,16 @@ async def main(args: argparse.Namespace) -> None:
     async with open_scripted_server(default=reply, record=False) as model:
         worker_counts = [int(w) for w in args.scale.split(",")] if args.scale else [args.workers]
         for target in args.targets.split(","):
-            for workers in worker_counts if target == "hermes" else [1]:
+            for workers in worker_counts if target in ("hermes", "baseline") else [1]:
                 show("direct", summary(await loadgen(model.base_url, args.streams)))
-                if target == "hermes":
+                if target in ("hermes", "baseline"):
+                    python = args.baseline if target == "baseline" else sys.executable
                     async with hermes(
-                        model.base_url, workers, args.max_concurrent, args.profile
+                        model.base_url, workers, args.max_concurrent, args.profile, python
                     ) as (url, pid):
-                        await measure_target(url, pid, f"hermes --workers {workers}", args.streams)
+                        await measure_target(
+                            url, pid, f"{target} --workers {workers}", args.streams
+                        )
                 else:
                     command = [
                         sys.executable,
@@ -239,7 +251,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=120)
     parser.add_argument("--interval", type=float, default=0.05, help="seconds between tokens")
-    parser.add_argument("--targets", default="hermes,raw,pooled", help="hermes, raw, httpx, pooled")
+    parser.add_argument(
+        "--targets", default="hermes,raw,pooled", help="hermes, baseline, raw, httpx, pooled, ..."
+    )
+    parser.add_argument(
+        "--baseline", help="target 'baseline': this python's hermes_trio (another checkout's venv)"
+    )
     parser.add_argument("--max-concurrent", default="auto", help="api_server.max_concurrent")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--scale", default="", help="worker counts, e.g. 1,2,4,8")

@@ -7,11 +7,13 @@ CPU per request and time to first token p50/p95, direct and through.
 With ``--profile FILE`` the server runs under cProfile and writes its
 profile to FILE when it ends (``python -m pstats FILE``).
 
-``--targets`` adds the floors of bench/relay_floor.py measured the same
-way: ``raw`` (trio sockets), ``pooled`` (httpx through the project's pool),
-``hypercorn`` (a bare ASGI relay on hypercorn, the HTTP server hermes-trio
-is built on), ``quart`` (the same relay as a quart-trio route): what a
-request costs before any of the project's code runs.
+``--targets baseline --baseline PYTHON`` measures another checkout's
+hermes-trio (its venv's python) beside this one. ``--targets`` adds the
+floors of bench/relay_floor.py, measured the same way: ``raw`` (trio
+sockets), ``pooled`` (httpx through the project's pool), ``hypercorn`` (a
+bare ASGI relay on hypercorn, the HTTP server hermes-trio is built on),
+``quart`` (the same relay as a quart-trio route): what a request costs
+before any of the project's code runs.
 
     python bench/request_cost.py [--requests 400] [--route chat] [--profile out.prof]
                                  [--targets hermes,raw,pooled,hypercorn,quart] [--rounds 3]
@@ -39,9 +41,14 @@ async def generate(url: str, requests: int, route: str) -> dict:
     return await load.loadgen(url, 1, route, requests)
 
 
+BASELINE: list[str] = []
+
+
 def _server(target: str, model_url: str, profile: str | None) -> AbstractAsyncContextManager:
     if target == "hermes":
         return paced.hermes(model_url, 1, "8", profile)
+    if target == "baseline":
+        return paced.hermes(model_url, 1, "8", profile, BASELINE[0])
     command = [sys.executable, str(HERE / "relay_floor.py"), "--serve", target]
     return load.serve_process([*command, "--upstream", model_url])
 
@@ -91,6 +98,10 @@ if __name__ == "__main__":
     parser.add_argument("--profile", default=None, help="write the server's cProfile here")
     parser.add_argument("--targets", default="hermes", help="hermes, raw, pooled, hypercorn, quart")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds; the median")
+    parser.add_argument(
+        "--baseline", help="target 'baseline': this python's hermes_trio (another checkout's venv)"
+    )
     args = parser.parse_args()
+    BASELINE.append(args.baseline or sys.executable)
     profile = str(Path(args.profile).resolve()) if args.profile else None
     trio.run(main, args.requests, args.route, profile, args.targets.split(","), args.rounds)

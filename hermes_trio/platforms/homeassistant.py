@@ -44,7 +44,7 @@ import hmac
 import itertools
 import logging
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import trio
@@ -56,6 +56,7 @@ from ..consumers.messenger import PlatformError, RateLimited
 from ..redaction import redact
 from ..retry import parse_retry_after
 from .base import CredentialsRejected, InboundMessage
+from .homeassistant_types import NotifyData, ReplyEvent, WebhookAnswer, WebhookMessage
 from .http import allow_list, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import check_then_serve, webhook_app
@@ -124,7 +125,9 @@ class HomeAssistantAdapter:
 
     # -- HA REST -----------------------------------------------------------
 
-    async def _request(self, method: str, path: str, json: Any = None) -> Any:
+    async def _request(
+        self, method: str, path: str, json: ReplyEvent | NotifyData | None = None
+    ) -> Any:
         what = f"homeassistant {method} {path}"
         response = await send_request(
             self._client,
@@ -167,13 +170,13 @@ class HomeAssistantAdapter:
             await self._request(
                 "POST",
                 f"/api/services/notify/{self.notify_service}",
-                {"message": text, "title": "Hermes"},
+                NotifyData(message=text, title="Hermes"),
             )
         else:
             await self._request(
                 "POST",
                 f"/api/events/{self.reply_event}",
-                {"conversation_id": chat_id, "text": text, "message_id": message_id},
+                ReplyEvent(conversation_id=chat_id, text=text, message_id=message_id),
             )
         return message_id
 
@@ -205,7 +208,7 @@ class HomeAssistantAdapter:
         expected = f"Bearer {self._secret}".encode()
 
         @app.post(WEBHOOK_PATH)
-        async def receive() -> tuple[dict[str, Any], int]:
+        async def receive() -> tuple[WebhookAnswer, int]:
             given = request.headers.get("Authorization", "").encode("utf-8", "replace")
             if not hmac.compare_digest(given, expected):
                 log.warning("homeassistant: refused a webhook call with a bad bearer token")
@@ -229,18 +232,20 @@ class HomeAssistantAdapter:
     def _to_inbound(body: Any) -> InboundMessage | None:
         if not isinstance(body, dict):
             return None
-        text = body.get("text")
+        # The webhook's message from here on; each field is still checked where read.
+        message = cast(WebhookMessage, body)
+        text = message.get("text")
         if not isinstance(text, str) or not text.strip():
             return None
-        user_id = str(body.get("user_id") or "homeassistant")
-        conversation = body.get("conversation_id") or body.get("user_id") or "homeassistant"
-        user_name = body.get("user_name")
+        user_id = str(message.get("user_id") or "homeassistant")
+        conversation = message.get("conversation_id") or message.get("user_id") or "homeassistant"
+        user_name = message.get("user_name")
         return InboundMessage(
             platform="homeassistant",
             chat_id=str(conversation),
             user_id=user_id,
             text=text,
-            message_id=str(body["message_id"]) if body.get("message_id") else None,
+            message_id=str(message["message_id"]) if message.get("message_id") else None,
             user_name=str(user_name) if user_name else None,
             raw=body,
         )

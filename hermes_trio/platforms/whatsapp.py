@@ -38,10 +38,10 @@ import hmac
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, Literal, TypeGuard, TypeVar, cast, overload
 
 import httpx
 import trio
@@ -56,6 +56,17 @@ from .base import Attachment, ButtonPress, CredentialsRejected, InboundMessage
 from .http import allow_list, download, send_request, user_allowed
 from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
 from .webhook import check_then_serve, webhook_app
+from .whatsapp_types import (
+    GraphError,
+    MediaInfo,
+    OutboundMessage,
+    PhoneNumber,
+    SendAnswer,
+    Webhook,
+    WebhookLocation,
+    WebhookMedia,
+    WebhookMessage,
+)
 
 __all__ = [
     "WHATSAPP_CAPABILITIES",
@@ -79,8 +90,9 @@ MAX_BODY = 1024 * 1024
 _RATE_CODES = frozenset({4, 80007, 130429, 131048, 131056})
 _DEFAULT_RETRY_AFTER = 5.0
 _SEEN_IDS = 1024
+MediaKind = Literal["image", "sticker", "audio", "video", "document"]
 # What WhatsApp calls the files a user can send, and how a reply names each.
-_MEDIA_NAMES = {
+_MEDIA_NAMES: dict[MediaKind, str] = {
     "image": "image",
     "sticker": "sticker",
     "audio": "audio",
@@ -95,6 +107,10 @@ _UNUSABLE_NAMES = {
     "order": "an order",
     "unsupported": "a message WhatsApp could not pass on",
 }
+
+
+def _is_media(kind: str) -> TypeGuard[MediaKind]:
+    return kind in _MEDIA_NAMES
 
 
 class TokenRejected(CredentialsRejected):
@@ -237,7 +253,9 @@ class WhatsAppAdapter:
         out: list[InboundMessage] = []
         if not isinstance(payload, dict):
             return out
-        for entry in _dicts(payload.get("entry")):
+        # A webhook notification from here on; each field is still checked where read.
+        notification = cast(Webhook, payload)
+        for entry in _dicts(notification.get("entry")):
             for change in _dicts(entry.get("changes")):
                 value = change.get("value")
                 if not isinstance(value, dict):
@@ -257,7 +275,7 @@ class WhatsAppAdapter:
                         out.append(message)
         return out
 
-    def _to_inbound(self, msg: dict[str, Any], names: dict[Any, Any]) -> InboundMessage | None:
+    def _to_inbound(self, msg: WebhookMessage, names: dict[str, str]) -> InboundMessage | None:
         kind = msg.get("type")
         sender = msg.get("from")
         message_id = msg.get("id")
@@ -281,15 +299,18 @@ class WhatsAppAdapter:
             text=text,
             message_id=str(message_id) if message_id is not None else None,
             user_name=name if isinstance(name, str) else None,
-            raw=msg,
+            # A copy: ``raw`` is typed as an open dict, ``msg`` as Meta's message.
+            raw=dict(msg),
             attachments=attachments,
             press=press,
         )
 
-    def _press(self, kind: str, msg: dict[str, Any], sender: str) -> ButtonPress | None:
+    def _press(self, kind: str, msg: WebhookMessage, sender: str) -> ButtonPress | None:
         """A press on one of our reply buttons (``interactive.button_reply``)."""
-        part = msg.get(kind)
-        if kind != "interactive" or not isinstance(part, dict):
+        if kind != "interactive":
+            return None
+        part = msg.get("interactive")
+        if not isinstance(part, dict):
             return None
         reply = part.get("button_reply")
         if part.get("type") != "button_reply" or not isinstance(reply, dict):
@@ -308,31 +329,43 @@ class WhatsAppAdapter:
         if notice:
             await self.send_text(to, notice)
 
-    def _content(self, kind: str, msg: dict[str, Any]) -> tuple[str, tuple[Attachment, ...]] | None:
-        """The message's text and files; None when it holds nothing to answer."""
-        body = msg.get(kind)
-        part: dict[str, Any] = body if isinstance(body, dict) else {}
+    def _content(self, kind: str, msg: WebhookMessage) -> tuple[str, tuple[Attachment, ...]] | None:
+        """The message's text and files; None when it holds nothing to answer.
+        The object named after ``kind`` counts only when it is one."""
         if kind == "text":
-            text = part.get("body")
+            body = msg.get("text")
+            text = body.get("body") if isinstance(body, dict) else None
             return (text, ()) if isinstance(text, str) else None
-        if kind in _MEDIA_NAMES:
-            caption = part.get("caption")
-            return (caption if isinstance(caption, str) else "", (self._attachment(kind, part),))
+        if _is_media(kind):
+            found = msg.get(kind)
+            media = found if isinstance(found, dict) else None
+            caption = media.get("caption") if media is not None else None
+            return (caption if isinstance(caption, str) else "", (self._attachment(kind, media),))
         if kind == "button":
-            text = part.get("text")
+            button = msg.get("button")
+            text = button.get("text") if isinstance(button, dict) else None
             return (text, ()) if isinstance(text, str) and text else None
         if kind == "interactive":
-            reply = part.get(str(part.get("type")))
+            interactive = msg.get("interactive")
+            # The reply sits under the key its ``type`` names.
+            reply = (
+                interactive.get(str(interactive.get("type")))
+                if isinstance(interactive, dict)
+                else None
+            )
             title = reply.get("title") if isinstance(reply, dict) else None
             return (title, ()) if isinstance(title, str) and title else None
         if kind == "location":
-            return _location(part), ()
+            location = msg.get("location")
+            return _location(location if isinstance(location, dict) else {}), ()
         unusable = _UNUSABLE_NAMES.get(kind, f"a message of type {kind!r}")
         return "", (Attachment(None, unusable),)
 
-    def _attachment(self, kind: str, media: dict[str, Any]) -> Attachment:
-        mime = media.get("mime_type")
+    def _attachment(self, kind: MediaKind, media: WebhookMedia | None) -> Attachment:
         name = _MEDIA_NAMES[kind]
+        if media is None:
+            return Attachment(None, name)
+        mime = media.get("mime_type")
         if kind == "audio" and media.get("voice"):
             name = "voice message"
         elif kind == "document" and isinstance(media.get("filename"), str):
@@ -370,7 +403,7 @@ class WhatsAppAdapter:
 
     async def send_text(self, to: str, text: str) -> str:
         """Send ``text`` to ``to`` (a wa_id); returns the new message id."""
-        payload = {
+        payload: OutboundMessage = {
             "messaging_product": "whatsapp",
             "recipient_type": "individual",
             "to": to,
@@ -391,7 +424,7 @@ class WhatsAppAdapter:
             or any(len(b.label) > MAX_BUTTON_TITLE or len(b.data) > 256 for b in buttons)
         ):
             raise ButtonsRefused("whatsapp: more than reply buttons can show")
-        payload = {
+        payload: OutboundMessage = {
             "messaging_product": "whatsapp",
             "recipient_type": "individual",
             "to": to,
@@ -417,11 +450,47 @@ class WhatsAppAdapter:
         info = await self.check()
         return str(info.get("verified_name") or info.get("display_phone_number") or "the number")
 
-    async def check(self) -> dict[str, Any]:
+    async def check(self) -> PhoneNumber:
         """Read the phone number's details: proves token and number id work."""
         return await self._graph(
             "GET", "", "check", params={"fields": "display_phone_number,verified_name"}
         )
+
+    @overload
+    async def _graph(
+        self,
+        method: str,
+        edge: str,
+        what: Literal["send"],
+        *,
+        json: OutboundMessage,
+        params: None = None,
+        path: None = None,
+    ) -> SendAnswer: ...
+
+    @overload
+    async def _graph(
+        self,
+        method: str,
+        edge: str,
+        what: Literal["media"],
+        *,
+        json: None = None,
+        params: None = None,
+        path: str,
+    ) -> MediaInfo: ...
+
+    @overload
+    async def _graph(
+        self,
+        method: str,
+        edge: str,
+        what: Literal["check"],
+        *,
+        json: None = None,
+        params: dict[str, str],
+        path: None = None,
+    ) -> PhoneNumber: ...
 
     async def _graph(
         self,
@@ -429,11 +498,13 @@ class WhatsAppAdapter:
         edge: str,
         what: str,
         *,
-        json: Any = None,
+        json: OutboundMessage | None = None,
         params: dict[str, str] | None = None,
         path: str | None = None,
-    ) -> dict[str, Any]:
-        """Call the Graph API under the phone number (``edge``), or at ``path``."""
+    ) -> SendAnswer | MediaInfo | PhoneNumber:
+        """Call the Graph API under the phone number (``edge``), or at ``path``;
+        the answer is the one of the call ``what`` names (its fields still
+        checked where read)."""
         if path is None:
             number = str(self.config.phone_number_id)
             path = f"{number}/{edge}" if edge else number
@@ -456,9 +527,9 @@ class WhatsAppAdapter:
         if not isinstance(body, dict):
             body = {}
         if response.status_code < 400 and "error" not in body:
-            return body
+            return cast(SendAnswer | MediaInfo | PhoneNumber, body)
         found = body.get("error")
-        error: dict[str, Any] = found if isinstance(found, dict) else {}
+        error: GraphError = cast(GraphError, found) if isinstance(found, dict) else {}
         code = error.get("code")
         message = redact(str(error.get("message") or f"HTTP {response.status_code}"))
         if response.status_code == 429 or code in _RATE_CODES:
@@ -474,10 +545,10 @@ class WhatsAppAdapter:
         raise PlatformError(f"whatsapp {what}: {message}{suffix}")
 
 
-def _location(location: dict[str, Any]) -> str:
+def _location(location: WebhookLocation) -> str:
     """A shared location as a line the agent can read."""
     where = ", ".join(
-        str(location[key]) for key in ("name", "address") if isinstance(location.get(key), str)
+        value for key in ("name", "address") if isinstance(value := location.get(key), str)
     )
     lat, lon = location.get("latitude"), location.get("longitude")
     point = f"{lat}, {lon}" if isinstance(lat, int | float) and isinstance(lon, int | float) else ""
@@ -485,7 +556,10 @@ def _location(location: dict[str, Any]) -> str:
     return f"📍 My location: {text}" if text else "📍 My location (without coordinates)"
 
 
-def _dicts(value: Any) -> list[dict[str, Any]]:
+_Item = TypeVar("_Item", bound=Mapping[str, object])
+
+
+def _dicts(value: list[_Item] | None) -> list[_Item]:
     """The dict items of a JSON list (webhook payloads are not trusted to be
     well-formed, even when signed)."""
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []

@@ -68,12 +68,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import trio
 import trio_websocket
 
 from ..consumers.messenger import measure
+from ..platforms.discord import api_types as api
 from .fake_http import FakeRequest, FakeResponse, serve_http, server_nursery
 
 __all__ = [
@@ -137,7 +138,8 @@ class DiscordMessage:
     edited_at: list[float] = field(default_factory=list)
     deleted: bool = False
     allowed_mentions: Any = None
-    components: list[dict[str, Any]] = field(default_factory=list)
+    """As sent (unchecked): normally ``api.AllowedMentions``."""
+    components: list[api.ActionRow] = field(default_factory=list)
     """The action rows shown under it now, as sent."""
 
     def buttons(self) -> list[str]:
@@ -160,7 +162,7 @@ class Interaction:
     user_id: str
     custom_id: str
     created_at: float
-    response: dict[str, Any] | None = None
+    response: api.InteractionCallback | None = None
     """The callback's body, once acknowledged."""
 
 
@@ -203,11 +205,20 @@ class _ApiError(Exception):
         code: int,
         message: str,
         headers: list[tuple[str, str]] | None = None,
-        **extra: Any,
+        *,
+        errors: api.ErrorDetails | None = None,
+        retry_after: float | None = None,
+        is_global: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.body = {"message": message, "code": code, **extra}
+        self.body: api.ErrorBody = {"message": message, "code": code}
+        if errors is not None:
+            self.body["errors"] = errors
+        if retry_after is not None:
+            self.body["retry_after"] = retry_after
+        if is_global is not None:
+            self.body["global"] = is_global
         self.headers = headers or []
 
 
@@ -244,7 +255,7 @@ class FakeDiscord:
         """Seconds, sent in HELLO (in milliseconds, as Discord does)."""
         self.bucket_limit = bucket_limit
         self.bucket_window = bucket_window
-        self.bot_user = {
+        self.bot_user: api.User = {
             "id": bot_id,
             "username": bot_username,
             "global_name": "Hermes",
@@ -265,7 +276,7 @@ class FakeDiscord:
         self.gateway_ops: list[GatewayOp] = []
         self.connections: list[GatewayConnection] = []
         self.typing: list[tuple[str, float]] = []
-        self.pushed: list[dict[str, Any]] = []
+        self.pushed: list[api.MessageCreate] = []
         self.session_id: str | None = None
         self.events: list[tuple[int, str, Any]] = []
         """The current session's dispatches: (seq, name, data)."""
@@ -301,7 +312,7 @@ class FakeDiscord:
         user_name: str = "tester",
         attachments: Sequence[tuple[str, str | None, bytes]] = (),
         message_type: int = 0,
-    ) -> dict[str, Any]:
+    ) -> api.MessageCreate:
         """Dispatch a MESSAGE_CREATE from a user; returns its data.
 
         No ``guild_id``: a direct message. ``mention`` puts ``<@bot>`` in
@@ -311,15 +322,15 @@ class FakeDiscord:
         """
         message_id = self._new_id()
         bot_id = self.bot_user["id"]
-        mentions: list[dict[str, Any]] = []
+        mentions: list[api.User] = []
         if mention or legacy_mention:
             content = f"<@{'!' if legacy_mention else ''}{bot_id}> {content}"
-            mentions.append(dict(self.bot_user))
-        files = []
+            mentions.append(self.bot_user.copy())
+        files: list[api.Attachment] = []
         for filename, content_type, blob in attachments:
             file_id = self._new_id()
             self._files[file_id] = (blob, content_type or "application/octet-stream")
-            item: dict[str, Any] = {
+            item: api.Attachment = {
                 "id": file_id,
                 "filename": filename,
                 "size": len(blob),
@@ -329,17 +340,19 @@ class FakeDiscord:
             if content_type is not None:
                 item["content_type"] = content_type
             files.append(item)
-        data: dict[str, Any] = {
+        author: api.User = {
+            "id": str(user_id),
+            "username": user_name,
+            "global_name": user_name.title(),
+            "discriminator": "0",
+        }
+        if bot_author:
+            author["bot"] = True
+        data: api.MessageCreate = {
             "id": message_id,
             "type": message_type,
             "channel_id": str(channel_id),
-            "author": {
-                "id": str(user_id),
-                "username": user_name,
-                "global_name": user_name.title(),
-                "discriminator": "0",
-                **({"bot": True} if bot_author else {}),
-            },
+            "author": author,
             "content": content,
             "timestamp": _iso(),
             "edited_timestamp": None,
@@ -350,6 +363,7 @@ class FakeDiscord:
             "attachments": files,
             "embeds": [],
             "pinned": False,
+            "components": [],
         }
         if guild_id is not None:
             data["guild_id"] = str(guild_id)
@@ -386,13 +400,13 @@ class FakeDiscord:
             trio.current_time(),
         )
         self.interactions[interaction.id] = interaction
-        user = {
+        user: api.User = {
             "id": str(user_id),
             "username": user_name,
             "global_name": user_name.title(),
             "discriminator": "0",
         }
-        data: dict[str, Any] = {
+        data: api.Interaction = {
             "id": interaction.id,
             "application_id": self.bot_user["id"],
             "type": 3,
@@ -516,11 +530,11 @@ class FakeDiscord:
             self._live = None
         self._notify()
 
-    def _send(self, live: _Live, payload: dict[str, Any]) -> None:
+    def _send(self, live: _Live, payload: api.GatewayPayload) -> None:
         if live.open:
             live.send.send_nowait(json.dumps(payload))
 
-    def _send_live(self, payload: dict[str, Any]) -> None:
+    def _send_live(self, payload: api.GatewayPayload) -> None:
         if self._live is not None:
             self._send(self._live, payload)
 
@@ -563,17 +577,15 @@ class FakeDiscord:
         self.session_id = f"fake-session-{self._sessions}"
         self.events = []
         live.ready = True
-        self.dispatch(
-            "READY",
-            {
-                "v": 10,
-                "user": dict(self.bot_user),
-                "guilds": [],
-                "session_id": self.session_id,
-                "resume_gateway_url": self.gateway_url + "/resume",
-                "application": {"id": self.bot_user["id"], "flags": 0},
-            },
-        )
+        ready: api.Ready = {
+            "v": 10,
+            "user": self.bot_user.copy(),
+            "guilds": [],
+            "session_id": self.session_id,
+            "resume_gateway_url": self.gateway_url + "/resume",
+            "application": {"id": self.bot_user["id"], "flags": 0},
+        }
+        self.dispatch("READY", ready)
 
     def _resume(self, live: _Live, data: Any) -> None:
         if not isinstance(data, dict) or data.get("token") != self.token:
@@ -732,8 +744,14 @@ class FakeDiscord:
         else:
             headers += _bucket_headers(bucket, self.bucket_limit or 1, 0, retry_after)
             headers.append(("x-ratelimit-scope", "user"))
-        extra = {"retry_after": round(retry_after, 3), "global": is_global}
-        return _ApiError(429, 0, "You are being rate limited.", headers, **extra)
+        return _ApiError(
+            429,
+            0,
+            "You are being rate limited.",
+            headers,
+            retry_after=round(retry_after, 3),
+            is_global=is_global,
+        )
 
     def _file(self, path: str) -> FakeResponse:
         parts = path.strip("/").split("/")
@@ -746,18 +764,28 @@ class FakeDiscord:
     # -- routes --------------------------------------------------------------
 
     async def _me(self, body: Any) -> tuple[int, Any]:
-        return 200, dict(self.bot_user)
+        return 200, self.bot_user.copy()
 
     async def _gateway_bot(self, body: Any) -> tuple[int, Any]:
-        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
-        return 200, {"url": self.gateway_url, "shards": 1, "session_start_limit": limit}
+        limit: api.SessionStartLimit = {
+            "total": 1000,
+            "remaining": 999,
+            "reset_after": 0,
+            "max_concurrency": 1,
+        }
+        answer: api.GatewayBot = {
+            "url": self.gateway_url,
+            "shards": 1,
+            "session_start_limit": limit,
+        }
+        return 200, answer
 
     def _content(self, body: Any) -> str:
         content = body.get("content") if isinstance(body, dict) else None
         if not isinstance(content, str) or not content:
             raise _ApiError(400, 50006, "Cannot send an empty message")
         if measure(content, "chars") > MAX_LENGTH:
-            errors = {
+            errors: api.ErrorDetails = {
                 "content": {
                     "_errors": [
                         {
@@ -776,7 +804,7 @@ class FakeDiscord:
                 return found
         raise _ApiError(404, 10008, "Unknown Message")
 
-    def _components(self, body: Any) -> list[dict[str, Any]]:
+    def _components(self, body: Any) -> list[api.ActionRow]:
         rows = body.get("components", []) if isinstance(body, dict) else []
         problems: list[str] = []
         custom_ids: set[str] = set()
@@ -810,11 +838,12 @@ class FakeDiscord:
                 else:
                     custom_ids.add(custom_id)
         if problems:
-            errors = {
+            errors: api.ErrorDetails = {
                 "components": {"_errors": [{"code": "INVALID", "message": p} for p in problems]}
             }
             raise _ApiError(400, 50035, "Invalid Form Body", errors=errors)
-        return [dict(row) for row in rows]
+        # Checked above: action rows of buttons.
+        return [cast(api.ActionRow, dict(row)) for row in rows]
 
     async def _interaction_callback(
         self, body: Any, interaction: str, token: str
@@ -841,7 +870,8 @@ class FakeDiscord:
                 await self._edit(data, found.channel_id, found.message_id)
             if "components" in data:
                 message.components = self._components(data)
-        found.response = dict(body)
+        # Checked above: a callback of a type the fake takes.
+        found.response = cast(api.InteractionCallback, dict(body))
         return 204, None
 
     async def _create(self, body: Any, channel: str) -> tuple[int, Any]:
@@ -878,19 +908,23 @@ class FakeDiscord:
         self.typing.append((channel, trio.current_time()))
         return 204, None
 
-    def _message_object(self, message: DiscordMessage) -> dict[str, Any]:
+    def _message_object(self, message: DiscordMessage) -> api.Message:
         return {
             "id": message.id,
             "type": 0,
             "channel_id": message.channel_id,
-            "author": dict(self.bot_user),
+            "author": self.bot_user.copy(),
             "content": message.content,
             "timestamp": _iso(message.sent_at),
             "edited_timestamp": _iso(message.edited_at[-1]) if message.edited_at else None,
+            "tts": False,
+            "mention_everyone": False,
             "mentions": [],
+            "mention_roles": [],
             "attachments": [],
             "embeds": [],
-            "components": [dict(row) for row in message.components],
+            "pinned": False,
+            "components": [row.copy() for row in message.components],
         }
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import trio
 
+from ..platforms.homeassistant_types import ApiMessage, WebhookMessage
 from .fake_http import FakeRequest, FakeResponse, serve_http
 
 __all__ = ["FakeHomeAssistant", "HAEvent", "HAServiceCall", "open_fake_homeassistant"]
@@ -33,6 +34,8 @@ __all__ = ["FakeHomeAssistant", "HAEvent", "HAServiceCall", "open_fake_homeassis
 class HAEvent:
     event_type: str
     data: dict[str, Any]
+    """The event data as posted: any JSON object, its fields set by the
+    event type (the adapter's reply event: ``ReplyEvent``)."""
     time: float
 
 
@@ -41,6 +44,8 @@ class HAServiceCall:
     domain: str
     service: str
     data: dict[str, Any]
+    """The service data as posted: any JSON object, its fields set by the
+    service (``notify.*``: ``NotifyData``)."""
     time: float
 
 
@@ -110,14 +115,13 @@ class FakeHomeAssistant:
     ) -> httpx.Response:
         """What HA's ``rest_command`` sends to the adapter (bearer: ``secret``,
         by default the HA token, which the adapter also falls back to)."""
-        body: dict[str, Any] = {"text": text}
-        for key, value in (
-            ("conversation_id", conversation_id),
-            ("user_id", user_id),
-            ("user_name", user_name),
-        ):
-            if value is not None:
-                body[key] = value
+        body: WebhookMessage = {"text": text}
+        if conversation_id is not None:
+            body["conversation_id"] = conversation_id
+        if user_id is not None:
+            body["user_id"] = user_id
+        if user_name is not None:
+            body["user_name"] = user_name
         headers = {"Authorization": f"Bearer {self.token if secret is None else secret}"}
         return await self._client.post(webhook_url, json=body, headers=headers)
 
@@ -142,13 +146,13 @@ class FakeHomeAssistant:
             return FakeResponse.text(text or f"{status}: error", status)
         parts = request.path.strip("/").split("/")
         if request.method == "GET" and parts == ["api"]:
-            return FakeResponse.json({"message": "API running."})
+            return FakeResponse.json(ApiMessage(message="API running."))
         if body is not None and not isinstance(body, dict):
             return FakeResponse.json({"message": "Event data should be a JSON object"}, 400)
         data = body or {}
         if request.method == "POST" and len(parts) == 3 and parts[:2] == ["api", "events"]:
             self.events.append(HAEvent(parts[2], data, now))
-            return FakeResponse.json({"message": f"Event {parts[2]} fired."})
+            return FakeResponse.json(ApiMessage(message=f"Event {parts[2]} fired."))
         if request.method == "POST" and len(parts) == 4 and parts[:2] == ["api", "services"]:
             self.service_calls.append(HAServiceCall(parts[2], parts[3], data, now))
             return FakeResponse.json([])

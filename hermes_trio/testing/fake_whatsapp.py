@@ -38,12 +38,13 @@ import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import httpx
 import trio
 
+from ..platforms import whatsapp_types as wa
 from .fake_http import FakeRequest, FakeResponse, serve_http
 
 __all__ = [
@@ -77,9 +78,14 @@ def message_payload(
     phone_number_id: str = "100200300",
     display_number: str = "15550001111",
     timestamp: int = 1_700_000_000,
-) -> dict[str, Any]:
+) -> wa.Webhook:
     """A webhook notification for one incoming message of type ``kind``
     (``body`` is the object named after it), shaped like Meta's."""
+    # ``kind`` names the field that holds ``body``: built as JSON, typed here.
+    message = cast(
+        wa.WebhookMessage,
+        {"from": from_, "id": message_id, "timestamp": str(timestamp), "type": kind, kind: body},
+    )
     return {
         "object": "whatsapp_business_account",
         "entry": [
@@ -95,15 +101,7 @@ def message_payload(
                                 "phone_number_id": phone_number_id,
                             },
                             "contacts": [{"profile": {"name": name}, "wa_id": from_}],
-                            "messages": [
-                                {
-                                    "from": from_,
-                                    "id": message_id,
-                                    "timestamp": str(timestamp),
-                                    "type": kind,
-                                    kind: body,
-                                }
-                            ],
+                            "messages": [message],
                         },
                     }
                 ],
@@ -112,9 +110,7 @@ def message_payload(
     }
 
 
-def text_message_payload(
-    from_: str, text: str, *, message_id: str, **options: Any
-) -> dict[str, Any]:
+def text_message_payload(from_: str, text: str, *, message_id: str, **options: Any) -> wa.Webhook:
     """A webhook notification for one incoming text message, shaped like Meta's."""
     return message_payload(from_, "text", {"body": text}, message_id=message_id, **options)
 
@@ -132,10 +128,10 @@ def media_message_payload(
     filename: str | None = None,
     voice: bool | None = None,
     **options: Any,
-) -> dict[str, Any]:
+) -> wa.Webhook:
     """A webhook notification for an image, sticker, audio (``voice``: a
     voice note), video or document message, shaped like Meta's."""
-    media: dict[str, Any] = {"mime_type": mime_type, "sha256": sha256, "id": media_id}
+    media: wa.WebhookMedia = {"mime_type": mime_type, "sha256": sha256, "id": media_id}
     if url is not None:
         media["url"] = url
     if caption is not None:
@@ -163,7 +159,8 @@ class WhatsAppSent:
     to: str
     text: str
     time: float
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: wa.OutboundMessage
+    """The body as sent (checked by the fake before it counts as sent)."""
 
 
 @dataclass
@@ -248,11 +245,16 @@ class FakeWhatsApp:
         self._failures.append(_Failure(status, code, message, headers or [], times))
 
     async def post_webhook(
-        self, webhook_url: str, body: bytes | dict[str, Any], *, signature: str | None = "sign"
+        self,
+        webhook_url: str,
+        body: bytes | wa.Webhook | dict[str, Any],
+        *,
+        signature: str | None = "sign",
     ) -> httpx.Response:
-        """POST ``body`` to the adapter's webhook. ``signature="sign"`` signs
-        it with the app secret; ``None`` sends no signature header; any
-        other string is sent as is."""
+        """POST ``body`` to the adapter's webhook: a notification, or any
+        JSON object (a test may send what Meta never would), or raw bytes.
+        ``signature="sign"`` signs it with the app secret; ``None`` sends no
+        signature header; any other string is sent as is."""
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         if signature == "sign":
@@ -348,7 +350,10 @@ class FakeWhatsApp:
         reply button titled ``title`` of the sent message makes."""
         found = [button_id for button_id, shown in buttons_of(sent) if shown == title]
         assert found, f"no button {title!r} on {sent.message_id}"
-        reply = {"type": "button_reply", "button_reply": {"id": found[0], "title": title}}
+        reply: wa.WebhookInteractive = {
+            "type": "button_reply",
+            "button_reply": {"id": found[0], "title": title},
+        }
         payload = message_payload(
             from_,
             "interactive",
@@ -397,7 +402,7 @@ class FakeWhatsApp:
             error = _graph_error("Invalid OAuth access token - Cannot parse access token", 190)
             return 401, error, []
         if request.method == "GET" and request.path == f"/{API_VERSION}/{self.phone_number_id}":
-            details = {
+            details: wa.PhoneNumber = {
                 "display_phone_number": "+1 555-000-1111",
                 "verified_name": "Hermes Test",
                 "id": self.phone_number_id,
@@ -452,8 +457,10 @@ class FakeWhatsApp:
             self._send_times.append(now)
         message_id = f"wamid.OUT{self._next_id}"
         self._next_id += 1
-        self.sent.append(WhatsAppSent(message_id, str(to), text, now, body))
-        answer = {
+        # Checked above: a text or reply-button message.
+        sent = cast(wa.OutboundMessage, body)
+        self.sent.append(WhatsAppSent(message_id, str(to), text, now, sent))
+        answer: wa.SendAnswer = {
             "messaging_product": "whatsapp",
             "contacts": [{"input": to, "wa_id": to}],
             "messages": [{"id": message_id}],
@@ -467,7 +474,7 @@ class FakeWhatsApp:
             message = "(#100) The media does not belong to this phone number."
             return 400, _graph_error(message, 100), []
         media = self.media[media_id]
-        info = {
+        info: wa.MediaInfo = {
             "messaging_product": "whatsapp",
             "url": self.media_url(media_id),
             "mime_type": media.mime_type,
@@ -530,7 +537,7 @@ def buttons_of(sent: WhatsAppSent) -> list[tuple[str, str]]:
     return [(b["reply"]["id"], b["reply"]["title"]) for b in interactive["action"]["buttons"]]
 
 
-def _graph_error(message: str, code: int, type_: str = "OAuthException") -> dict[str, Any]:
+def _graph_error(message: str, code: int, type_: str = "OAuthException") -> wa.GraphErrorAnswer:
     return {"error": {"message": message, "type": type_, "code": code, "fbtrace_id": "AbCdEfGhIjK"}}
 
 

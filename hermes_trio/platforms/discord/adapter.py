@@ -23,7 +23,7 @@ import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Final, Protocol, cast
 
 import httpx
 import trio
@@ -35,8 +35,18 @@ from ...retry import Backoff
 from ..base import ButtonPress, CredentialsRejected, InboundMessage
 from ..http import allow_list, user_allowed
 from ..websocket import open_websocket
+from .api_types import (
+    ActionRow,
+    AllowedMentions,
+    Interaction,
+    InteractionCallback,
+    MessageCreateParams,
+    MessageEditParams,
+    User,
+)
 from .gateway import (
     RESUME_CLOSE_CODE,
+    Action,
     Dispatch,
     Fatal,
     GatewayProtocol,
@@ -65,8 +75,10 @@ DISCORD_CAPABILITIES = Capabilities(
 )
 
 # Message components and interactions (Discord API v10).
-_ACTION_ROW, _BUTTON = 1, 2
-_SUCCESS, _DANGER = 3, 4
+_ACTION_ROW: Final = 1
+_BUTTON: Final = 2
+_SUCCESS: Final = 3
+_DANGER: Final = 4
 _MESSAGE_COMPONENT = 3
 """An interaction's ``type`` when a button was pressed."""
 _CHANNEL_MESSAGE, _DEFERRED_UPDATE = 4, 6
@@ -79,7 +91,7 @@ CONNECT_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 2.0
 
 # Nobody gets pinged by the bot's answers, whatever the model writes.
-NO_PINGS: dict[str, Any] = {"parse": []}
+NO_PINGS: AllowedMentions = {"parse": []}
 
 
 class GatewayRefused(CredentialsRejected):
@@ -163,7 +175,7 @@ class DiscordAdapter:
         self._backoff = Backoff(backoff_initial, backoff_max)
         # The current socket reached READY or RESUMED.
         self._healthy = False
-        self.bot_user: dict[str, Any] | None = None
+        self.bot_user: User | None = None
         self.connected = False
         """A session is live (READY or RESUMED seen on the current socket)."""
 
@@ -232,7 +244,7 @@ class DiscordAdapter:
         if self.bot_user is None:
             me = await self.rest.call("GET", "/users/@me")
             if isinstance(me, dict):
-                self.bot_user = me
+                self.bot_user = cast(User, me)  # GET /users/@me answers a user
         if self._gateway is None:
             answer = await self.rest.call("GET", "/gateway/bot")
             url = answer.get("url") if isinstance(answer, dict) else None
@@ -295,7 +307,7 @@ class DiscordAdapter:
         protocol.connected()
         self._healthy = False
         while True:
-            actions: list[Any] | None = None
+            actions: list[Action] | None = None
             deadline = protocol.heartbeat_at
             with trio.move_on_at(math.inf if deadline is None else deadline):
                 try:
@@ -333,20 +345,22 @@ class DiscordAdapter:
         be answered within 3 seconds (``ButtonPress.acknowledge``)."""
         if not isinstance(data, dict) or data.get("type") != _MESSAGE_COMPONENT:
             return
-        member = data.get("member")
-        user = member.get("user") if isinstance(member, dict) else data.get("user")
-        component = data.get("data")
-        message = data.get("message")
+        # An interaction from here on; each field is still checked where read.
+        interaction = cast(Interaction, data)
+        member = interaction.get("member")
+        user = member.get("user") if isinstance(member, dict) else interaction.get("user")
+        component = interaction.get("data")
+        message = interaction.get("message")
         if (
             not isinstance(user, dict)
             or not isinstance(component, dict)
-            or not all(isinstance(data.get(k), str) for k in ("id", "token", "channel_id"))
+            or not all(isinstance(interaction.get(k), str) for k in ("id", "token", "channel_id"))
         ):
             return
         message_id = message.get("id") if isinstance(message, dict) else None
         press = InboundMessage(
             platform="discord",
-            chat_id=str(data["channel_id"]),
+            chat_id=str(interaction["channel_id"]),
             user_id=str(user.get("id")),
             text="",
             message_id=None if message_id is None else str(message_id),
@@ -355,7 +369,7 @@ class DiscordAdapter:
             press=ButtonPress(
                 data=str(component.get("custom_id") or ""),
                 message_id=None if message_id is None else str(message_id),
-                acknowledge=partial(self._acknowledge, data["id"], data["token"]),
+                acknowledge=partial(self._acknowledge, interaction["id"], interaction["token"]),
             ),
         )
         try:
@@ -368,7 +382,7 @@ class DiscordAdapter:
     ) -> None:
         # Taken: type 6 acknowledges without a reply (the prompt is edited
         # next); refused: a reply only the presser sees.
-        body: dict[str, Any] = {"type": _DEFERRED_UPDATE}
+        body: InteractionCallback = {"type": _DEFERRED_UPDATE}
         if notice:
             body = {
                 "type": _CHANNEL_MESSAGE,
@@ -390,12 +404,12 @@ class DiscordAdapter:
         if event.name == "READY" and isinstance(event.data, dict):
             user = event.data.get("user")
             if isinstance(user, dict):
-                self.bot_user = {**(self.bot_user or {}), **user}
+                self.bot_user = cast(User, {**(self.bot_user or {}), **user})
         if self._outage_since is not None:
             log.info("discord: reconnected after %.0f s", trio.current_time() - self._outage_since)
             self._outage_since = None
         elif event.name == "READY":
-            name = (self.bot_user or {}).get("username", "?")
+            name = self.bot_user.get("username", "?") if self.bot_user else "?"
             log.info("discord: connected to the gateway as @%s", name)
 
     async def _message(self, data: Any, inbound: trio.MemorySendChannel[InboundMessage]) -> None:
@@ -475,7 +489,7 @@ class DiscordMessenger:
             "/channels/{channel_id}/messages",
             major=self.chat_id,
             channel_id=self.chat_id,
-            json={"content": text, "allowed_mentions": NO_PINGS},
+            json=MessageCreateParams(content=text, allowed_mentions=NO_PINGS),
         )
         if not isinstance(answer, dict) or answer.get("id") is None:
             raise PlatformError("discord: a sent message came back without an id")
@@ -488,11 +502,11 @@ class DiscordMessenger:
             major=self.chat_id,
             channel_id=self.chat_id,
             message_id=message_id,
-            json={"content": text, "allowed_mentions": NO_PINGS},
+            json=MessageEditParams(content=text, allowed_mentions=NO_PINGS),
         )
 
     async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
-        row = {
+        row: ActionRow = {
             "type": _ACTION_ROW,
             "components": [
                 {
@@ -509,7 +523,7 @@ class DiscordMessenger:
             "/channels/{channel_id}/messages",
             major=self.chat_id,
             channel_id=self.chat_id,
-            json={"content": text, "allowed_mentions": NO_PINGS, "components": [row]},
+            json=MessageCreateParams(content=text, allowed_mentions=NO_PINGS, components=[row]),
         )
         if not isinstance(answer, dict) or answer.get("id") is None:
             raise PlatformError("discord: a sent message came back without an id")
@@ -522,7 +536,7 @@ class DiscordMessenger:
             major=self.chat_id,
             channel_id=self.chat_id,
             message_id=message_id,
-            json={"content": text, "allowed_mentions": NO_PINGS, "components": []},
+            json=MessageEditParams(content=text, allowed_mentions=NO_PINGS, components=[]),
         )
 
     async def delete(self, message_id: str) -> None:

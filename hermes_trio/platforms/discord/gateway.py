@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, cast
+
+from .api_types import GatewayPayload, IdentifyProperties, SendPayload
 
 __all__ = [
     "DIRECT_MESSAGES",
@@ -45,14 +47,14 @@ MESSAGE_CONTENT = 1 << 15
 INTENTS = GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT
 
 # Opcodes.
-DISPATCH = 0
-HEARTBEAT = 1
-IDENTIFY = 2
-RESUME = 6
-RECONNECT = 7
-INVALID_SESSION = 9
-HELLO = 10
-HEARTBEAT_ACK = 11
+DISPATCH: Final = 0
+HEARTBEAT: Final = 1
+IDENTIFY: Final = 2
+RESUME: Final = 6
+RECONNECT: Final = 7
+INVALID_SESSION: Final = 9
+HELLO: Final = 10
+HEARTBEAT_ACK: Final = 11
 
 # Closing with 1000 or 1001 ends the session on Discord's side; any other
 # code keeps it resumable, so a socket we drop to resume is closed with this.
@@ -87,7 +89,7 @@ def gateway_url(base: str) -> str:
 class Send:
     """Send this payload as one text frame."""
 
-    payload: dict[str, Any]
+    payload: SendPayload
 
     def text(self) -> str:
         return json.dumps(self.payload, separators=(",", ":"))
@@ -145,8 +147,10 @@ class GatewayProtocol:
     token: str
     intents: int = INTENTS
     rng: random.Random = field(default_factory=random.Random)
-    properties: dict[str, str] = field(
-        default_factory=lambda: {"os": "linux", "browser": "hermes-trio", "device": "hermes-trio"}
+    properties: IdentifyProperties = field(
+        default_factory=lambda: IdentifyProperties(
+            os="linux", browser="hermes-trio", device="hermes-trio"
+        )
     )
 
     seq: int | None = None
@@ -202,11 +206,13 @@ class GatewayProtocol:
     def receive(self, text: str | bytes, now: float) -> list[Action]:
         """Everything one received frame calls for."""
         try:
-            payload = json.loads(text)
+            parsed = json.loads(text)
         except ValueError:
             return []
-        if not isinstance(payload, dict):
+        if not isinstance(parsed, dict):
             return []
+        # A gateway frame from here on; each field is still checked where read.
+        payload = cast(GatewayPayload, parsed)
         op = payload.get("op")
         data = payload.get("d")
         if op == DISPATCH:
@@ -291,13 +297,13 @@ class GatewayProtocol:
                     "d": {
                         "token": self.token,
                         "intents": self.intents,
-                        "properties": dict(self.properties),
+                        "properties": IdentifyProperties(**self.properties),
                     },
                 }
             )
         ]
 
-    def _dispatch(self, payload: dict[str, Any], data: Any) -> list[Action]:
+    def _dispatch(self, payload: GatewayPayload, data: Any) -> list[Action]:
         seq = payload.get("s")
         if isinstance(seq, int) and not isinstance(seq, bool):
             self.seq = seq if self.seq is None else max(self.seq, seq)

@@ -14,9 +14,10 @@ import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from ..base import Attachment, InboundMessage
+from .api_types import Message, MessageCreate
 
 __all__ = ["SeenMessages", "mentions_bot", "strip_mentions", "to_inbound"]
 
@@ -31,7 +32,7 @@ def _mention_pattern(bot_id: str) -> re.Pattern[str]:
     return re.compile(rf"<@!?{re.escape(bot_id)}>")
 
 
-def mentions_bot(message: dict[str, Any], bot_id: str) -> bool:
+def mentions_bot(message: Message, bot_id: str) -> bool:
     mentions = message.get("mentions")
     if isinstance(mentions, list):
         for user in mentions:
@@ -62,7 +63,7 @@ def _timestamp(value: Any) -> float | None:
     return when.timestamp()
 
 
-def _attachments(message: dict[str, Any], fetcher: Fetcher) -> tuple[Attachment, ...]:
+def _attachments(message: Message, fetcher: Fetcher) -> tuple[Attachment, ...]:
     found = message.get("attachments")
     if not isinstance(found, list):
         return ()
@@ -85,12 +86,14 @@ def _attachments(message: dict[str, Any], fetcher: Fetcher) -> tuple[Attachment,
 
 
 def to_inbound(
-    message: Any, *, bot_id: str | None, mention_only: bool, fetcher: Fetcher
+    data: Any, *, bot_id: str | None, mention_only: bool, fetcher: Fetcher
 ) -> InboundMessage | None:
-    """The ``InboundMessage`` for a MESSAGE_CREATE, or None when the bot
-    does not answer it."""
-    if not isinstance(message, dict):
+    """The ``InboundMessage`` for a MESSAGE_CREATE's ``data``, or None when
+    the bot does not answer it."""
+    if not isinstance(data, dict):
         return None
+    # A MESSAGE_CREATE from here on; each field is still checked where read.
+    message = cast(MessageCreate, data)
     author = message.get("author")
     channel_id = message.get("channel_id")
     if not isinstance(author, dict) or author.get("id") is None or channel_id is None:
@@ -118,7 +121,7 @@ def to_inbound(
         text=text,
         message_id=str(message["id"]) if message.get("id") is not None else None,
         user_name=name if isinstance(name, str) else None,
-        raw=message,
+        raw=data,
         attachments=attachments,
         sent_at=_timestamp(message.get("timestamp")),
     )

@@ -13,8 +13,9 @@ These are shapes, not checks: JSON from the network keeps being checked
 field by field where it is read (a ``TypedDict`` is a plain dict at run time).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: under it, Python 3.11
+# counts every key of a class-syntax TypedDict as required, and
+# ``__required_keys__``/``__optional_keys__`` should say what the reference says.
 from typing import Generic, Literal, NotRequired, TypedDict, TypeVar
 
 __all__ = [

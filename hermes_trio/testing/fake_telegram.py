@@ -58,14 +58,31 @@ import json
 import math
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import trio
 
 from ..consumers.messenger import measure
+from ..platforms.telegram.api_types import (
+    AnswerCallbackQueryParams,
+    ApiError,
+    ApiOk,
+    CallbackQuery,
+    Chat,
+    ChatType,
+    File,
+    InlineKeyboardButton,
+    Message,
+    MessageEntity,
+    PhotoSize,
+    ResponseParameters,
+    Update,
+    UpdateContent,
+    User,
+)
 from .fake_http import FakeRequest, FakeResponse, serve_http
 from .telegram_markdown import MarkdownV2Error, parse_markdown_v2
 
@@ -103,13 +120,24 @@ CHAT_ACTIONS = frozenset(
 )
 
 
+#: What a method of the fake answers with.
+Result = User | File | list[Update] | Message | bool
+#: A call's answer.
+Answer = ApiOk[Result] | ApiError
+
+
+class NoAnswer(TypedDict):
+    """The ``response`` of a call still being answered: ``{}``."""
+
+
 @dataclass
 class TelegramCall:
     method: str
+    #: The parameters as sent (query and body, not checked).
     params: dict[str, Any]
     time: float
     status: int = 0
-    response: dict[str, Any] = field(default_factory=dict)
+    response: Answer | NoAnswer = field(default_factory=NoAnswer)
 
 
 @dataclass
@@ -120,7 +148,7 @@ class FakeMessage:
     chat_id: str
     #: Visible text (after MarkdownV2 parsing) and its entities.
     text: str
-    entities: tuple[dict[str, Any], ...]
+    entities: tuple[MessageEntity, ...]
     #: Text exactly as sent in the last successful call, and its parse_mode.
     raw: str
     parse_mode: str | None
@@ -132,7 +160,7 @@ class FakeMessage:
     edited_at: list[float] = field(default_factory=list)
     deleted: bool = False
     #: The inline keyboard shown under it now: rows of buttons, as sent.
-    keyboard: list[list[dict[str, Any]]] = field(default_factory=list)
+    keyboard: list[list[InlineKeyboardButton]] = field(default_factory=list)
 
     def buttons(self) -> list[str]:
         """The labels of the buttons under it, row by row."""
@@ -161,12 +189,14 @@ class FakeDraft:
 class _Failure:
     error_code: int
     description: str
-    parameters: dict[str, Any] | None
+    parameters: ResponseParameters | None
     times: int
 
 
 class _ApiError(Exception):
-    def __init__(self, code: int, description: str, parameters: dict[str, Any] | None = None):
+    def __init__(
+        self, code: int, description: str, parameters: ResponseParameters | None = None
+    ) -> None:
         super().__init__(description)
         self.code = code
         self.description = description
@@ -192,7 +222,7 @@ class FakeTelegram:
         self.edit_limit = edit_limit
         self.edit_window = edit_window
         self.base_url = ""
-        self.bot_user = {
+        self.bot_user: User = {
             "id": 1000,
             "is_bot": True,
             "first_name": "Hermes",
@@ -200,10 +230,10 @@ class FakeTelegram:
         }
         self.messages: dict[str, list[FakeMessage]] = defaultdict(list)
         self.drafts: dict[str, list[FakeDraft]] = defaultdict(list)
-        self._chat_types: dict[str, str] = {}
+        self._chat_types: dict[str, ChatType] = {}
         self.calls: list[TelegramCall] = []
         self.chat_actions: list[tuple[str, str, float]] = []
-        self.updates: list[dict[str, Any]] = []  # pushed, not yet confirmed
+        self.updates: list[Update] = []  # pushed, not yet confirmed
         self.confirmed_offset = 0
         self._next_update_id = 1
         self._next_message_id: dict[str, int] = defaultdict(lambda: 1)
@@ -218,7 +248,7 @@ class FakeTelegram:
         self._topics: set[tuple[str, int]] = set()
         self.allowed_updates: list[str] | None = None
         """The last ``allowed_updates`` given to ``getUpdates`` (None: never)."""
-        self.callback_answers: dict[str, dict[str, Any]] = {}
+        self.callback_answers: dict[str, AnswerCallbackQueryParams] = {}
         """``callback_query_id`` → the ``answerCallbackQuery`` parameters."""
         self._open_queries: set[str] = set()
         self._next_query = 1
@@ -233,12 +263,12 @@ class FakeTelegram:
         *,
         user_name: str | None = "tester",
         first_name: str = "Test",
-        chat_type: str = "private",
+        chat_type: ChatType = "private",
         topic: int | None = None,
         photo: bytes | None = None,
         document: tuple[str, str, bytes] | None = None,
         sent_at: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Update:
         """Queue an incoming user message for ``getUpdates``; returns the update.
 
         ``topic``: sent in that forum topic (the chat becomes a forum
@@ -249,11 +279,9 @@ class FakeTelegram:
         self._chat_types[key] = "supergroup" if topic is not None else chat_type
         message_id = self._next_message_id[key]
         self._next_message_id[key] += 1
-        sender: dict[str, Any] = {"id": int(user_id), "is_bot": False, "first_name": first_name}
-        if user_name:
-            sender["username"] = user_name
-        chat: dict[str, Any] = {"id": _chat_value(chat_id), "type": chat_type}
-        message: dict[str, Any] = {
+        sender = _user(user_id, first_name, user_name)
+        chat = _chat(chat_id, chat_type)
+        message: Message = {
             "message_id": message_id,
             "from": sender,
             "chat": chat,
@@ -261,19 +289,22 @@ class FakeTelegram:
             "date": int(time.time() if sent_at is None else sent_at),
         }
         if topic is not None:
-            chat.update(type="supergroup", is_forum=True)
-            message.update(message_thread_id=topic, is_topic_message=True)
+            chat["type"], chat["is_forum"] = "supergroup", True
+            message["message_thread_id"], message["is_topic_message"] = topic, True
             self._topics.add((key, topic))
         if photo is not None:
             # Telegram offers a photo in several sizes, the largest last.
             message["photo"] = [
-                {**self._keep_file("photos/thumb.jpg", photo[:64]), "width": 90, "height": 90},
-                {**self._keep_file("photos/full.jpg", photo), "width": 1280, "height": 960},
+                self._keep_photo("photos/thumb.jpg", photo[:64], 90, 90),
+                self._keep_photo("photos/full.jpg", photo, 1280, 960),
             ]
         if document is not None:
             name, mime_type, data = document
+            kept = self._keep_file(f"documents/{name}", data)
             message["document"] = {
-                **self._keep_file(f"documents/{name}", data),
+                "file_id": kept["file_id"],
+                "file_unique_id": kept["file_unique_id"],
+                "file_size": len(data),
                 "file_name": name,
                 "mime_type": mime_type,
             }
@@ -293,7 +324,7 @@ class FakeTelegram:
         *,
         user_name: str | None = "tester",
         first_name: str = "Test",
-    ) -> dict[str, Any]:
+    ) -> Update:
         """Queue the ``callback_query`` a user's press on the button
         labelled ``label`` under the bot's message makes; returns the
         update. The button must be shown now (AssertionError otherwise)."""
@@ -304,13 +335,11 @@ class FakeTelegram:
         assert message is not None and not message.deleted, f"no message {message_id}"
         button = next((b for row in message.keyboard for b in row if b["text"] == label), None)
         assert button is not None, f"no button {label!r} under message {message_id}"
-        sender: dict[str, Any] = {"id": int(user_id), "is_bot": False, "first_name": first_name}
-        if user_name:
-            sender["username"] = user_name
+        sender = _user(user_id, first_name, user_name)
         query_id = f"{self._next_query}{int(user_id):012d}"
         self._next_query += 1
         self._open_queries.add(query_id)
-        query = {
+        query: CallbackQuery = {
             "id": query_id,
             "from": sender,
             "message": self._message_object(message),
@@ -319,14 +348,26 @@ class FakeTelegram:
         }
         return self.push_update({"callback_query": query})
 
-    def _keep_file(self, path: str, data: bytes) -> dict[str, Any]:
+    def _keep_file(self, path: str, data: bytes) -> File:
+        """Keep a pushed file for ``getFile``; its ``File`` without the path."""
         file_id = f"file-{len(self.files) + 1}"
         self.files[file_id] = (f"{len(self.files) + 1}-{path}", data)
         return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(data)}
 
-    def push_update(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Queue any update (``payload`` without ``update_id``)."""
-        update = {"update_id": self._next_update_id, **payload}
+    def _keep_photo(self, path: str, data: bytes, width: int, height: int) -> PhotoSize:
+        kept = self._keep_file(path, data)
+        return {
+            "file_id": kept["file_id"],
+            "file_unique_id": kept["file_unique_id"],
+            "file_size": len(data),
+            "width": width,
+            "height": height,
+        }
+
+    def push_update(self, payload: UpdateContent) -> Update:
+        """Queue any update (``payload`` without ``update_id``). It is sent as
+        given, so a test may push one Telegram would never send."""
+        update: Update = {"update_id": self._next_update_id, **payload}
         self._next_update_id += 1
         self.updates.append(update)
         self._notify()
@@ -338,7 +379,7 @@ class FakeTelegram:
         error_code: int,
         description: str,
         *,
-        parameters: dict[str, Any] | None = None,
+        parameters: ResponseParameters | None = None,
         times: int = 1,
     ) -> None:
         """Answer the next ``times`` calls of ``method`` with this error."""
@@ -392,13 +433,14 @@ class FakeTelegram:
             if handler is None:
                 raise _ApiError(404, "Not Found")
             result = await handler(self, params)
-            body: dict[str, Any] = {"ok": True, "result": result}
+            body: Answer = {"ok": True, "result": result}
             status = 200
         except _ApiError as exc:
             status = exc.code
-            body = {"ok": False, "error_code": exc.code, "description": exc.description}
+            error: ApiError = {"ok": False, "error_code": exc.code, "description": exc.description}
             if exc.parameters:
-                body["parameters"] = exc.parameters
+                error["parameters"] = exc.parameters
+            body = error
         call.status, call.response = status, body
         self._notify()
         return FakeResponse.json(body, status)
@@ -425,10 +467,10 @@ class FakeTelegram:
 
     # -- methods -----------------------------------------------------------
 
-    async def _get_me(self, params: dict[str, Any]) -> Any:
+    async def _get_me(self, params: dict[str, Any]) -> User:
         return self.bot_user
 
-    async def _get_file(self, params: dict[str, Any]) -> Any:
+    async def _get_file(self, params: dict[str, Any]) -> File:
         file_id = str(params.get("file_id"))
         if file_id not in self.files:
             raise _bad("invalid file_id")
@@ -440,7 +482,7 @@ class FakeTelegram:
             "file_path": path,
         }
 
-    async def _get_updates(self, params: dict[str, Any]) -> Any:
+    async def _get_updates(self, params: dict[str, Any]) -> list[Update]:
         offset = _int_param(params, "offset", 0)
         limit = max(1, min(_int_param(params, "limit", 100), 100))
         timeout = max(0, _int_param(params, "timeout", 0))
@@ -470,13 +512,13 @@ class FakeTelegram:
             raise _ApiError(409, CONFLICT)
         return self.updates[:limit]
 
-    def _wanted(self, update: dict[str, Any]) -> bool:
+    def _wanted(self, update: Update) -> bool:
         kinds = set(update) - {"update_id"}
         if self.allowed_updates is None:
             return not kinds & _OPT_IN_UPDATES
         return bool(kinds & set(self.allowed_updates))
 
-    def _checked_markup(self, params: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    def _checked_markup(self, params: dict[str, Any]) -> list[list[InlineKeyboardButton]]:
         """The inline keyboard in ``reply_markup`` (none: an empty one)."""
         markup = params.get("reply_markup")
         if markup is None:
@@ -500,9 +542,10 @@ class FakeTelegram:
                     data = button["callback_data"]
                     if not isinstance(data, str) or not 1 <= len(data.encode()) <= 64:
                         raise _bad("BUTTON_DATA_INVALID")
-        return [list(row) for row in rows]
+        # Checked: rows of buttons, each with a text and one action.
+        return cast(list[list[InlineKeyboardButton]], [list(row) for row in rows])
 
-    async def _answer_callback_query(self, params: dict[str, Any]) -> Any:
+    async def _answer_callback_query(self, params: dict[str, Any]) -> bool:
         query_id = str(params.get("callback_query_id") or "")
         if query_id not in self._open_queries:
             raise _bad("query is too old and response timeout expired or query ID is invalid")
@@ -510,17 +553,18 @@ class FakeTelegram:
         if text is not None and (not isinstance(text, str) or len(text) > 200):
             raise _bad("MESSAGE_TOO_LONG")
         self._open_queries.discard(query_id)
-        self.callback_answers[query_id] = dict(params)
+        # What the fake judges is checked; anything else is kept as sent.
+        self.callback_answers[query_id] = cast(AnswerCallbackQueryParams, dict(params))
         return True
 
     def _checked_text(
         self, params: dict[str, Any], *, may_be_empty: bool = False
-    ) -> tuple[str, tuple[dict[str, Any], ...], str, str | None]:
+    ) -> tuple[str, tuple[MessageEntity, ...], str, str | None]:
         raw = params.get("text", "" if may_be_empty else None)
         if not isinstance(raw, str) or not (raw or may_be_empty):
             raise _bad("message text is empty")
         parse_mode = params.get("parse_mode") or None
-        entities: tuple[dict[str, Any], ...]
+        entities: tuple[MessageEntity, ...]
         if parse_mode is None:
             text, entities = raw, ()
         elif parse_mode == "MarkdownV2":
@@ -546,7 +590,7 @@ class FakeTelegram:
                 return message
         return None
 
-    async def _send_message(self, params: dict[str, Any]) -> Any:
+    async def _send_message(self, params: dict[str, Any]) -> Message:
         if "chat_id" not in params:
             raise _bad("chat_id is empty")
         chat = str(params["chat_id"])
@@ -563,7 +607,7 @@ class FakeTelegram:
         self.messages[chat].append(message)
         return self._message_object(message)
 
-    def chat_type(self, chat_id: int | str) -> str:
+    def chat_type(self, chat_id: int | str) -> ChatType:
         """The chat's type: as pushed, else what its id says (a user's
         private chat has the user's positive id; groups' ids are negative)."""
         key = str(chat_id)
@@ -574,7 +618,7 @@ class FakeTelegram:
         except ValueError:
             return "channel"  # "@username" names a public chat or channel
 
-    async def _send_message_draft(self, params: dict[str, Any]) -> Any:
+    async def _send_message_draft(self, params: dict[str, Any]) -> bool:
         if params.get("chat_id") in (None, ""):
             raise _bad("chat_id is empty")
         if params.get("draft_id") in (None, ""):
@@ -594,7 +638,7 @@ class FakeTelegram:
         self.drafts[chat].append(draft)
         return True
 
-    async def _edit_message_text(self, params: dict[str, Any]) -> Any:
+    async def _edit_message_text(self, params: dict[str, Any]) -> Message:
         text, entities, raw, parse_mode = self._checked_text(params)
         keyboard = self._checked_markup(params)
         message = self._find(params)
@@ -622,7 +666,7 @@ class FakeTelegram:
         message.edited_at.append(now)
         return self._message_object(message)
 
-    async def _delete_message(self, params: dict[str, Any]) -> Any:
+    async def _delete_message(self, params: dict[str, Any]) -> bool:
         message = self._find(params)
         if message is None:
             raise _bad("message to delete not found")
@@ -637,7 +681,7 @@ class FakeTelegram:
             raise _bad("message thread not found")
         return thread
 
-    async def _send_chat_action(self, params: dict[str, Any]) -> Any:
+    async def _send_chat_action(self, params: dict[str, Any]) -> bool:
         self._thread(str(params.get("chat_id")), params)
         action = params.get("action")
         if action not in CHAT_ACTIONS:
@@ -645,11 +689,11 @@ class FakeTelegram:
         self.chat_actions.append((str(params.get("chat_id")), str(action), trio.current_time()))
         return True
 
-    def _message_object(self, message: FakeMessage) -> dict[str, Any]:
-        obj: dict[str, Any] = {
+    def _message_object(self, message: FakeMessage) -> Message:
+        obj: Message = {
             "message_id": message.message_id,
             "from": self.bot_user,
-            "chat": {"id": _chat_value(message.chat_id), "type": self.chat_type(message.chat_id)},
+            "chat": _chat(message.chat_id, self.chat_type(message.chat_id)),
             "date": int(time.time()),
             "text": message.text,
         }
@@ -662,7 +706,7 @@ class FakeTelegram:
         return obj
 
 
-_METHODS = {
+_METHODS: dict[str, Callable[[FakeTelegram, dict[str, Any]], Awaitable[Result]]] = {
     "getme": FakeTelegram._get_me,
     "getupdates": FakeTelegram._get_updates,
     "getfile": FakeTelegram._get_file,
@@ -692,11 +736,21 @@ _BUTTON_ACTIONS = frozenset(
 )
 
 
-def _chat_value(chat_id: int | str) -> int | str:
+def _user(user_id: int | str, first_name: str, user_name: str | None) -> User:
+    """A human sender (``username`` only when ``user_name`` is given)."""
+    sender: User = {"id": int(user_id), "is_bot": False, "first_name": first_name}
+    if user_name:
+        sender["username"] = user_name
+    return sender
+
+
+def _chat(chat_id: int | str, chat_type: ChatType) -> Chat:
+    """The ``Chat`` object of a chat. Telegram's chat ids are numbers; a
+    chat the fake knows only by its ``"@username"`` keeps that as its id."""
     try:
-        return int(chat_id)
+        return {"id": int(chat_id), "type": chat_type}
     except ValueError:
-        return chat_id
+        return {"id": chat_id, "type": chat_type}  # type: ignore[typeddict-item]
 
 
 def _int_param(params: dict[str, Any], name: str, default: int) -> int:

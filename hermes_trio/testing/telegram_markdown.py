@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from ..platforms.telegram.api_types import MessageEntity, MessageEntityType
 from ..platforms.telegram.format import RESERVED
 
 __all__ = ["MarkdownV2Error", "ParsedText", "parse_markdown_v2"]
@@ -29,10 +29,10 @@ class ParsedText:
     """What the user sees: the text and its entities (UTF-16 offsets)."""
 
     text: str
-    entities: tuple[dict[str, Any], ...] = ()
+    entities: tuple[MessageEntity, ...] = ()
 
 
-_TYPE_NAMES = {
+_TYPE_NAMES: dict[MessageEntityType, str] = {
     "bold": "Bold",
     "italic": "Italic",
     "underline": "Underline",
@@ -68,7 +68,7 @@ def parse_markdown_v2(text: str) -> ParsedText:
 class _Open:
     """An entity opened and not yet closed."""
 
-    kind: str
+    kind: MessageEntityType
     argument: str  # a pre block's language
     utf16: int  # where it starts in the visible text (UTF-16 units)
     byte: int  # where it starts in the markup (UTF-8 bytes), for errors
@@ -76,7 +76,7 @@ class _Open:
 
 
 # Which character ends the innermost open entity (``c``, then what follows).
-_ENDS: dict[str, Callable[[str, str, str], bool]] = {
+_ENDS: dict[MessageEntityType, Callable[[str, str, str], bool]] = {
     "bold": lambda c, nxt, nxt2: c == "*",
     "italic": lambda c, nxt, nxt2: c == "_" and nxt != "_",
     "code": lambda c, nxt, nxt2: c == "`",
@@ -89,7 +89,11 @@ _ENDS: dict[str, Callable[[str, str, str], bool]] = {
     "blockquote": lambda c, nxt, nxt2: False,
 }
 # The one-character openers: the character, what follows it, the entity.
-_SIMPLE_OPENERS = {"*": "bold", "~": "strikethrough", "[": "text_link"}
+_SIMPLE_OPENERS: dict[str, MessageEntityType] = {
+    "*": "bold",
+    "~": "strikethrough",
+    "[": "text_link",
+}
 
 
 class _Parser:
@@ -100,7 +104,7 @@ class _Parser:
         self.n = len(text)
         self.i = 0
         self.result: list[str] = []
-        self.entities: list[dict[str, Any]] = []
+        self.entities: list[MessageEntity] = []
         self.nested: list[_Open] = []
         self.utf16 = 0
         self.have_quote = False
@@ -158,6 +162,7 @@ class _Parser:
         """Open the entity ``c`` starts (or take a newline, or refuse ``c``)."""
         start = self.i
         argument = ""
+        kind: MessageEntityType
         if c in _SIMPLE_OPENERS:
             kind = _SIMPLE_OPENERS[c]
         elif c == "_":
@@ -227,17 +232,18 @@ class _Parser:
                 raise self.cant_find_end(entry)
             kind = "expandable_blockquote"
         skip = self.utf16 == entry.utf16
-        extra: dict[str, Any] = {}
+        language: str | None = None
+        url: str | None = None
         if kind in ("underline", "spoiler"):
             self.i += 1
         elif kind == "pre":
             self.i += 2
             if entry.argument:
-                extra["language"] = entry.argument
+                language = entry.argument
         elif kind == "text_link":
-            url = self.link_url(entry)
-            if _PARSER_URL_RE.match(url):
-                extra["url"] = url
+            link = self.link_url(entry)
+            if _PARSER_URL_RE.match(link):
+                url = link
             else:
                 skip = True
         elif kind == "custom_emoji":
@@ -250,7 +256,12 @@ class _Parser:
             skip = False
         if not skip:
             length = self.utf16 - entry.utf16
-            self.entities.append({"type": kind, "offset": entry.utf16, "length": length, **extra})
+            entity: MessageEntity = {"type": kind, "offset": entry.utf16, "length": length}
+            if language is not None:
+                entity["language"] = language
+            if url is not None:
+                entity["url"] = url
+            self.entities.append(entity)
         self.nested.pop()
 
     def link_url(self, entry: _Open) -> str:
@@ -288,7 +299,7 @@ class _Parser:
     def finish(self) -> ParsedText:
         nested = self.nested
         if self.have_quote:
-            kind = "blockquote"
+            kind: MessageEntityType = "blockquote"
             end = len(self.text.encode("utf-8"))
             if nested[-1].kind == "spoiler" and nested[-1].byte == end - 2:
                 nested.pop()

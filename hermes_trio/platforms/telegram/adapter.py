@@ -42,7 +42,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import trio
@@ -59,6 +59,21 @@ from ...redaction import redact, register_secret
 from ...retry import Backoff, parse_retry_after
 from ..base import Attachment, ButtonPress, CredentialsRejected, InboundMessage
 from ..http import allow_list, download, send_request, user_allowed
+from .api_types import (
+    AnswerCallbackQueryParams,
+    ApiParams,
+    CallbackQuery,
+    DeleteMessageParams,
+    EditMessageTextParams,
+    GetUpdatesParams,
+    InlineKeyboardMarkup,
+    Message,
+    SendChatActionParams,
+    SendMessageDraftParams,
+    SendMessageParams,
+    TextParams,
+    User,
+)
 from .format import to_markdown_v2
 
 __all__ = [
@@ -166,7 +181,7 @@ class TelegramAdapter:
         # The offset of the last getUpdates Telegram answered: updates below
         # it are confirmed on its side.
         self._confirmed: int | None = None
-        self.bot_user: dict[str, Any] | None = None
+        self.bot_user: User | None = None
         self.transport = config.transport or "auto"
         # Chats whose drafts Telegram refused (400), and whether the Bot API
         # server does not know drafts at all (404): edits there from then on.
@@ -186,11 +201,12 @@ class TelegramAdapter:
     async def call(
         self,
         method: str,
-        params: dict[str, Any] | None = None,
+        params: ApiParams | None = None,
         *,
         http_timeout: float | None = None,
     ) -> Any:
-        """Call a Bot API method; returns ``result`` or raises ``PlatformError``
+        """Call a Bot API method; returns ``result`` as the JSON came (the
+        caller checks what it reads) or raises ``PlatformError``
         (``RateLimited`` for 429, ``TokenRejected`` for 401). ``http_timeout``
         is httpx's per-request timeout (a long poll needs more than a send)."""
         url = f"{self._base}/bot{self._token}/{method}"
@@ -250,10 +266,11 @@ class TelegramAdapter:
             name_if_empty=True,
         )
 
-    async def get_me(self) -> dict[str, Any]:
-        me = await self.call("getMe")
-        if not isinstance(me, dict):
+    async def get_me(self) -> User:
+        answer = await self.call("getMe")
+        if not isinstance(answer, dict):
             raise PlatformError("telegram getMe: answer without a bot user")
+        me = cast(User, answer)
         self.bot_user = me
         return me
 
@@ -302,7 +319,7 @@ class TelegramAdapter:
         # again: an outage of an hour must not write a line per retry.
         outage_since: float | None = None
         while True:
-            params: dict[str, Any] = {
+            params: GetUpdatesParams = {
                 "timeout": self.config.poll_timeout,
                 # callback_query: presses on the buttons the bot sent.
                 "allowed_updates": ["message", "callback_query"],
@@ -373,8 +390,9 @@ class TelegramAdapter:
             )
 
     async def _handle_update(
-        self, update: dict[str, Any], inbound: trio.MemorySendChannel[InboundMessage]
+        self, update: object, inbound: trio.MemorySendChannel[InboundMessage]
     ) -> None:
+        """One item of ``getUpdates``' answer (an ``Update``, unchecked)."""
         if not isinstance(update, dict):
             return
         update_id = update.get("update_id")
@@ -399,18 +417,16 @@ class TelegramAdapter:
         if isinstance(update_id, int):
             self._offset = max(self._offset or 0, update_id + 1)
 
-    def _press(self, query: Any) -> InboundMessage | None:
+    def _press(self, raw: object) -> InboundMessage | None:
         """A ``callback_query``: someone pressed one of our inline buttons."""
-        if not isinstance(query, dict) or not isinstance(query.get("id"), str):
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
             return None
+        query = cast(CallbackQuery, raw)
         sender = query.get("from") or {}
-        message = query.get("message") or {}
-        chat = message.get("chat") or {}
-        if "id" not in sender or "id" not in chat:
+        message = query.get("message")
+        chat = message.get("chat") if message else None
+        if "id" not in sender or not message or not chat or "id" not in chat:
             return None
-        name = sender.get("username") or " ".join(
-            part for part in (sender.get("first_name"), sender.get("last_name")) if part
-        )
         message_id = message.get("message_id")
         return InboundMessage(
             platform="telegram",
@@ -418,8 +434,8 @@ class TelegramAdapter:
             user_id=str(sender["id"]),
             text="",
             message_id=None if message_id is None else str(message_id),
-            user_name=name or None,
-            raw=query,
+            user_name=_user_name(sender),
+            raw=raw,
             thread_id=_topic(message),
             press=ButtonPress(
                 data=str(query.get("data") or ""),
@@ -430,7 +446,7 @@ class TelegramAdapter:
 
     async def _answer_callback(self, query_id: str, notice: str | None) -> None:
         # Telegram shows a spinner on the button until the query is answered.
-        params: dict[str, Any] = {"callback_query_id": query_id}
+        params: AnswerCallbackQueryParams = {"callback_query_id": query_id}
         if notice:
             params["text"] = notice[:200]
         await self.call("answerCallbackQuery", params)
@@ -497,7 +513,7 @@ _MEDIA: dict[str, str | None] = {
 
 
 def _attachments(
-    message: dict[str, Any], fetcher: Callable[[str], Callable[[], Awaitable[bytes]]]
+    message: Message, fetcher: Callable[[str], Callable[[], Awaitable[bytes]]]
 ) -> tuple[Attachment, ...]:
     found: list[Attachment] = []
     photo = message.get("photo")
@@ -523,37 +539,46 @@ def _attachments(
 
 
 def _to_inbound(
-    message: Any, fetcher: Callable[[str], Callable[[], Awaitable[bytes]]]
+    raw: object, fetcher: Callable[[str], Callable[[], Awaitable[bytes]]]
 ) -> InboundMessage | None:
-    if not isinstance(message, dict):
+    """An update's ``message`` (unchecked), if it is one to answer."""
+    if not isinstance(raw, dict):
         return None
+    message = cast(Message, raw)
     text = message.get("text", message.get("caption", ""))
     chat = message.get("chat") or {}
-    sender = message.get("from") or {}
-    if not isinstance(text, str) or "id" not in chat or sender.get("is_bot"):
+    sender = message.get("from")
+    if not isinstance(text, str) or "id" not in chat or (sender and sender.get("is_bot")):
         return None
     attachments = _attachments(message, fetcher)
     if not text and not attachments:
         return None  # a service message (a member joined, a pin, …)
-    user_id = sender.get("id", chat["id"])
-    name = sender.get("username") or " ".join(
-        part for part in (sender.get("first_name"), sender.get("last_name")) if part
-    )
+    user_id = sender.get("id", chat["id"]) if sender else chat["id"]
     return InboundMessage(
         platform="telegram",
         chat_id=str(chat["id"]),
         user_id=str(user_id),
         text=text,
         message_id=str(message["message_id"]) if "message_id" in message else None,
-        user_name=name or None,
-        raw=message,
+        user_name=_user_name(sender),
+        raw=raw,
         thread_id=_topic(message),
         attachments=attachments,
         sent_at=float(message["date"]) if isinstance(message.get("date"), int) else None,
     )
 
 
-def _topic(message: dict[str, Any]) -> str | None:
+def _user_name(user: User | None) -> str | None:
+    """The sender's username, else their full name; None when neither is given."""
+    if not user:
+        return None
+    name = user.get("username") or " ".join(
+        part for part in (user.get("first_name"), user.get("last_name")) if part
+    )
+    return name or None
+
+
+def _topic(message: Message) -> str | None:
     """The forum topic the message is in. Other chats set
     ``message_thread_id`` too (on replies), but only a topic can be sent to."""
     thread = message.get("message_thread_id")
@@ -576,46 +601,59 @@ class TelegramMessenger:
         self.thread_id = thread_id
         # New messages (and the typing sign) go to the forum topic asked in;
         # an edit names its message, which already is there.
-        self._where: dict[str, Any] = {"chat_id": _chat_ref(chat_id)}
-        if thread_id is not None:
-            self._where["message_thread_id"] = _message_ref(thread_id)
+        self._chat = _chat_ref(chat_id)
+        self._thread = None if thread_id is None else _message_ref(thread_id)
 
     def __repr__(self) -> str:
         topic = f" topic={self.thread_id}" if self.thread_id is not None else ""
         return f"<TelegramMessenger chat={self.chat_id}{topic}>"
 
-    async def _call_text(self, method: str, params: dict[str, Any], text: str) -> Any:
+    def _new_message(self, text: str) -> SendMessageParams:
+        """``sendMessage`` to this chat (and topic) with plain ``text``."""
+        if self._thread is None:
+            return {"chat_id": self._chat, "text": text}
+        return {"chat_id": self._chat, "message_thread_id": self._thread, "text": text}
+
+    async def _call_text(self, method: str, params: TextParams) -> Any:
+        """Call ``method`` with ``params``' plain text converted to
+        MarkdownV2; as given (plain text) when ``markdown`` is off or
+        Telegram refuses the markup."""
         if self._adapter.markdown:
+            marked = params.copy()
+            marked["text"] = to_markdown_v2(params["text"])
+            marked["parse_mode"] = "MarkdownV2"
             try:
-                return await self._adapter.call(
-                    method, {**params, "text": to_markdown_v2(text), "parse_mode": "MarkdownV2"}
-                )
+                return await self._adapter.call(method, marked)
             except _EntitiesRejected as exc:
                 log.warning("%s; sending as plain text", exc)
-        return await self._adapter.call(method, {**params, "text": text})
+        return await self._adapter.call(method, params)
 
     async def send(self, text: str) -> str:
-        result = await self._call_text("sendMessage", dict(self._where), text)
+        result: Message = await self._call_text("sendMessage", self._new_message(text))
         return str(result["message_id"])
 
     async def edit(self, message_id: str, text: str, *, final: bool = False) -> None:
-        params = {"chat_id": _chat_ref(self.chat_id), "message_id": _message_ref(message_id)}
+        params: EditMessageTextParams = {
+            "chat_id": _chat_ref(self.chat_id),
+            "message_id": _message_ref(message_id),
+            "text": text,
+        }
         try:
-            await self._call_text("editMessageText", params, text)
+            await self._call_text("editMessageText", params)
         except TelegramApiError as exc:
             if "message is not modified" in exc.description:
                 return
             raise
 
     async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
-        keyboard = {
+        keyboard: InlineKeyboardMarkup = {
             "inline_keyboard": [
                 [{"text": button.label, "callback_data": button.data} for button in buttons]
             ]
         }
-        result = await self._call_text(
-            "sendMessage", {**self._where, "reply_markup": keyboard}, text
-        )
+        params = self._new_message(text)
+        params["reply_markup"] = keyboard
+        result: Message = await self._call_text("sendMessage", params)
         return str(result["message_id"])
 
     async def close_buttons(self, message_id: str, text: str) -> None:
@@ -623,7 +661,10 @@ class TelegramMessenger:
         await self.edit(message_id, text, final=True)
 
     async def delete(self, message_id: str) -> None:
-        params = {"chat_id": _chat_ref(self.chat_id), "message_id": _message_ref(message_id)}
+        params: DeleteMessageParams = {
+            "chat_id": _chat_ref(self.chat_id),
+            "message_id": _message_ref(message_id),
+        }
         try:
             await self._adapter.call("deleteMessage", params)
         except TelegramApiError as exc:
@@ -633,7 +674,10 @@ class TelegramMessenger:
             raise
 
     async def typing(self) -> None:
-        await self._adapter.call("sendChatAction", {**self._where, "action": "typing"})
+        params: SendChatActionParams = {"chat_id": self._chat, "action": "typing"}
+        if self._thread is not None:
+            params["message_thread_id"] = self._thread
+        await self._adapter.call("sendChatAction", params)
 
 
 class TelegramDraftMessenger(TelegramMessenger):
@@ -655,9 +699,15 @@ class TelegramDraftMessenger(TelegramMessenger):
         return super().__repr__()[:-1] + f" draft={self.draft_id}>"
 
     async def draft(self, text: str) -> None:
-        params = {**self._where, "draft_id": self.draft_id}
+        params: SendMessageDraftParams = {
+            "chat_id": self._chat,
+            "draft_id": self.draft_id,
+            "text": text,
+        }
+        if self._thread is not None:
+            params["message_thread_id"] = self._thread
         try:
-            await self._call_text("sendMessageDraft", params, text)
+            await self._call_text("sendMessageDraft", params)
         except TelegramApiError as exc:
             # 400: this chat cannot have drafts (not private, the feature is
             # off for the bot); 404: the server does not know the method.

@@ -12,10 +12,10 @@ A field Slack marks optional is ``NotRequired``; only the fields the project
 reads or writes (and those next to them in the reference that it may meet)
 are written out. These are shapes, not checks: JSON from the network keeps
 being checked field by field where it is read (a ``TypedDict`` is a plain
-dict at run time).
+dict at run time). The module is evaluated without ``from __future__
+import annotations``, so ``__required_keys__`` tells the required fields
+apart at run time too.
 """
-
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Generic, Literal, NotRequired, TypedDict, TypeVar

@@ -50,15 +50,46 @@ import itertools
 import json
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal, cast
 
 import trio
 import trio_websocket
 
+from ..platforms.slack.api_types import (
+    AppendStreamParams,
+    AppMentionEvent,
+    AuthTestResponse,
+    Block,
+    ChannelType,
+    ConnectionsOpenResponse,
+    DeleteParams,
+    DeleteResponse,
+    DisconnectEnvelope,
+    EventsApiEnvelope,
+    File,
+    HelloEnvelope,
+    InteractiveEnvelope,
+    Message,
+    MessageEvent,
+    MessageRef,
+    NoParams,
+    PostEphemeralParams,
+    PostEphemeralResponse,
+    PostMessageParams,
+    PostMessageResponse,
+    SocketModeEnvelope,
+    SocketModeMessage,
+    StartStreamParams,
+    StartStreamResponse,
+    StopStreamParams,
+    StreamResponse,
+    UpdateParams,
+    UpdateResponse,
+)
 from .fake_http import FakeRequest, FakeResponse, serve_http, server_nursery
 
 __all__ = ["FakeSlack", "SlackCall", "SlackMessage", "open_fake_slack"]
@@ -71,6 +102,7 @@ _NO_STREAM_METHODS = ("chat.startstream", "chat.appendstream", "chat.stopstream"
 class SlackCall:
     method: str
     params: dict[str, Any]
+    """The JSON body as it came, before any check."""
     time: float
     ok: bool = True
     error: str | None = None
@@ -91,7 +123,7 @@ class SlackMessage:
     streaming: bool = False
     streamed: bool = False
     """Started with ``chat.startStream``."""
-    blocks: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
     """The Block Kit blocks shown now, as sent."""
 
     def buttons(self) -> list[str]:
@@ -99,7 +131,7 @@ class SlackMessage:
         return [
             element["text"]["text"]
             for block in self.blocks
-            if block.get("type") == "actions"
+            if block["type"] == "actions"
             for element in block["elements"]
             if element.get("type") == "button"
         ]
@@ -141,14 +173,14 @@ class FakeSlack:
         self.acks: list[tuple[str, float]] = []
         self.messages: dict[str, list[SlackMessage]] = defaultdict(list)
         self.connections = 0
-        self.envelopes: list[dict[str, Any]] = []
+        self.envelopes: list[SocketModeEnvelope] = []
         """Every envelope pushed, in order."""
         self.files: dict[str, bytes] = {}
         self.downloads: list[str] = []
         self._ts = itertools.count(1)
-        self._pending: list[dict[str, Any]] = []
-        self._sockets: list[trio.MemorySendChannel[dict[str, Any] | None]] = []
-        self._streams: dict[trio.MemorySendChannel[dict[str, Any] | None], _Stallable] = {}
+        self._pending: list[SocketModeEnvelope] = []
+        self._sockets: list[trio.MemorySendChannel[SocketModeMessage | None]] = []
+        self._streams: dict[trio.MemorySendChannel[SocketModeMessage | None], _Stallable] = {}
         self._failures: dict[str, list[_Failure]] = defaultdict(list)
         self._slow: dict[str, list[float]] = defaultdict(list)
         self._changed = trio.Event()
@@ -165,7 +197,7 @@ class FakeSlack:
         own wall clock (how long a message waited), not timing logic."""
         return f"{int(time.time())}.{next(self._ts):06d}"
 
-    def add_file(self, name: str, mimetype: str, data: bytes) -> dict[str, Any]:
+    def add_file(self, name: str, mimetype: str, data: bytes) -> File:
         file_id = f"F{len(self.files) + 1:04d}"
         self.files[file_id] = data
         return {
@@ -183,10 +215,10 @@ class FakeSlack:
         text: str,
         *,
         thread_ts: str | None = None,
-        files: list[dict[str, Any]] | None = None,
+        files: list[File] | None = None,
         ts: str | None = None,
-        channel_type: str | None = None,
-    ) -> dict[str, Any]:
+        channel_type: ChannelType | None = None,
+    ) -> EventsApiEnvelope:
         """A ``message`` event (a direct message when ``channel`` starts with D)."""
         event = self._event("message", channel, user, text, thread_ts, files, ts)
         event["channel_type"] = channel_type or ("im" if channel.startswith("D") else "channel")
@@ -196,7 +228,7 @@ class FakeSlack:
 
     def push_mention(
         self, channel: str, user: str, text: str, *, thread_ts: str | None = None
-    ) -> dict[str, Any]:
+    ) -> EventsApiEnvelope:
         """A channel message that mentions the bot: Slack sends it as a
         ``message`` event and as an ``app_mention`` event, same ``ts``."""
         text = f"<@{self.bot_user}> {text}"
@@ -206,10 +238,10 @@ class FakeSlack:
         mention = self._event("app_mention", channel, user, text, thread_ts, None, message["ts"])
         return self.push_event(mention)
 
-    def push_event(self, event: dict[str, Any]) -> dict[str, Any]:
+    def push_event(self, event: MessageEvent | AppMentionEvent) -> EventsApiEnvelope:
         """Deliver ``event`` in an ``events_api`` envelope; returns the envelope."""
         number = len(self.envelopes) + 1
-        envelope = {
+        envelope: EventsApiEnvelope = {
             "envelope_id": f"env-{number}",
             "type": "events_api",
             "accepts_response_payload": False,
@@ -230,7 +262,7 @@ class FakeSlack:
 
     def press_button(
         self, channel: str, ts: str, user: str, label: str, *, user_name: str = "tester"
-    ) -> dict[str, Any]:
+    ) -> InteractiveEnvelope:
         """Deliver the ``block_actions`` envelope a press on the button
         labelled ``label`` under the bot's message ``ts`` makes; returns
         it. The button must be shown now (AssertionError otherwise)."""
@@ -238,18 +270,23 @@ class FakeSlack:
         found = [
             (block, element)
             for block in message.blocks
-            if block.get("type") == "actions"
+            if block["type"] == "actions"
             for element in block["elements"]
             if element.get("type") == "button" and element["text"]["text"] == label
         ]
         assert found, f"no button {label!r} under message {ts}"
         block, element = found[0]
         number = len(self.envelopes) + 1
-        shown: dict[str, Any] = {"type": "message", "user": self.bot_user, "ts": ts}
-        shown.update(text=message.text, blocks=message.blocks)
+        shown: Message = {
+            "type": "message",
+            "user": self.bot_user,
+            "ts": ts,
+            "text": message.text,
+            "blocks": message.blocks,
+        }
         if message.thread_ts is not None:
             shown["thread_ts"] = message.thread_ts
-        envelope = {
+        envelope: InteractiveEnvelope = {
             "envelope_id": f"env-{number}",
             "type": "interactive",
             "accepts_response_payload": False,
@@ -291,10 +328,11 @@ class FakeSlack:
         self._deliver(envelope)
         return envelope
 
-    def redeliver(self, envelope: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send an envelope again (the last by default), as Slack does after a slow ack."""
-        original = envelope or self.envelopes[-1]
-        again = {
+    def redeliver(self, envelope: SocketModeEnvelope | None = None) -> EventsApiEnvelope:
+        """Send an envelope again (the last by default), as Slack does after a
+        slow ack (Slack redelivers ``events_api`` envelopes only)."""
+        original = _redeliverable(envelope or self.envelopes[-1])
+        again: EventsApiEnvelope = {
             **original,
             "retry_attempt": original["retry_attempt"] + 1,
             "retry_reason": "timeout",
@@ -303,8 +341,9 @@ class FakeSlack:
         return again
 
     def disconnect(self, reason: str = "refresh_requested") -> None:
+        message: DisconnectEnvelope = {"type": "disconnect", "reason": reason, "debug_info": {}}
         for socket in self._sockets:
-            socket.send_nowait({"type": "disconnect", "reason": reason, "debug_info": {}})
+            socket.send_nowait(message)
 
     def drop(self) -> None:
         """Cut every open socket without a close frame."""
@@ -365,16 +404,16 @@ class FakeSlack:
 
     def _event(
         self,
-        kind: str,
+        kind: Literal["message", "app_mention"],
         channel: str,
         user: str,
         text: str,
         thread_ts: str | None,
-        files: list[dict[str, Any]] | None,
+        files: list[File] | None,
         ts: str | None,
-    ) -> dict[str, Any]:
-        event: dict[str, Any] = {
-            "type": kind,
+    ) -> MessageEvent | AppMentionEvent:
+        event: MessageEvent = {
+            "type": "message",
             "user": user,
             "text": text,
             "ts": ts or self.new_ts(),
@@ -386,9 +425,11 @@ class FakeSlack:
             event["thread_ts"] = thread_ts
         if files:
             event["files"] = files
+        if kind == "app_mention":
+            return {**event, "type": "app_mention"}
         return event
 
-    def _deliver(self, envelope: dict[str, Any]) -> None:
+    def _deliver(self, envelope: SocketModeEnvelope) -> None:
         if not self._sockets:
             self._pending.append(envelope)
             return
@@ -397,10 +438,11 @@ class FakeSlack:
             self._nursery.start_soon(self._redeliver_unless_acked, envelope)
         self._notify()
 
-    async def _redeliver_unless_acked(self, envelope: dict[str, Any]) -> None:
+    async def _redeliver_unless_acked(self, envelope: SocketModeEnvelope) -> None:
         assert self.redeliver_after is not None
         await trio.sleep(self.redeliver_after)
-        if envelope["retry_attempt"] < 3 and envelope["envelope_id"] not in dict(self.acks):
+        attempt = _redeliverable(envelope)["retry_attempt"]
+        if attempt < 3 and envelope["envelope_id"] not in dict(self.acks):
             self.redeliver(envelope)
 
     # -- Web API --------------------------------------------------------------
@@ -451,7 +493,7 @@ class FakeSlack:
         if handler is None:
             return _error("unknown_method")
         try:
-            return FakeResponse.json({"ok": True, **handler(self, params)})
+            return FakeResponse.json(handler(self, params))
         except _SlackError as exc:
             return _error(exc.error)
 
@@ -466,8 +508,9 @@ class FakeSlack:
             200, self.files[file_id], [("content-type", "application/octet-stream")]
         )
 
-    def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _auth_test(self, params: NoParams) -> AuthTestResponse:
         return {
+            "ok": True,
             "url": "https://fake.slack.test/",
             "team": "Fake",
             "user": "hermes",
@@ -476,12 +519,12 @@ class FakeSlack:
             "bot_id": "B0FAKE",
         }
 
-    def _connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _connections_open(self, params: NoParams) -> ConnectionsOpenResponse:
         if not self.online:
             raise _SlackError("service_unavailable")
-        return {"url": f"{self.socket_url}/link/?ticket={len(self.calls)}"}
+        return {"ok": True, "url": f"{self.socket_url}/link/?ticket={len(self.calls)}"}
 
-    def _post(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, params: PostMessageParams) -> PostMessageResponse:
         channel = _required(params, "channel")
         text = _text(params.get("text"))
         blocks = _blocks(params.get("blocks", []))
@@ -490,25 +533,30 @@ class FakeSlack:
         )
         message.blocks = blocks
         self.messages[channel].append(message)
-        return {"channel": channel, "ts": message.ts, "message": {"text": text, "ts": message.ts}}
+        return {
+            "ok": True,
+            "channel": channel,
+            "ts": message.ts,
+            "message": {"text": text, "ts": message.ts},
+        }
 
-    def _post_ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _post_ephemeral(self, params: PostEphemeralParams) -> PostEphemeralResponse:
         channel = _required(params, "channel")
         user = params.get("user")
         if not isinstance(user, str) or not user:
             raise _SlackError("user_not_found")
         text = _text(params.get("text"))
         self.ephemeral.append((channel, user, text))
-        return {"message_ts": self.new_ts()}
+        return {"ok": True, "message_ts": self.new_ts()}
 
-    def _find(self, params: dict[str, Any]) -> SlackMessage:
+    def _find(self, params: MessageRef) -> SlackMessage:
         channel, ts = _required(params, "channel"), _required(params, "ts")
         for message in self.messages.get(channel, []):
             if message.ts == ts and not message.deleted:
                 return message
         raise _SlackError("message_not_found")
 
-    def _update(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _update(self, params: UpdateParams) -> UpdateResponse:
         message = self._find(params)
         if message.streaming:
             raise _SlackError("cant_update_message")
@@ -519,14 +567,20 @@ class FakeSlack:
             message.text = text
             message.history.append(text)
             message.edited_at.append(trio.current_time())
-        return {"channel": message.channel, "ts": message.ts, "text": text}
+        return {
+            "ok": True,
+            "channel": message.channel,
+            "ts": message.ts,
+            "text": text,
+            "message": {"text": text, "ts": message.ts},
+        }
 
-    def _delete(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _delete(self, params: DeleteParams) -> DeleteResponse:
         message = self._find(params)
         message.deleted = True
-        return {"channel": message.channel, "ts": message.ts}
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
 
-    def _start_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _start_stream(self, params: StartStreamParams) -> StartStreamResponse:
         channel = _required(params, "channel")
         thread = _required(params, "thread_ts")
         if not channel.startswith("D") and not (
@@ -539,9 +593,9 @@ class FakeSlack:
         )
         message.streaming = message.streamed = True
         self.messages[channel].append(message)
-        return {"channel": channel, "ts": message.ts}
+        return {"ok": True, "channel": channel, "ts": message.ts}
 
-    def _streaming(self, params: dict[str, Any]) -> SlackMessage:
+    def _streaming(self, params: MessageRef) -> SlackMessage:
         """The open stream ``params`` names; one idle past ``stream_expiry`` is over."""
         message = self._find(params)
         last = message.edited_at[-1] if message.edited_at else message.sent_at
@@ -555,21 +609,21 @@ class FakeSlack:
             raise _SlackError("message_not_in_streaming_state")
         return message
 
-    def _append_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _append_stream(self, params: AppendStreamParams) -> StreamResponse:
         message = self._streaming(params)
         message.text += _text(params.get("markdown_text"))
         message.history.append(message.text)
         message.edited_at.append(trio.current_time())
-        return {"channel": message.channel, "ts": message.ts}
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
 
-    def _stop_stream(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _stop_stream(self, params: StopStreamParams) -> StreamResponse:
         message = self._streaming(params)
         if params.get("markdown_text"):
             message.text += str(params["markdown_text"])
             message.history.append(message.text)
             message.edited_at.append(trio.current_time())
         message.streaming = False
-        return {"channel": message.channel, "ts": message.ts}
+        return {"ok": True, "channel": message.channel, "ts": message.ts}
 
     # -- Socket Mode ----------------------------------------------------------
 
@@ -579,15 +633,14 @@ class FakeSlack:
             try:
                 request = await trio_websocket.wrap_server_stream(nursery, stream)
                 socket = await request.accept()
-                send, receive = trio.open_memory_channel[dict[str, Any] | None](100)
+                send, receive = trio.open_memory_channel[SocketModeMessage | None](100)
                 self.connections += 1
                 self._sockets.append(send)
                 self._streams[send] = stream
                 try:
                     nursery.start_soon(self._read_acks, socket, nursery.cancel_scope)
-                    await socket.send_message(
-                        json.dumps({"type": "hello", "num_connections": 1, "debug_info": {}})
-                    )
+                    hello: HelloEnvelope = {"type": "hello", "num_connections": 1, "debug_info": {}}
+                    await socket.send_message(json.dumps(hello))
                     for envelope in self._pending:
                         send.send_nowait(envelope)
                     self._pending = []
@@ -659,7 +712,9 @@ class _SlackError(Exception):
         self.error = error
 
 
-_METHODS: dict[str, Callable[[FakeSlack, dict[str, Any]], dict[str, Any]]] = {
+# Each handler takes the request body as its method's arguments: the shape
+# the adapter sends, which the handler still checks as Slack would.
+_METHODS: dict[str, Callable[[FakeSlack, Any], Mapping[str, object]]] = {
     "auth.test": FakeSlack._auth_test,
     "apps.connections.open": FakeSlack._connections_open,
     "chat.postmessage": FakeSlack._post,
@@ -676,7 +731,7 @@ _BLOCK_TYPES = frozenset(
 )
 
 
-def _blocks(value: Any) -> list[dict[str, Any]]:
+def _blocks(value: Any) -> list[Block]:
     """Block Kit blocks as Slack checks them (the parts the bot uses)."""
     if isinstance(value, str):
         try:
@@ -699,7 +754,8 @@ def _blocks(value: Any) -> list[dict[str, Any]]:
                 raise _SlackError("invalid_blocks")
         if block["type"] == "actions":
             _check_actions(block.get("elements"))
-    return [dict(block) for block in value]
+    # Checked above as far as the project's blocks go: Slack's shape now.
+    return [cast(Block, dict(block)) for block in value]
 
 
 def _check_actions(elements: Any) -> None:
@@ -729,13 +785,20 @@ def _check_actions(elements: Any) -> None:
             raise _SlackError("invalid_blocks")
 
 
+def _redeliverable(envelope: SocketModeEnvelope) -> EventsApiEnvelope:
+    """``envelope``, which must be one Slack sends again (``events_api``)."""
+    if envelope["type"] != "events_api":
+        raise KeyError("retry_attempt")  # as indexing the envelope did
+    return envelope
+
+
 def _error(
     error: str, status: int = 200, headers: list[tuple[str, str]] | None = None, **extra: str
 ) -> FakeResponse:
     return FakeResponse.json({"ok": False, "error": error, **extra}, status, headers)
 
 
-def _required(params: dict[str, Any], name: str) -> str:
+def _required(params: Mapping[str, object], name: str) -> str:
     value = params.get(name)
     if not isinstance(value, str) or not value:
         raise _SlackError("channel_not_found" if name == "channel" else "invalid_arguments")

@@ -25,7 +25,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import httpx
 import trio
@@ -40,6 +40,16 @@ from ..base import Attachment, ButtonPress, InboundMessage
 from ..http import allow_list, user_allowed
 from ..websocket import open_websocket
 from .api import SlackTokenRejected, SlackWebApi, TokenKind
+from .api_types import (
+    AUTH_TEST,
+    CONNECTIONS_OPEN,
+    POST_EPHEMERAL,
+    STOP_STREAM,
+    Ack,
+    BlockActionsPayload,
+    PostEphemeralParams,
+    WebApiCall,
+)
 from .events import EventSieve, SlackQuestion
 from .send import OpenStreams, SlackMessenger, SlackStreamMessenger
 
@@ -61,6 +71,8 @@ STREAM_IDLE_STOP = 20.0
 # Threads whose last asker is remembered (a stream into a channel names its
 # reader); the oldest are forgotten first.
 MAX_ASKERS = 4096
+
+R = TypeVar("R")
 
 
 class SlackAdapter:
@@ -116,16 +128,14 @@ class SlackAdapter:
     def __repr__(self) -> str:
         return f"<SlackAdapter {self.api.base_url}>"
 
-    async def call(
-        self, method: str, params: dict[str, Any] | None = None, *, token: TokenKind = "bot"
-    ) -> dict[str, Any]:
+    async def call(self, request: WebApiCall[R], *, token: TokenKind = "bot") -> R:
         """``SlackWebApi.call``: the messengers call Slack through their adapter."""
-        return await self.api.call(method, params, token=token)
+        return await self.api.call(request, token=token)
 
     async def whoami(self) -> str:
-        me = await self.call("auth.test")
+        me = await self.call(AUTH_TEST({}))
         # The app-level token too: Socket Mode needs it.
-        await self.call("apps.connections.open", token="app")
+        await self.call(CONNECTIONS_OPEN({}), token="app")
         return f"{me.get('user') or me.get('user_id')} in {me.get('team') or me.get('team_id')}"
 
     # -- inbound -------------------------------------------------------------
@@ -192,7 +202,7 @@ class SlackAdapter:
 
     async def _connect_url(self) -> str:
         if self._sieve is None:
-            me = await self.call("auth.test")
+            me = await self.call(AUTH_TEST({}))
             user = me.get("user_id")
             if not isinstance(user, str):
                 raise PlatformError("slack auth.test: answer without the bot's user id")
@@ -205,7 +215,7 @@ class SlackAdapter:
             team = me.get("team_id")
             self.team_id = team if isinstance(team, str) else None
             log.info("slack: connecting as %s", me.get("user", user))
-        opened = await self.call("apps.connections.open", token="app")
+        opened = await self.call(CONNECTIONS_OPEN({}), token="app")
         url = opened.get("url")
         if not isinstance(url, str) or not url.startswith(("ws://", "wss://")):
             raise PlatformError("slack apps.connections.open: answer without a websocket URL")
@@ -254,7 +264,8 @@ class SlackAdapter:
         envelope_id = envelope.get("envelope_id")
         if isinstance(envelope_id, str):
             # At once, before any work: a late ack makes Slack send it again.
-            await socket.send_message(json.dumps({"envelope_id": envelope_id}))
+            ack: Ack = {"envelope_id": envelope_id}
+            await socket.send_message(json.dumps(ack))
         kind = envelope.get("type")
         if kind == "hello":
             self._connected(backoff)
@@ -274,21 +285,23 @@ class SlackAdapter:
                 await inbound.send(press)
         return _GO_ON
 
-    def _press(self, payload: Any) -> InboundMessage | None:
+    def _press(self, payload: object) -> InboundMessage | None:
         """A ``block_actions`` payload: someone pressed one of our buttons
         (already acknowledged with its envelope)."""
         if not isinstance(payload, dict) or payload.get("type") != "block_actions":
             return None
-        user = payload.get("user") or {}
-        channel = (payload.get("channel") or {}).get("id")
-        container = payload.get("container") or {}
-        actions = payload.get("actions") or []
+        # Slack's shape, not yet checked: each field is checked as it is read.
+        shown = cast(BlockActionsPayload, payload)
+        user = shown.get("user") or {}
+        channel = (shown.get("channel") or {}).get("id")
+        container = shown.get("container") or {}
+        actions = shown.get("actions") or []
         if not isinstance(user.get("id"), str) or not isinstance(channel, str) or not actions:
             return None
         action = actions[0]
         if not isinstance(action, dict) or action.get("type") != "button":
             return None
-        message = payload.get("message") or {}
+        message = shown.get("message") or {}
         ts = container.get("message_ts") or message.get("ts")
         thread = message.get("thread_ts")
         return InboundMessage(
@@ -312,10 +325,10 @@ class SlackAdapter:
         # the presser alone.
         if notice is None:
             return
-        params: dict[str, Any] = {"channel": channel, "user": user, "text": notice}
+        params: PostEphemeralParams = {"channel": channel, "user": user, "text": notice}
         if isinstance(thread, str):
             params["thread_ts"] = thread
-        await self.call("chat.postEphemeral", params)
+        await self.call(POST_EPHEMERAL(params))
 
     async def _stop_idle_streams(self) -> None:
         """Stop native streams nobody has touched for ``stream_idle_stop`` s."""
@@ -323,7 +336,7 @@ class SlackAdapter:
             await trio.sleep(self.stream_idle_stop / 4)
             for channel, ts in self.streams.take_idle(trio.current_time(), self.stream_idle_stop):
                 try:
-                    await self.call("chat.stopStream", {"channel": channel, "ts": ts})
+                    await self.call(STOP_STREAM({"channel": channel, "ts": ts}))
                 except PlatformError as exc:
                     # Slack ends idle streams itself in the end.
                     log.debug("slack: could not stop an idle stream in %s: %s", channel, exc)
@@ -337,7 +350,7 @@ class SlackAdapter:
             self._outage_since = None
 
     async def _deliver(
-        self, envelope: dict[str, Any], inbound: trio.MemorySendChannel[InboundMessage]
+        self, envelope: dict[str, object], inbound: trio.MemorySendChannel[InboundMessage]
     ) -> None:
         assert self._sieve is not None
         question = self._sieve.take(envelope)
@@ -433,7 +446,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {redact(str(exc))}".rstrip(": ")
 
 
-def _parse(raw: str | bytes) -> dict[str, Any] | None:
+def _parse(raw: str | bytes) -> dict[str, object] | None:
+    """A Socket Mode message as it came: each field is checked where it is
+    read (``_handle``, ``_press``, ``EventSieve.take``)."""
     try:
         envelope = json.loads(raw)
     except ValueError:

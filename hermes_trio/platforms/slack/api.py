@@ -10,7 +10,7 @@ take; ``SlackApiError`` with Slack's own code for the rest.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal, TypeVar, cast
 
 import httpx
 
@@ -19,6 +19,7 @@ from ...redaction import redact, register_secret
 from ...retry import parse_retry_after
 from ..base import CredentialsRejected
 from ..http import download, send_request
+from .api_types import WebApiCall
 
 __all__ = [
     "TOKEN_SETTINGS",
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 TokenKind = Literal["bot", "app"]
+R = TypeVar("R")
 
 # Slack's answers for a token it will not take; retrying cannot help.
 _AUTH_ERRORS = frozenset(
@@ -88,18 +90,17 @@ class SlackWebApi:
         self.base_url = base_url.rstrip("/") + "/"
         self.request_timeout = request_timeout
 
-    async def call(
-        self, method: str, params: dict[str, Any] | None = None, *, token: TokenKind = "bot"
-    ) -> dict[str, Any]:
-        """Call a Web API method; returns the answer or raises
+    async def call(self, request: WebApiCall[R], *, token: TokenKind = "bot") -> R:
+        """Call a Web API method; returns its ``ok: true`` answer or raises
         ``PlatformError`` (``RateLimited`` for 429, ``SlackTokenRejected``)."""
+        method = request.method
         response = await send_request(
             self._client,
             "POST",
             self.base_url + method,
             what=f"slack {method}",
             request_timeout=self.request_timeout,
-            json=params or {},
+            json=request.params,
             headers={"Authorization": f"Bearer {self._tokens[token]}"},
         )
         if response.status_code == 429:
@@ -114,7 +115,9 @@ class SlackWebApi:
                 f"slack {method}: HTTP {response.status_code} with a non-JSON answer"
             )
         if body.get("ok") is True:
-            return body
+            # The one place Slack's JSON becomes the method's answer; its
+            # fields are still checked where they are read.
+            return cast(R, body)
         error = redact(str(body.get("error") or f"HTTP {response.status_code}"))
         raw_needed = body.get("needed")
         needed = redact(raw_needed) if isinstance(raw_needed, str) and raw_needed else None

@@ -27,7 +27,9 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+from .api_types import AppMentionEvent, EventCallback, File, MessageEvent
 
 __all__ = ["EventSieve", "SlackQuestion"]
 
@@ -45,10 +47,11 @@ class SlackQuestion:
     ts: str
     thread: str | None
     """Where the answer goes (``thread_ts``); None: the top of a direct message."""
-    files: tuple[dict[str, Any], ...]
+    files: tuple[File, ...]
     team: str | None
     direct: bool
     event: dict[str, Any]
+    """The event as it came (``InboundMessage.raw``), passed on uninterpreted."""
     addressed: bool = True
     """False for a channel message without a mention (a reply in the bot's
     thread, or any message with ``mention_only: false``): the adapter passes
@@ -109,14 +112,23 @@ class EventSieve:
         event_id = payload.get("event_id")
         if isinstance(event_id, str) and not self._events.add(event_id):
             return None  # Slack sent this envelope again
-        question = self._question(event, payload)
+        question = self._question(
+            cast(MessageEvent | AppMentionEvent, event), cast(EventCallback, payload), event
+        )
         if question is None:
             return None
         if not self._messages.add(f"{question.channel}/{question.ts}"):
             return None  # the same message as the other event type
         return question
 
-    def _question(self, event: dict[str, Any], payload: dict[str, Any]) -> SlackQuestion | None:
+    def _question(
+        self,
+        event: MessageEvent | AppMentionEvent,
+        payload: EventCallback,
+        raw: dict[str, Any],
+    ) -> SlackQuestion | None:
+        # ``event`` and ``payload`` are Slack's shapes, not yet checked:
+        # each field is checked here as it is read.
         kind = event.get("type")
         if kind not in ("message", "app_mention"):
             return None
@@ -155,6 +167,6 @@ class EventSieve:
             files=files,
             team=team if isinstance(team, str) else None,
             direct=direct,
-            event=event,
+            event=raw,
             addressed=addressed,
         )

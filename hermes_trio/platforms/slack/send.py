@@ -28,12 +28,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 import trio
 
 from ...consumers.messenger import Button, Capabilities, PlatformError, RateLimited
 from .api import SlackApiError
+from .api_types import (
+    APPEND_STREAM,
+    DELETE,
+    POST_MESSAGE,
+    START_STREAM,
+    STOP_STREAM,
+    UPDATE,
+    ActionsBlock,
+    AppendStreamParams,
+    Block,
+    MessageRef,
+    PostMessageParams,
+    SectionBlock,
+    StartStreamParams,
+    StopStreamParams,
+    StreamResponse,
+    WebApiCall,
+    WebApiMethod,
+)
 from .format import to_mrkdwn
 
 __all__ = [
@@ -72,6 +91,9 @@ NO_STREAMS = frozenset(
 # or by us in a call whose answer was lost.
 STREAM_OVER = frozenset({"message_not_in_streaming_state"})
 
+R = TypeVar("R")
+StreamParams = TypeVar("StreamParams", bound=MessageRef)
+
 
 class SlackHost(Protocol):
     """What a messenger needs of its adapter (``SlackAdapter`` is one): Slack's
@@ -80,7 +102,7 @@ class SlackHost(Protocol):
     streams: OpenStreams
     streams_unavailable: bool
 
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def call(self, request: WebApiCall[R]) -> R:
         """One Web API call; ``SlackApiError`` when Slack says no."""
         ...
 
@@ -101,10 +123,10 @@ class SlackMessenger:
         return f"<SlackMessenger {self.channel} thread={self.thread}>"
 
     async def send(self, text: str) -> str:
-        params: dict[str, Any] = {"channel": self.channel, "text": to_mrkdwn(text)}
+        params: PostMessageParams = {"channel": self.channel, "text": to_mrkdwn(text)}
         if self.thread is not None:
             params["thread_ts"] = self.thread
-        answer = await self._adapter.call("chat.postMessage", params)
+        answer = await self._adapter.call(POST_MESSAGE(params))
         ts = answer.get("ts")
         if not isinstance(ts, str):
             raise PlatformError("slack chat.postMessage: answer without a message ts")
@@ -112,32 +134,34 @@ class SlackMessenger:
 
     async def edit(self, message_id: str, text: str, *, final: bool = False) -> None:
         await self._adapter.call(
-            "chat.update", {"channel": self.channel, "ts": message_id, "text": to_mrkdwn(text)}
+            UPDATE({"channel": self.channel, "ts": message_id, "text": to_mrkdwn(text)})
         )
 
     async def send_buttons(self, text: str, buttons: Sequence[Button]) -> str:
         shown = to_mrkdwn(text)
-        blocks = [
-            {"type": "section", "text": {"type": "mrkdwn", "text": shown[:SECTION_MAX]}},
-            {
-                "type": "actions",
-                "elements": [
-                    {
-                        "type": "button",
-                        "text": {"type": "plain_text", "text": button.label},
-                        "action_id": f"hermes_button_{index}",
-                        "value": button.data,
-                        "style": "danger" if button.danger else "primary",
-                    }
-                    for index, button in enumerate(buttons)
-                ],
-            },
-        ]
+        section: SectionBlock = {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": shown[:SECTION_MAX]},
+        }
+        actions: ActionsBlock = {
+            "type": "actions",
+            "elements": [
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": button.label},
+                    "action_id": f"hermes_button_{index}",
+                    "value": button.data,
+                    "style": "danger" if button.danger else "primary",
+                }
+                for index, button in enumerate(buttons)
+            ],
+        }
+        blocks: list[Block] = [section, actions]
         # ``text`` stays: notifications and screen readers use it.
-        params: dict[str, Any] = {"channel": self.channel, "text": shown, "blocks": blocks}
+        params: PostMessageParams = {"channel": self.channel, "text": shown, "blocks": blocks}
         if self.thread is not None:
             params["thread_ts"] = self.thread
-        answer = await self._adapter.call("chat.postMessage", params)
+        answer = await self._adapter.call(POST_MESSAGE(params))
         ts = answer.get("ts")
         if not isinstance(ts, str):
             raise PlatformError("slack chat.postMessage: answer without a message ts")
@@ -147,13 +171,14 @@ class SlackMessenger:
         # An empty ``blocks`` takes the old ones (the buttons) away; left
         # out, Slack would keep them.
         await self._adapter.call(
-            "chat.update",
-            {"channel": self.channel, "ts": message_id, "text": to_mrkdwn(text), "blocks": []},
+            UPDATE(
+                {"channel": self.channel, "ts": message_id, "text": to_mrkdwn(text), "blocks": []}
+            )
         )
 
     async def delete(self, message_id: str) -> None:
         try:
-            await self._adapter.call("chat.delete", {"channel": self.channel, "ts": message_id})
+            await self._adapter.call(DELETE({"channel": self.channel, "ts": message_id}))
         except SlackApiError as exc:
             if exc.error != "message_not_found":  # already gone is what we wanted
                 raise
@@ -213,6 +238,8 @@ class SlackStreamMessenger(SlackMessenger):
     """A thread's answers as Slack streams; see the module docstring."""
 
     capabilities = SLACK_STREAM_CAPABILITIES
+    thread: str
+    """A stream is always a reply in a thread."""
 
     def __init__(
         self,
@@ -230,7 +257,7 @@ class SlackStreamMessenger(SlackMessenger):
     async def send(self, text: str) -> str:
         if self._adapter.streams_unavailable:
             return await super().send(text)
-        params: dict[str, Any] = {
+        params: StartStreamParams = {
             "channel": self.channel,
             "thread_ts": self.thread,
             "markdown_text": text,
@@ -240,7 +267,7 @@ class SlackStreamMessenger(SlackMessenger):
         if self.team is not None:
             params["recipient_team_id"] = self.team
         try:
-            answer = await self._adapter.call("chat.startStream", params)
+            answer = await self._adapter.call(START_STREAM(params))
         except SlackApiError as exc:
             # A stream is a nicety: whatever Slack refuses it for, a plain
             # message still answers (and fails in turn if it cannot).
@@ -289,8 +316,12 @@ class SlackStreamMessenger(SlackMessenger):
 
     async def _append(self, message_id: str, stream: OpenStream, new: str) -> bool:
         """Add ``new``; True when Slack had ended the stream before."""
-        params = {"channel": self.channel, "ts": message_id, "markdown_text": new}
-        if not await self._stream_call("chat.appendStream", params, stream):
+        params: AppendStreamParams = {
+            "channel": self.channel,
+            "ts": message_id,
+            "markdown_text": new,
+        }
+        if not await self._stream_call(APPEND_STREAM, params, stream):
             return True
         stream.shown += new
         return False
@@ -298,21 +329,26 @@ class SlackStreamMessenger(SlackMessenger):
     async def _stop(self, message_id: str, stream: OpenStream, new: str = "") -> bool:
         """End the stream (with ``new`` as its last words); True when Slack
         had ended it before, so ``new`` is not shown."""
-        params = {"channel": self.channel, "ts": message_id}
+        params: StopStreamParams = {"channel": self.channel, "ts": message_id}
         if new:
             params["markdown_text"] = new
-        done = await self._stream_call("chat.stopStream", params, stream)
+        done = await self._stream_call(STOP_STREAM, params, stream)
         self._adapter.streams.forget(self.channel, message_id)
         return not done and bool(new)
 
-    async def _stream_call(self, method: str, params: dict[str, Any], stream: OpenStream) -> bool:
+    async def _stream_call(
+        self,
+        method: WebApiMethod[StreamParams, StreamResponse],
+        params: StreamParams,
+        stream: OpenStream,
+    ) -> bool:
         """Call ``method`` on an open stream; False when Slack says the
         stream is over. Other errors (a rate limit) keep the stream open for
         the editor's next try."""
         stream.touched = trio.current_time()
         stream.busy = True
         try:
-            await self._adapter.call(method, params)
+            await self._adapter.call(method(params))
         except SlackApiError as exc:
             if exc.error not in STREAM_OVER:
                 raise

@@ -8,9 +8,9 @@ editor, in :mod:`hermes_trio.consumers.messenger`; adapters implement it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import trio
 
@@ -84,7 +84,8 @@ class InboundMessage:
     text: str
     message_id: str | None = None
     user_name: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    raw: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
+    """The platform's own payload, as it came: passed on, never interpreted."""
     thread_id: str | None = None
     """The thread inside the chat the message belongs to (a Telegram forum
     topic, a Slack thread); the answer goes there, and each thread of a chat

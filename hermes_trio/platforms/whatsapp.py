@@ -299,8 +299,7 @@ class WhatsAppAdapter:
             text=text,
             message_id=str(message_id) if message_id is not None else None,
             user_name=name if isinstance(name, str) else None,
-            # A copy: ``raw`` is typed as an open dict, ``msg`` as Meta's message.
-            raw=dict(msg),
+            raw=msg,
             attachments=attachments,
             press=press,
         )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -50,7 +51,7 @@ class SlackQuestion:
     files: tuple[File, ...]
     team: str | None
     direct: bool
-    event: dict[str, Any]
+    event: Mapping[str, object]
     """The event as it came (``InboundMessage.raw``), passed on uninterpreted."""
     addressed: bool = True
     """False for a channel message without a mention (a reply in the bot's
@@ -125,7 +126,7 @@ class EventSieve:
         self,
         event: MessageEvent | AppMentionEvent,
         payload: EventCallback,
-        raw: dict[str, Any],
+        raw: Mapping[str, object],
     ) -> SlackQuestion | None:
         # ``event`` and ``payload`` are Slack's shapes, not yet checked:
         # each field is checked here as it is read.

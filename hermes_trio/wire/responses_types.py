@@ -24,13 +24,18 @@ __all__ = [
     "FunctionCallArgumentsDeltaEvent",
     "FunctionCallArgumentsDoneEvent",
     "FunctionCallOutputItem",
+    "FunctionCallOutputParam",
+    "FunctionCallParam",
     "FunctionToolCall",
     "FunctionToolEcho",
+    "FunctionToolParam",
     "IncompleteDetails",
     "InputContent",
     "InputFileContent",
     "InputImageContent",
+    "InputImageParam",
     "InputItem",
+    "InputItemParam",
     "InputMessageItem",
     "InputTextContent",
     "ItemEvent",
@@ -47,6 +52,7 @@ __all__ = [
     "McpToolExecutionError",
     "McpToolFilter",
     "McpToolNames",
+    "MessageParam",
     "OutputItem",
     "OutputItemEvent",
     "OutputMessage",
@@ -307,6 +313,58 @@ InputItem = (
 """A stored input item (``GET /v1/responses/{id}/input_items``). Items given
 back from an earlier output (``mcp_call``, ``reasoning``) are kept as sent,
 their checked fields as typed here."""
+
+
+# -- a request's input, as this project sends it to a Responses server -------------
+
+
+class InputImageParam(TypedDict):
+    """``InputImageContent`` converted from a chat image part."""
+
+    type: Literal["input_image"]
+    image_url: str | None
+    detail: str
+
+
+class MessageParam(TypedDict):
+    """``EasyInputMessage``: text, or content parts (those converted from
+    chat parts, and any other as the caller gave it)."""
+
+    type: Literal["message"]
+    role: str
+    content: str | list[Any]
+
+
+class FunctionCallParam(TypedDict):
+    """``FunctionToolCall`` given back to the model."""
+
+    type: Literal["function_call"]
+    call_id: str
+    name: str
+    arguments: str
+
+
+class FunctionCallOutputParam(TypedDict):
+    """``FunctionCallOutputItemParam``."""
+
+    type: Literal["function_call_output"]
+    call_id: str
+    output: str
+
+
+InputItemParam = MessageParam | FunctionCallParam | FunctionCallOutputParam
+"""An item of a request's ``input``."""
+
+
+class FunctionToolParam(TypedDict):
+    """``FunctionToolParam``: a tool the model may call."""
+
+    type: Literal["function"]
+    name: str
+    description: NotRequired[str]
+    parameters: NotRequired[dict[str, Any]]
+    """The tool's JSON Schema."""
+    strict: NotRequired[bool]
 
 
 # -- the response object ------------------------------------------------------------

@@ -275,7 +275,7 @@ class ResponseBuilder:
         self.id = response_id
         self.created_at = created_at
         self.model = model
-        self.echo: ResponseEcho = echo.copy() if echo is not None else {}
+        self.echo: ResponseEcho = {**echo} if echo else {}
         self._new_id = new_id
         self._clock = clock
         self.tool_events = tool_events

@@ -13,6 +13,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .responses_types import (
+    McpApprovalRequest,
+    McpApprovalResponse,
+    McpListTools,
+    McpListToolsTool,
+    McpToolCall,
+    McpToolCallStatus,
+)
+
 __all__ = [
     "HERMES_LABEL",
     "approval_request_item",
@@ -27,8 +36,8 @@ HERMES_LABEL = "hermes"
 
 
 def list_tools_item(
-    item_id: str, label: str, tools: list[dict[str, Any]], error: str | None = None
-) -> dict[str, Any]:
+    item_id: str, label: str, tools: list[McpListToolsTool], error: str | None = None
+) -> McpListTools:
     """``mcp_list_tools``: the tools server ``label`` offers (each ``name``,
     ``description``, ``input_schema``, ``annotations``), or its ``error``."""
     return {
@@ -49,7 +58,7 @@ def arguments_json(arguments: Mapping[str, Any] | str) -> str:
 
 def approval_request_item(
     approval_id: str, name: str, arguments: Mapping[str, Any] | str, *, server_label: str
-) -> dict[str, Any]:
+) -> McpApprovalRequest:
     """``mcp_approval_request``: ``name`` waits for a person's yes; its
     ``id`` is what the answer names."""
     return {
@@ -63,7 +72,7 @@ def approval_request_item(
 
 def approval_response_item(
     item_id: str, approval_request_id: str, approve: bool, reason: str | None
-) -> dict[str, Any]:
+) -> McpApprovalResponse:
     """``mcp_approval_response`` as an input item lists it."""
     return {
         "type": "mcp_approval_response",
@@ -83,11 +92,11 @@ def mcp_call_item(
     arguments: Mapping[str, Any] | str,
     *,
     server_label: str,
-    status: str,
+    status: McpToolCallStatus,
     output: str | None = None,
     failed: bool = False,
     approval_request_id: str | None = None,
-) -> dict[str, Any]:
+) -> McpToolCall:
     """``mcp_call``: a tool call that ran (``status`` ``in_progress`` while
     it runs); a ``failed`` one carries its output as the error too."""
     return {

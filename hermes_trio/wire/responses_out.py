@@ -43,7 +43,7 @@ import json
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from ..events import (
     ApprovalRequested,
@@ -65,6 +65,35 @@ from .mcp_items import (
     arguments_json,
     list_tools_item,
     mcp_call_item,
+)
+from .responses_types import (
+    ContentPartEvent,
+    ErrorEvent,
+    FunctionCallArgumentsDeltaEvent,
+    FunctionCallArgumentsDoneEvent,
+    ItemEvent,
+    ItemStatus,
+    McpApprovalRequest,
+    McpCallArgumentsDoneEvent,
+    McpListTools,
+    McpListToolsTool,
+    McpToolCall,
+    McpToolCallStatus,
+    OutputItem,
+    OutputItemEvent,
+    OutputMessage,
+    OutputText,
+    ReasoningTextDeltaEvent,
+    ReasoningTextDoneEvent,
+    ResponseEcho,
+    ResponseError,
+    ResponseLifecycleEvent,
+    ResponseObject,
+    ResponseStatus,
+    ResponseStreamEvent,
+    ResponseUsage,
+    TextDeltaEvent,
+    TextDoneEvent,
 )
 from .sse import encode_event
 from .tool_events import tool_event
@@ -94,25 +123,6 @@ def new_response_id() -> str:
 
 def new_item_id(prefix: str) -> str:
     return f"{prefix}_" + secrets.token_hex(16)
-
-
-class ResponseUsage(TypedDict):
-    """The Responses API's ``usage`` object."""
-
-    input_tokens: int
-    input_tokens_details: dict[Literal["cached_tokens", "cache_write_tokens"], int]
-    output_tokens: int
-    output_tokens_details: dict[Literal["reasoning_tokens"], int]
-    total_tokens: int
-
-
-class OutputText(TypedDict):
-    """An ``output_text`` content part of a message item."""
-
-    type: Literal["output_text"]
-    text: str
-    annotations: list[Any]
-    logprobs: list[Any]
 
 
 def response_usage(usage: Usage) -> ResponseUsage:
@@ -146,6 +156,24 @@ class ResponseEvent:
         return loaded
 
 
+_LifecycleType = Literal[
+    "response.created",
+    "response.in_progress",
+    "response.completed",
+    "response.failed",
+    "response.incomplete",
+]
+_OutputItemType = Literal["response.output_item.added", "response.output_item.done"]
+_ItemEventType = Literal[
+    "response.mcp_call.in_progress",
+    "response.mcp_call.completed",
+    "response.mcp_call.failed",
+    "response.mcp_list_tools.in_progress",
+    "response.mcp_list_tools.completed",
+    "response.mcp_list_tools.failed",
+]
+
+
 def _text_part(text: str) -> OutputText:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
@@ -159,13 +187,13 @@ class _Item:
         self.kind = kind
         self.id = id
         self.index = index
-        self.status = "in_progress"
+        self.status: ItemStatus = "in_progress"
         self.parts: list[str] = []
         self.call_id = ""
         self.name = ""
-        self.phase: str | None = None
+        self.phase: Literal["commentary", "final_answer"] | None = None
         # The whole item, for kinds built at once (the MCP items).
-        self.fixed: dict[str, Any] | None = None
+        self.fixed: McpListTools | McpToolCall | McpApprovalRequest | None = None
 
     @property
     def text(self) -> str:
@@ -174,13 +202,13 @@ class _Item:
             self.parts[:] = ["".join(self.parts)]
         return self.parts[0] if self.parts else ""
 
-    def render(self, *, full: bool = True) -> dict[str, Any]:
+    def render(self, *, full: bool = True) -> OutputItem:
         """The item as the API shows it; ``full=False`` is the empty shape
         of ``output_item.added``."""
         if self.fixed is not None:
-            return dict(self.fixed)
+            return self.fixed.copy()
         if self.kind == "message":
-            item: dict[str, Any] = {
+            item: OutputMessage = {
                 "id": self.id,
                 "type": "message",
                 "status": self.status,
@@ -208,6 +236,15 @@ class _Item:
         }
 
 
+def _stopped(item: _Item) -> None:
+    """An ``mcp_call`` item whose call the turn stopped in: ``incomplete``."""
+    fixed = item.fixed
+    assert fixed is not None and fixed["type"] == "mcp_call"
+    stopped = fixed.copy()
+    stopped["status"] = "incomplete"
+    item.fixed = stopped
+
+
 class ResponseBuilder:
     """Turn events → Responses stream events, and the response object.
 
@@ -227,7 +264,7 @@ class ResponseBuilder:
         *,
         created_at: int,
         model: str,
-        echo: Mapping[str, Any] | None = None,
+        echo: ResponseEcho | None = None,
         new_id: Callable[[str], str] = new_item_id,
         clock: Callable[[], float] | None = None,
         tool_events: bool = False,
@@ -238,20 +275,20 @@ class ResponseBuilder:
         self.id = response_id
         self.created_at = created_at
         self.model = model
-        self.echo = dict(echo or {})
+        self.echo: ResponseEcho = {**echo} if echo else {}
         self._new_id = new_id
         self._clock = clock
         self.tool_events = tool_events
         self.seq = 0
-        self.status = "in_progress"
+        self.status: ResponseStatus = "in_progress"
         self.items: list[_Item] = []
         self.usage: Usage | None = None
-        self.error: dict[str, Any] | None = None
+        self.error: ResponseError | None = None
         self.error_code: str | None = None
         """The precise failure code (``response.error.code`` is coarser)."""
         self.model_status: int | None = None
         """The model server's HTTP status when it refused the turn's request."""
-        self.incomplete_reason: str | None = None
+        self.incomplete_reason: Literal["max_output_tokens", "content_filter"] | None = None
         self.completed_at: int | None = None
         self._open: _Item | None = None
         # No message since the last tool item: the turn's final text still
@@ -285,11 +322,11 @@ class ResponseBuilder:
     def output_text(self) -> str:
         return "".join(i.text for i in self.items if i.kind == "message")
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> ResponseObject:
         """The response object as it stands now."""
         echo = self.echo
         output = [item.render() for item in self.items]
-        body: dict[str, Any] = {
+        body: ResponseObject = {
             "id": self.id,
             "object": "response",
             "created_at": self.created_at,
@@ -323,26 +360,65 @@ class ResponseBuilder:
         # The spec types these as non-nullable: absent when unset.
         if self.usage is not None:
             body["usage"] = response_usage(self.usage)
-        for name in ("prompt_cache_key", "safety_identifier", "user"):
-            if echo.get(name) is not None:
-                body[name] = echo[name]
+        cache_key = echo.get("prompt_cache_key")
+        if cache_key is not None:
+            body["prompt_cache_key"] = cache_key
+        safety = echo.get("safety_identifier")
+        if safety is not None:
+            body["safety_identifier"] = safety
+        user = echo.get("user")
+        if user is not None:
+            body["user"] = user
         return body
 
     # -- events -------------------------------------------------------------
 
-    def _event(self, type: str, fields: dict[str, Any]) -> ResponseEvent:
+    def _emit(self, type: str, payload: ResponseStreamEvent) -> ResponseEvent:
+        """The event of ``payload``, whose ``sequence_number`` is ``self.seq``."""
+        event = ResponseEvent.make(self.seq, type, _dumps(payload))
+        self.seq += 1
+        return event
+
+    def _extension(self, type: str, fields: dict[str, Any]) -> ResponseEvent:
+        """One of the project's own ``hermes.*`` events (``tool_event``'s fields)."""
         payload = {"type": type, **fields, "sequence_number": self.seq}
         event = ResponseEvent.make(self.seq, type, _dumps(payload))
         self.seq += 1
         return event
+
+    def _lifecycle(self, type: _LifecycleType) -> ResponseEvent:
+        payload: ResponseLifecycleEvent = {
+            "type": type,
+            "response": self.snapshot(),
+            "sequence_number": self.seq,
+        }
+        return self._emit(type, payload)
+
+    def _item_event(self, type: _ItemEventType, item: _Item) -> ResponseEvent:
+        payload: ItemEvent = {
+            "type": type,
+            "item_id": item.id,
+            "output_index": item.index,
+            "sequence_number": self.seq,
+        }
+        return self._emit(type, payload)
+
+    def _output_item(self, type: _OutputItemType, index: int, item: OutputItem) -> ResponseEvent:
+        payload: OutputItemEvent = {
+            "type": type,
+            "output_index": index,
+            "item": item,
+            "sequence_number": self.seq,
+        }
+        return self._emit(type, payload)
 
     def start(self) -> list[ResponseEvent]:
         """``response.created`` and ``response.in_progress``."""
         if self._started:
             return []
         self._started = True
-        created = self._event("response.created", {"response": self.snapshot()})
-        return [created, self._event("response.in_progress", {"response": self.snapshot()})]
+        created = self._lifecycle("response.created")
+        return [created, self._lifecycle("response.in_progress")]
 
     def feed(self, event: StreamEvent) -> list[ResponseEvent]:
         """The stream events one turn event becomes (often none)."""
@@ -369,7 +445,7 @@ class ResponseBuilder:
                 self._answered = False
             shown = tool_event(event) if self.tool_events else None
             if shown is not None:
-                out.append(self._event(*shown))
+                out.append(self._extension(*shown))
             if isinstance(event, ToolCallChunk | ToolCallFinished):
                 if event.call_id in self._approved:
                     out += self._mcp_call(event)
@@ -400,10 +476,7 @@ class ResponseBuilder:
         return item
 
     def _added(self, item: _Item) -> ResponseEvent:
-        return self._event(
-            "response.output_item.added",
-            {"output_index": item.index, "item": item.render(full=False)},
-        )
+        return self._output_item("response.output_item.added", item.index, item.render(full=False))
 
     def _text(self, text: str) -> list[ResponseEvent]:
         item = self._open
@@ -411,18 +484,16 @@ class ResponseBuilder:
         if item is None or item.kind != "message":
             item, out = self._open_message()
         item.parts.append(text)
-        out.append(
-            self._event(
-                "response.output_text.delta",
-                {
-                    "item_id": item.id,
-                    "output_index": item.index,
-                    "content_index": 0,
-                    "delta": text,
-                    "logprobs": [],
-                },
-            )
-        )
+        delta: TextDeltaEvent = {
+            "type": "response.output_text.delta",
+            "item_id": item.id,
+            "output_index": item.index,
+            "content_index": 0,
+            "delta": text,
+            "logprobs": [],
+            "sequence_number": self.seq,
+        }
+        out.append(self._emit("response.output_text.delta", delta))
         return out
 
     def _reasoning(self, text: str) -> list[ResponseEvent]:
@@ -431,27 +502,25 @@ class ResponseBuilder:
         if item is None or item.kind != "reasoning":
             item, out = self._open_item("reasoning", "rs")
         item.parts.append(text)
-        out.append(
-            self._event(
-                "response.reasoning_text.delta",
-                {
-                    "item_id": item.id,
-                    "output_index": item.index,
-                    "content_index": 0,
-                    "delta": text,
-                },
-            )
-        )
+        delta: ReasoningTextDeltaEvent = {
+            "type": "response.reasoning_text.delta",
+            "item_id": item.id,
+            "output_index": item.index,
+            "content_index": 0,
+            "delta": text,
+            "sequence_number": self.seq,
+        }
+        out.append(self._emit("response.reasoning_text.delta", delta))
         return out
 
-    def _close(self, status: str = "completed") -> list[ResponseEvent]:
+    def _close(self, status: ItemStatus = "completed") -> list[ResponseEvent]:
         item = self._open
         if item is None:
             return []
         self._open = None
         return self._done(item, status)
 
-    def _close_calls(self, status: str = "completed") -> list[ResponseEvent]:
+    def _close_calls(self, status: ItemStatus = "completed") -> list[ResponseEvent]:
         """End the client tool calls being written (at the end of their step),
         and any MCP call the turn stopped in."""
         out: list[ResponseEvent] = []
@@ -459,8 +528,7 @@ class ResponseBuilder:
             out += self._done(item, status)
         self._calls.clear()
         for item in self._request_mcp.values():
-            assert item.fixed is not None
-            item.fixed = {**item.fixed, "status": "incomplete"}
+            _stopped(item)
             out += self._done(item, "incomplete")
         self._request_mcp.clear()
         return out
@@ -468,19 +536,25 @@ class ResponseBuilder:
     # -- the request's MCP tools ------------------------------------------------
 
     def mcp_list_tools(
-        self, label: str, tools: list[dict[str, Any]] | None, error: str | None = None
+        self, label: str, tools: list[McpListToolsTool] | None, error: str | None = None
     ) -> list[ResponseEvent]:
         """An ``mcp_list_tools`` item: what server ``label`` offers, or why
         it could not say (``error``)."""
         out = self.start() + self._close()
         item = self._add_item("mcp_list_tools", "mcpl")
         item.fixed = list_tools_item(item.id, label, [])
-        where = {"item_id": item.id, "output_index": item.index}
-        out += [self._added(item), self._event("response.mcp_list_tools.in_progress", where)]
+        out += [self._added(item), self._item_event("response.mcp_list_tools.in_progress", item)]
         item.fixed = list_tools_item(item.id, label, tools or [], error)
-        end = "failed" if error is not None else "completed"
-        out.append(self._event(f"response.mcp_list_tools.{end}", where))
-        return out + self._done(item, "failed" if error is not None else "completed")
+        out.append(
+            self._item_event(
+                "response.mcp_list_tools.failed"
+                if error is not None
+                else "response.mcp_list_tools.completed",
+                item,
+            )
+        )
+        # The item carries its status; the listing's end event says how it went.
+        return out + self._done(item, "completed")
 
     def _request_mcp_call(self, event: ToolCallChunk | ToolCallFinished) -> list[ResponseEvent]:
         """A call to one of the request's MCP tools, as an ``mcp_call`` item."""
@@ -490,76 +564,103 @@ class ResponseBuilder:
             item = self._add_item("mcp_call", "mcp")
             item.name = tool
             arguments = arguments_json(event.args)
-            item.fixed = mcp_call_item(item.id, tool, "", server_label=label, status="in_progress")
+            added = mcp_call_item(item.id, tool, "", server_label=label, status="in_progress")
             self._request_mcp[event.index] = item
-            where = {"item_id": item.id, "output_index": item.index}
-            item.fixed = {**item.fixed, "arguments": arguments}
-            return [
-                *out,
-                self._event(
-                    "response.output_item.added",
-                    {"output_index": item.index, "item": {**item.fixed, "arguments": ""}},
-                ),
-                self._event("response.mcp_call.in_progress", where),
-                self._event("response.mcp_call_arguments.delta", {**where, "delta": arguments}),
-                self._event("response.mcp_call_arguments.done", {**where, "arguments": arguments}),
+            item.fixed = mcp_call_item(
+                item.id, tool, arguments, server_label=label, status="in_progress"
+            )
+            out += [
+                self._output_item("response.output_item.added", item.index, added),
+                self._item_event("response.mcp_call.in_progress", item),
             ]
+            delta: FunctionCallArgumentsDeltaEvent = {
+                "type": "response.mcp_call_arguments.delta",
+                "item_id": item.id,
+                "output_index": item.index,
+                "delta": arguments,
+                "sequence_number": self.seq,
+            }
+            out.append(self._emit("response.mcp_call_arguments.delta", delta))
+            done: McpCallArgumentsDoneEvent = {
+                "type": "response.mcp_call_arguments.done",
+                "item_id": item.id,
+                "output_index": item.index,
+                "arguments": arguments,
+                "sequence_number": self.seq,
+            }
+            out.append(self._emit("response.mcp_call_arguments.done", done))
+            return out
         found = self._request_mcp.pop(event.index, None)
         if found is None:
             return []
-        status = "completed" if event.ok else "failed"
-        assert found.fixed is not None
+        fixed = found.fixed
+        assert fixed is not None and fixed["type"] == "mcp_call"
         found.fixed = mcp_call_item(
             found.id,
             tool,
-            found.fixed["arguments"],
+            fixed["arguments"],
             server_label=label,
-            status=status,
+            status="completed" if event.ok else "failed",
             output=event.result,
             failed=not event.ok,
         )
-        return self._done(found, status)
+        return self._done(found, "completed", failed=not event.ok)
 
-    def _done(self, item: _Item, status: str) -> list[ResponseEvent]:
+    def _done(
+        self, item: _Item, status: ItemStatus, *, failed: bool = False
+    ) -> list[ResponseEvent]:
+        """End ``item``; an ``mcp_call`` that ``failed`` says so in its event
+        (its item, built whole, carries its own status)."""
         item.status = status
         out: list[ResponseEvent] = []
-        where = {"item_id": item.id, "output_index": item.index}
         if item.kind == "message":
             text = item.text
-            out.append(
-                self._event(
-                    "response.output_text.done",
-                    {**where, "content_index": 0, "text": text, "logprobs": []},
-                )
-            )
-            out.append(
-                self._event(
-                    "response.content_part.done",
-                    {**where, "content_index": 0, "part": _text_part(text)},
-                )
-            )
+            text_done: TextDoneEvent = {
+                "type": "response.output_text.done",
+                "item_id": item.id,
+                "output_index": item.index,
+                "content_index": 0,
+                "text": text,
+                "logprobs": [],
+                "sequence_number": self.seq,
+            }
+            out.append(self._emit("response.output_text.done", text_done))
+            part_done: ContentPartEvent = {
+                "type": "response.content_part.done",
+                "item_id": item.id,
+                "output_index": item.index,
+                "content_index": 0,
+                "part": _text_part(text),
+                "sequence_number": self.seq,
+            }
+            out.append(self._emit("response.content_part.done", part_done))
         elif item.kind == "reasoning":
-            out.append(
-                self._event(
-                    "response.reasoning_text.done",
-                    {**where, "content_index": 0, "text": item.text},
-                )
-            )
+            reasoning_done: ReasoningTextDoneEvent = {
+                "type": "response.reasoning_text.done",
+                "item_id": item.id,
+                "output_index": item.index,
+                "content_index": 0,
+                "text": item.text,
+                "sequence_number": self.seq,
+            }
+            out.append(self._emit("response.reasoning_text.done", reasoning_done))
         elif item.kind == "function_call":
+            args_done: FunctionCallArgumentsDoneEvent = {
+                "type": "response.function_call_arguments.done",
+                "item_id": item.id,
+                "output_index": item.index,
+                "name": item.name,
+                "arguments": item.text,
+                "sequence_number": self.seq,
+            }
+            out.append(self._emit("response.function_call_arguments.done", args_done))
+        elif item.kind == "mcp_call":
             out.append(
-                self._event(
-                    "response.function_call_arguments.done",
-                    {**where, "name": item.name, "arguments": item.text},
+                self._item_event(
+                    "response.mcp_call.failed" if failed else "response.mcp_call.completed", item
                 )
             )
-        elif item.kind == "mcp_call":
-            kind = "failed" if status == "failed" else "completed"
-            out.append(self._event(f"response.mcp_call.{kind}", where))
-        out.append(
-            self._event(
-                "response.output_item.done", {"output_index": item.index, "item": item.render()}
-            )
-        )
+        out.append(self._output_item("response.output_item.done", item.index, item.render()))
         return out
 
     def _client_call(self, event: ToolCallDelta) -> list[ResponseEvent]:
@@ -581,23 +682,24 @@ class ResponseBuilder:
             out.append(self._added(item))
         if event.arguments:
             item.parts.append(event.arguments)
-            out.append(
-                self._event(
-                    "response.function_call_arguments.delta",
-                    {"item_id": item.id, "output_index": item.index, "delta": event.arguments},
-                )
-            )
+            delta: FunctionCallArgumentsDeltaEvent = {
+                "type": "response.function_call_arguments.delta",
+                "item_id": item.id,
+                "output_index": item.index,
+                "delta": event.arguments,
+                "sequence_number": self.seq,
+            }
+            out.append(self._emit("response.function_call_arguments.delta", delta))
         return out
 
-    def _close_all(self, status: str) -> list[ResponseEvent]:
+    def _close_all(self, status: ItemStatus) -> list[ResponseEvent]:
         return self._close(status) + self._close_calls(status) + self._close_mcp_calls()
 
     def _close_mcp_calls(self) -> list[ResponseEvent]:
         """End the approved calls still running (the turn stopped)."""
         out: list[ResponseEvent] = []
         for item in self._mcp_calls.values():
-            assert item.fixed is not None
-            item.fixed = {**item.fixed, "status": "incomplete"}
+            _stopped(item)
             out += self._done(item, "incomplete")
         self._mcp_calls.clear()
         return out
@@ -622,14 +724,17 @@ class ResponseBuilder:
             item.parts.append(json.dumps(event.args, ensure_ascii=False, separators=(",", ":")))
             item.fixed = self._mcp_call_item(item, "in_progress", None, approval_id)
             self._mcp_calls[event.call_id] = item
-            where = {"item_id": item.id, "output_index": item.index}
-            return [*out, self._added(item), self._event("response.mcp_call.in_progress", where)]
+            return [
+                *out,
+                self._added(item),
+                self._item_event("response.mcp_call.in_progress", item),
+            ]
         found = self._mcp_calls.pop(event.call_id, None)
         if found is None:
             return []
-        status = "completed" if event.ok else "failed"
+        status: McpToolCallStatus = "completed" if event.ok else "failed"
         found.fixed = self._mcp_call_item(found, status, event.result, approval_id)
-        return self._done(found, status)
+        return self._done(found, "completed", failed=not event.ok)
 
     def _server_of(self, tool_name: str) -> tuple[str, str]:
         """The server label and the server's own name of the tool the model
@@ -641,8 +746,8 @@ class ResponseBuilder:
         return self.server_labels.get(tool_name, HERMES_LABEL), tool_name
 
     def _mcp_call_item(
-        self, item: _Item, status: str, output: str | None, approval_id: str
-    ) -> dict[str, Any]:
+        self, item: _Item, status: McpToolCallStatus, output: str | None, approval_id: str
+    ) -> McpToolCall:
         label, name = self._server_of(item.name)
         return mcp_call_item(
             item.id,
@@ -682,30 +787,33 @@ class ResponseBuilder:
         """A message item with its (empty) text part, as the SDK expects."""
         item, out = self._open_item("message", "msg")
         self._answered = True
-        out.append(
-            self._event(
-                "response.content_part.added",
-                {
-                    "item_id": item.id,
-                    "output_index": item.index,
-                    "content_index": 0,
-                    "part": _text_part(""),
-                },
-            )
-        )
+        part: ContentPartEvent = {
+            "type": "response.content_part.added",
+            "item_id": item.id,
+            "output_index": item.index,
+            "content_index": 0,
+            "part": _text_part(""),
+            "sequence_number": self.seq,
+        }
+        out.append(self._emit("response.content_part.added", part))
         return item, out
 
-    def _end(self, status: str, *, reason: str | None = None) -> list[ResponseEvent]:
+    def _end(
+        self,
+        status: Literal["completed", "failed", "incomplete", "cancelled"],
+        *,
+        reason: Literal["max_output_tokens"] | None = None,
+    ) -> list[ResponseEvent]:
         self.status = status
         if status == "completed" and self._clock is not None:
             self.completed_at = int(self._clock())
         if status == "incomplete":
             self.incomplete_reason = reason
-        kind = {
-            "completed": "response.completed",
-            "failed": "response.failed",
-        }.get(status, "response.incomplete")
-        return [self._event(kind, {"response": self.snapshot()})]
+        if status == "completed":
+            return [self._lifecycle("response.completed")]
+        if status == "failed":
+            return [self._lifecycle("response.failed")]
+        return [self._lifecycle("response.incomplete")]
 
     # -- endings from outside the turn ----------------------------------------
 
@@ -714,11 +822,14 @@ class ResponseBuilder:
         if self.ended:
             return []
         out = self.start() + self._close_all("incomplete")
-        out.append(
-            self._event(
-                "error", {"code": code or "server_error", "message": message, "param": None}
-            )
-        )
+        error: ErrorEvent = {
+            "type": "error",
+            "code": code or "server_error",
+            "message": message,
+            "param": None,
+            "sequence_number": self.seq,
+        }
+        out.append(self._emit("error", error))
         # The SDK knows a fixed set of codes here; the precise one is on the
         # error event above.
         self.error = {"code": "server_error", "message": message}

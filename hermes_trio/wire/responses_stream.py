@@ -17,6 +17,7 @@ from hermes_trio.wire.chat_chunks import (
     ToolCallStart,
 )
 from hermes_trio.wire.messages import ChatTool, Message
+from hermes_trio.wire.responses_types import FunctionToolParam, InputImageParam, InputItemParam
 from hermes_trio.wire.upstream_fields import (
     ProviderError,
     chunk_error,
@@ -50,7 +51,7 @@ def _usage_from_responses(usage: object) -> Usage | None:
     return usage_from(usage, "input", "output")
 
 
-def _incomplete_reason(response: dict[str, Any]) -> str:
+def _incomplete_reason(response: dict[str, object]) -> str:
     details = response.get("incomplete_details")
     if isinstance(details, dict) and details.get("reason") == "content_filter":
         return "content_filter"
@@ -68,7 +69,7 @@ def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _message_text(item: dict[str, Any]) -> str:
+def _message_text(item: dict[str, object]) -> str:
     parts = item.get("content")
     if not isinstance(parts, list):
         return _str(parts)
@@ -79,7 +80,7 @@ def _message_text(item: dict[str, Any]) -> str:
     )
 
 
-def _reasoning_text(item: dict[str, Any]) -> str:
+def _reasoning_text(item: dict[str, object]) -> str:
     texts: list[str] = []
     for key in ("summary", "content"):
         parts = item.get(key)
@@ -144,7 +145,9 @@ class ResponsesStreamAccumulator:
             raise chunk_error(f"event data is not valid JSON ({exc})", raw) from None
         return self.feed_event(event_type, data)
 
-    def feed_event(self, event_type: str, data: dict[str, Any]) -> ChunkDelta:
+    def feed_event(self, event_type: str, data: object) -> ChunkDelta:
+        """Fold one event; ``data`` is its JSON as the server sent it (any
+        value, each member checked before use)."""
         if not isinstance(data, dict):
             raise chunk_error("event data is not a JSON object", data)
         if not event_type or event_type == "message":
@@ -167,13 +170,13 @@ class ResponsesStreamAccumulator:
 
     # -- event handlers ------------------------------------------------------
 
-    def _on_created(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_created(self, data: dict[str, object]) -> ChunkDelta:
         response = data.get("response")
         if isinstance(response, dict):
             self._note_response(response)
         return _EMPTY
 
-    def _note_response(self, response: dict[str, Any]) -> None:
+    def _note_response(self, response: dict[str, object]) -> None:
         model = response.get("model")
         if isinstance(model, str) and model:
             self.model = model
@@ -181,7 +184,7 @@ class ResponsesStreamAccumulator:
         if isinstance(response_id, str) and response_id:
             self.id = response_id
 
-    def _on_text_delta(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_text_delta(self, data: dict[str, object]) -> ChunkDelta:
         text = _str(data.get("delta"))
         if not text:
             return _EMPTY
@@ -193,21 +196,21 @@ class ResponsesStreamAccumulator:
         self._content.append(text)
         return ChunkDelta(content=text)
 
-    def _on_reasoning_delta(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_reasoning_delta(self, data: dict[str, object]) -> ChunkDelta:
         text = _str(data.get("delta"))
         if not text:
             return _EMPTY
         self._reasoning.append(text)
         return ChunkDelta(reasoning=text)
 
-    def _on_summary_part_added(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_summary_part_added(self, data: dict[str, object]) -> ChunkDelta:
         # Summary parts are separate paragraphs; without a break they run together.
         if self._reasoning and not self._reasoning[-1].endswith("\n"):
             self._reasoning.append("\n\n")
             return ChunkDelta(reasoning="\n\n")
         return _EMPTY
 
-    def _on_item_added(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_item_added(self, data: dict[str, object]) -> ChunkDelta:
         item = data.get("item")
         if not isinstance(item, dict) or item.get("type") != "function_call":
             return _EMPTY
@@ -216,7 +219,7 @@ class ResponsesStreamAccumulator:
         self._take_args(slot_no, _str(item.get("arguments")), out)
         return ChunkDelta(tool_calls=tuple(out))
 
-    def _on_args_delta(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_args_delta(self, data: dict[str, object]) -> ChunkDelta:
         out: list[ToolCallStart | ToolCallArgs] = []
         slot_no = self._slot_for(data, None, out)
         text = _str(data.get("delta"))
@@ -225,13 +228,13 @@ class ResponsesStreamAccumulator:
             out.append(ToolCallArgs(slot_no, text))
         return ChunkDelta(tool_calls=tuple(out)) if out else _EMPTY
 
-    def _on_args_done(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_args_done(self, data: dict[str, object]) -> ChunkDelta:
         out: list[ToolCallStart | ToolCallArgs] = []
         slot_no = self._slot_for(data, None, out)
         self._take_args(slot_no, _str(data.get("arguments")), out)
         return ChunkDelta(tool_calls=tuple(out)) if out else _EMPTY
 
-    def _on_item_done(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_item_done(self, data: dict[str, object]) -> ChunkDelta:
         item = data.get("item")
         if not isinstance(item, dict):
             return _EMPTY
@@ -255,7 +258,7 @@ class ResponsesStreamAccumulator:
                 return ChunkDelta(content=text)
         return _EMPTY
 
-    def _on_completed(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_completed(self, data: dict[str, object]) -> ChunkDelta:
         self._done = True
         response = data.get("response")
         delta = _EMPTY
@@ -267,7 +270,7 @@ class ResponsesStreamAccumulator:
         self._finish_reason = "tool_calls" if self._slots else "stop"
         return ChunkDelta(delta.content, delta.reasoning, delta.tool_calls, self._finish_reason)
 
-    def _on_incomplete(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_incomplete(self, data: dict[str, object]) -> ChunkDelta:
         self._done = True
         response = data.get("response")
         self._finish_reason = "length"
@@ -277,11 +280,11 @@ class ResponsesStreamAccumulator:
             self._finish_reason = _incomplete_reason(response)
         return ChunkDelta(finish_reason=self._finish_reason)
 
-    def _on_failed(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_failed(self, data: dict[str, object]) -> ChunkDelta:
         self._done = True
         raise _failure(data.get("response"), data)
 
-    def _on_error(self, data: dict[str, Any]) -> ChunkDelta:
+    def _on_error(self, data: dict[str, object]) -> ChunkDelta:
         # The error event carries message/code/type at top level; some servers
         # nest them under "error" instead.
         nested = data.get("error")
@@ -291,8 +294,8 @@ class ResponsesStreamAccumulator:
 
     def _slot_for(
         self,
-        data: dict[str, Any],
-        item: dict[str, Any] | None,
+        data: dict[str, object],
+        item: dict[str, object] | None,
         out: list[ToolCallStart | ToolCallArgs],
     ) -> int:
         """The slot of the function call an event is about, created on first sight."""
@@ -333,7 +336,7 @@ class ResponsesStreamAccumulator:
             slot.args.append(text)
             out.append(ToolCallArgs(slot_no, text))
 
-    def _adopt_output(self, response: dict[str, Any]) -> ChunkDelta:
+    def _adopt_output(self, response: dict[str, object]) -> ChunkDelta:
         """Take the final output whole, for servers that stream no deltas at all."""
         message, _ = message_from_response(response)
         calls: list[ToolCallStart | ToolCallArgs] = []
@@ -352,7 +355,7 @@ class ResponsesStreamAccumulator:
         return ChunkDelta(message.content, message.reasoning, tuple(calls))
 
 
-_Handler = Callable[[ResponsesStreamAccumulator, dict[str, Any]], ChunkDelta]
+_Handler = Callable[[ResponsesStreamAccumulator, dict[str, object]], ChunkDelta]
 _A = ResponsesStreamAccumulator
 _HANDLERS: dict[str, _Handler] = {
     "response.created": _A._on_created,
@@ -374,8 +377,9 @@ _HANDLERS: dict[str, _Handler] = {
 del _A
 
 
-def message_from_response(body: dict[str, Any]) -> tuple[AssistantMessage, Usage | None]:
-    """Read a non-streaming Responses object into the streaming result types."""
+def message_from_response(body: object) -> tuple[AssistantMessage, Usage | None]:
+    """Read a non-streaming Responses object (the server's JSON, each member
+    checked before use) into the streaming result types."""
     if not isinstance(body, dict):
         raise chunk_error("response is not a JSON object", body)
     if body.get("error") is not None or body.get("status") == "failed":
@@ -429,7 +433,7 @@ def _flat_text(content: object) -> str:
     return "" if content is None else quote(content)
 
 
-def _input_content(content: object, role: str) -> object:
+def _input_content(content: object, role: str) -> str | list[Any]:
     """Chat content parts -> Responses content parts (strings pass as they are)."""
     if not isinstance(content, list):
         return _flat_text(content)
@@ -444,11 +448,12 @@ def _input_content(content: object, role: str) -> object:
         elif kind == "image_url":
             image = part.get("image_url")
             url = image.get("url") if isinstance(image, dict) else image
-            converted: dict[str, Any] = {"type": "input_image", "image_url": url}
-            if isinstance(image, dict) and image.get("detail"):
-                converted["detail"] = image["detail"]
-            else:
-                converted["detail"] = "auto"
+            detail = image.get("detail") if isinstance(image, dict) else None
+            converted: InputImageParam = {
+                "type": "input_image",
+                "image_url": url,
+                "detail": detail or "auto",
+            }
             parts.append(converted)
         else:
             parts.append(part)
@@ -457,14 +462,14 @@ def _input_content(content: object, role: str) -> object:
 
 def chat_messages_to_responses_input(
     messages: Sequence[Message],
-) -> tuple[str | None, list[dict[str, Any]]]:
+) -> tuple[str | None, list[InputItemParam]]:
     """Chat ``messages`` -> ``(instructions, input)`` for a Responses request.
 
     Leading system/developer messages become ``instructions``; later ones stay
     in place as messages, since their position matters to the model.
     """
     instructions: list[str] = []
-    items: list[dict[str, Any]] = []
+    items: list[InputItemParam] = []
     leading = True
     for entry in messages:
         # Read defensively: a conversation may come from an older store.
@@ -513,20 +518,24 @@ def chat_messages_to_responses_input(
     return ("\n\n".join(instructions) if instructions else None), items
 
 
-def chat_tools_to_responses_tools(tools: Sequence[ChatTool]) -> list[Mapping[str, Any]]:
+def chat_tools_to_responses_tools(
+    tools: Sequence[ChatTool],
+) -> list[ChatTool | FunctionToolParam]:
     """Chat tool definitions (nested ``function``) -> Responses ones (flat)."""
-    converted: list[Mapping[str, Any]] = []
+    converted: list[ChatTool | FunctionToolParam] = []
     for entry in tools:
         # Read defensively: a caller may pass flat or built-in tools too.
-        tool = cast("Mapping[str, Any]", entry)
-        function = tool.get("function")
-        if tool.get("type") != "function" or not isinstance(function, dict):
+        function = entry.get("function")
+        if entry.get("type") != "function" or not isinstance(function, dict):
             # Already flat, or a built-in tool type: pass it through untouched.
-            converted.append(tool)
+            converted.append(entry)
             continue
-        flat: dict[str, Any] = {"type": "function", "name": function.get("name")}
-        for key in ("description", "parameters", "strict"):
-            if key in function:
-                flat[key] = function[key]
+        flat: FunctionToolParam = {"type": "function", "name": function.get("name")}
+        if "description" in function:
+            flat["description"] = function["description"]
+        if "parameters" in function:
+            flat["parameters"] = function["parameters"]
+        if "strict" in function:
+            flat["strict"] = function["strict"]
         converted.append(flat)
     return converted

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ...approvals import Decision, Outcome
 from ...store import HeldApproval
 from ...tools.approval import ApprovalAnswer
 from ...turn import HeldCall, HeldCalls
 from ...wire.chat_chunks import ToolCall
+from ...wire.messages import Message
+from ...wire.responses_types import McpApprovalResponse, OutputItem
 from ..errors import APIError
 from ..validation import bad
 
@@ -37,21 +38,21 @@ UNANSWERED = (
 )
 
 
-def held_ids(response: Mapping[str, Any]) -> list[str]:
-    """The approval ids a stored response object asks about."""
+def held_ids(output: Sequence[OutputItem]) -> list[str]:
+    """The approval ids a stored response's ``output`` asks about."""
     return [
         str(item.get("id"))
-        for item in response.get("output") or []
+        for item in output
         if isinstance(item, dict) and item.get("type") == "mcp_approval_request"
     ]
 
 
-def open_calls(messages: Sequence[Mapping[str, Any]]) -> dict[str, ToolCall]:
+def open_calls(messages: Sequence[Message]) -> dict[str, ToolCall]:
     """The tool calls of ``messages`` that have no result, by call id."""
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
     calls: dict[str, ToolCall] = {}
     for message in messages:
-        if message.get("role") != "assistant":
+        if message["role"] != "assistant":
             continue
         for call in message.get("tool_calls") or []:
             if call.get("id") not in answered:
@@ -123,7 +124,7 @@ def check_answer(
 def settle(
     position: int,
     held: Sequence[HeldApproval],
-    answers: Mapping[str, Mapping[str, Any]],
+    answers: Mapping[str, McpApprovalResponse],
     calls: Mapping[str, ToolCall],
 ) -> HeldCalls | None:
     """The held calls of the continued response, settled: each approval

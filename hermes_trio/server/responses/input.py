@@ -12,11 +12,20 @@ input is parsed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from ...wire.mcp_items import approval_request_item, approval_response_item
-from ...wire.messages import ChatToolCall, Message
+from ...wire.messages import ChatTextPart, ChatToolCall, Message
 from ...wire.responses_out import new_item_id
+from ...wire.responses_types import (
+    InputContent,
+    InputItem,
+    InputMessageItem,
+    McpApprovalRequest,
+    McpApprovalResponse,
+    McpToolCall,
+    ReasoningItem,
+)
 from ..errors import APIError
 from ..validation import bad, role_of
 
@@ -30,6 +39,33 @@ __all__ = [
 ]
 
 _INPUT_ROLES = frozenset({"user", "assistant", "system", "developer"})
+
+_Role = Literal["user", "assistant", "system", "developer"]
+
+
+class _ChatImageURL(TypedDict):
+    url: str
+    detail: str
+
+
+class _ChatImagePart(TypedDict):
+    """An image part as a chat model takes it, with its ``detail``."""
+
+    type: Literal["image_url"]
+    image_url: _ChatImageURL
+
+
+class _ChatFile(TypedDict):
+    file_data: str
+    filename: NotRequired[str]
+
+
+class _ChatFilePart(TypedDict):
+    type: Literal["file"]
+    file: _ChatFile
+
+
+_ChatPart = ChatTextPart | _ChatImagePart | _ChatFilePart
 
 MAX_ITEM_REFERENCES = 1000
 """Most ``item_reference`` items one request may hold: each is a store
@@ -59,7 +95,7 @@ def item_references(value: Any) -> list[str]:
     return ids
 
 
-def resolve_references(value: Any, stored: Mapping[str, dict[str, Any]]) -> Any:
+def resolve_references(value: Any, stored: Mapping[str, object]) -> Any:
     """The input with each ``item_reference`` replaced by the stored item it
     names; 400 naming the first reference to an item not in ``stored``."""
     if not isinstance(value, list):
@@ -81,12 +117,12 @@ def _unknown_reference(ref: Any, where: str) -> APIError:
     return bad(f"Item with id '{ref}' not found.", where, code="item_not_found")
 
 
-def parse_input(value: Any) -> tuple[list[Message], list[dict[str, Any]], list[str]]:
+def parse_input(value: Any) -> tuple[list[Message], list[InputItem], list[str]]:
     """The input as chat messages, as stored items, and system text."""
     if isinstance(value, str):
         if not value:
             raise bad("'input' must not be empty", "input")
-        item = {
+        item: InputMessageItem = {
             "id": new_item_id("msg"),
             "type": "message",
             "role": "user",
@@ -97,7 +133,7 @@ def parse_input(value: Any) -> tuple[list[Message], list[dict[str, Any]], list[s
     if not isinstance(value, list) or not value:
         raise bad("'input' must be a string or a non-empty list of input items", "input")
     messages: list[Message] = []
-    items: list[dict[str, Any]] = []
+    items: list[InputItem] = []
     system: list[str] = []
     for i, raw in enumerate(value):
         where = f"input[{i}]"
@@ -136,9 +172,11 @@ def parse_input(value: Any) -> tuple[list[Message], list[dict[str, Any]], list[s
             # Reasoning given back from an earlier output: chat models take
             # no reasoning input, and their own reasoning is not needed to
             # continue. Kept in the input items as sent.
-            items.append(
-                {**raw, "id": _item_id(raw, "rs", where), "summary": raw.get("summary") or []}
+            given: ReasoningItem = cast(
+                "ReasoningItem",
+                {**raw, "id": _item_id(raw, "rs", where), "summary": raw.get("summary") or []},
             )
+            items.append(given)
         else:
             raise bad(
                 f"'{where}.type' {kind!r} is not supported (supported: message, function_call, "
@@ -153,12 +191,12 @@ def parse_input(value: Any) -> tuple[list[Message], list[dict[str, Any]], list[s
     return messages, items, system
 
 
-def approval_answers(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def approval_answers(items: list[InputItem]) -> list[McpApprovalResponse]:
     """The ``mcp_approval_response`` items among parsed input items."""
-    return [item for item in items if item.get("type") == "mcp_approval_response"]
+    return [item for item in items if item["type"] == "mcp_approval_response"]
 
 
-def _approval_response(raw: dict[str, Any], where: str) -> dict[str, Any]:
+def _approval_response(raw: dict[str, Any], where: str) -> McpApprovalResponse:
     request_id = raw.get("approval_request_id")
     if not isinstance(request_id, str) or not request_id:
         raise bad(
@@ -174,7 +212,7 @@ def _approval_response(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return approval_response_item(_item_id(raw, "mcpa", where), request_id, approve, reason)
 
 
-def _given_back(raw: dict[str, Any], where: str) -> dict[str, Any]:
+def _given_back(raw: dict[str, Any], where: str) -> McpApprovalRequest | McpToolCall:
     """An ``mcp_approval_request`` or ``mcp_call`` item of an earlier
     output, kept in the input items as sent (it adds no message)."""
     for key in ("id", "server_label", "name", "arguments"):
@@ -184,7 +222,9 @@ def _given_back(raw: dict[str, Any], where: str) -> dict[str, Any]:
         return approval_request_item(
             raw["id"], raw["name"], raw["arguments"], server_label=raw["server_label"]
         )
-    return dict(raw)
+    # Our own earlier item, given back: its fields the server reads are
+    # checked above; the rest is stored as sent.
+    return cast("McpToolCall", dict(raw))
 
 
 def _item_id(raw: dict[str, Any], prefix: str, where: str) -> str:
@@ -210,7 +250,7 @@ def _output_text(value: Any, where: str) -> str:
 
 
 def _input_function_call(
-    raw: dict[str, Any], where: str, messages: list[Message], items: list[dict[str, Any]]
+    raw: dict[str, Any], where: str, messages: list[Message], items: list[InputItem]
 ) -> None:
     for key in ("call_id", "name", "arguments"):
         if not isinstance(raw.get(key), str):
@@ -243,14 +283,16 @@ def _input_message(
     raw: dict[str, Any],
     where: str,
     messages: list[Message],
-    items: list[dict[str, Any]],
+    items: list[InputItem],
     system: list[str],
 ) -> None:
-    role = role_of(raw, where, _INPUT_ROLES)
+    # role_of accepts only the roles in _INPUT_ROLES.
+    role = cast("_Role", role_of(raw, where, _INPUT_ROLES))
     content = raw.get("content")
     item_id = _item_id(raw, "msg", where)
     if isinstance(content, str):
-        parts: list[dict[str, Any]] = [
+        # Parts as a client may send them: each is checked below.
+        parts: list[Any] = [
             {"type": "output_text" if role == "assistant" else "input_text", "text": content}
         ]
     elif isinstance(content, list) and content:
@@ -260,14 +302,15 @@ def _input_message(
             f"'{where}.content' must be a string or a non-empty list of content parts",
             f"{where}.content",
         )
-    chat_parts: list[dict[str, Any]] = []
-    stored_parts: list[dict[str, Any]] = []
+    chat_parts: list[_ChatPart] = []
+    stored_parts: list[InputContent] = []
     for j, part in enumerate(parts):
         chat_part, stored = _content_part(part, role, f"{where}.content[{j}]")
         chat_parts.append(chat_part)
         stored_parts.append(stored)
-    texts_only = all(p["type"] == "text" for p in chat_parts)
-    text = "".join(p.get("text", "") for p in chat_parts) if texts_only else ""
+    texts = [p["text"] for p in chat_parts if p["type"] == "text"]
+    texts_only = len(texts) == len(chat_parts)
+    text = "".join(texts) if texts_only else ""
     if role in ("system", "developer"):
         if not texts_only:
             raise bad(f"'{where}.content' of a {role} message must be text", f"{where}.content")
@@ -280,7 +323,7 @@ def _input_message(
         messages.append({"role": "assistant", "content": text})
     else:
         messages.append({"role": "user", "content": text if texts_only else chat_parts})
-    item: dict[str, Any] = {
+    item: InputMessageItem = {
         "id": item_id,
         "type": "message",
         "role": role,
@@ -290,14 +333,14 @@ def _input_message(
     items.append(item)
 
 
-def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _content_part(part: Any, role: str, where: str) -> tuple[_ChatPart, InputContent]:
     """One content part as a chat part and as a stored input item part."""
     kind = part.get("type") if isinstance(part, dict) else None
     if kind in ("input_text", "output_text"):
         text = part.get("text")
         if not isinstance(text, str):
             raise bad(f"'{where}.text' must be a string", f"{where}.text")
-        stored: dict[str, Any]
+        stored: InputContent
         if role == "assistant":
             stored = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
         else:
@@ -314,7 +357,7 @@ def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dic
                 f"{where}.image_url",
             )
         detail = part.get("detail") or "auto"
-        chat = {"type": "image_url", "image_url": {"url": url, "detail": detail}}
+        chat: _ChatImagePart = {"type": "image_url", "image_url": {"url": url, "detail": detail}}
         return chat, {"type": "input_image", "image_url": url, "detail": detail, "file_id": None}
     if kind == "input_file" and role == "user":
         data = part.get("file_data")
@@ -325,7 +368,7 @@ def _content_part(part: Any, role: str, where: str) -> tuple[dict[str, Any], dic
                 f"{where}.file_data",
             )
         filename = part.get("filename")
-        chat_file: dict[str, Any] = {"file_data": data}
+        chat_file: _ChatFile = {"file_data": data}
         if isinstance(filename, str):
             chat_file["filename"] = filename
         stored = {

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...redaction import register_secret, register_url
+from ...wire.responses_types import McpToolEcho, McpToolFilter, McpToolNames
 from ..validation import a_bool, a_string, bad
 
 __all__ = ["McpRequestTool", "parse_mcp_tool"]
@@ -56,12 +57,15 @@ class McpRequestTool:
             return True
         return self.approval == "always"
 
-    def echo(self) -> dict[str, Any]:
+    def echo(self) -> McpToolEcho:
         """The tool as the response object repeats it: never its headers."""
-        allowed: Any = list(self.allowed) if self.allowed is not None else None
+        names = list(self.allowed) if self.allowed is not None else None
+        allowed: list[str] | McpToolFilter | None = names
         if self.read_only_only:
-            allowed = {"read_only": True, **({"tool_names": allowed} if allowed else {})}
-        approval: Any = self.approval
+            allowed = {"read_only": True}
+            if names:
+                allowed["tool_names"] = names
+        approval: Literal["always", "never"] | dict[str, McpToolNames] = self.approval
         if self.always or self.never:
             approval = {
                 key: {"tool_names": sorted(names)}

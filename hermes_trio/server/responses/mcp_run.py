@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence, Set
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
 from ...config import McpServerConfig
 from ...mcp import McpServer, McpTool, ServerTool, start_servers
 from ...tools.registry import ToolRegistry
+from ...wire.responses_types import McpListToolsTool, OutputItem
 from .mcp_request import McpRequestTool
 
 __all__ = ["Listing", "RequestMcpTool", "listed_labels", "open_request_servers", "turn_registry"]
@@ -44,7 +44,7 @@ class Listing:
     """What one server offered (``tools``), or why it could not (``error``)."""
 
     label: str
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[McpListToolsTool] = field(default_factory=list)
     error: str | None = None
 
 
@@ -94,7 +94,7 @@ def _config(request: McpRequestTool, timeout: float) -> McpServerConfig:
     )
 
 
-def _listed(spec: ServerTool) -> dict[str, Any]:
+def _listed(spec: ServerTool) -> McpListToolsTool:
     return {
         "name": spec.tool,
         "description": spec.description,
@@ -103,11 +103,11 @@ def _listed(spec: ServerTool) -> dict[str, Any]:
     }
 
 
-def listed_labels(outputs: Sequence[Sequence[dict[str, Any]]]) -> Set[str]:
+def listed_labels(outputs: Sequence[Sequence[OutputItem]]) -> Set[str]:
     """The server labels an ``mcp_list_tools`` item of these outputs names."""
     return {
         item["server_label"]
         for output in outputs
         for item in output
-        if isinstance(item, dict) and item.get("type") == "mcp_list_tools" and not item.get("error")
+        if isinstance(item, dict) and item["type"] == "mcp_list_tools" and not item.get("error")
     }

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...wire.messages import ChatTool, ChatToolFunction, Message
+from ...wire.responses_types import EchoedTool, InputItem, ResponseEcho
 from ..forwarded import FORWARDED
 from ..validation import (
     DOCUMENTED_EXTRAS,
@@ -62,9 +63,9 @@ _UNSUPPORTED = {
     "image": "'image' is not supported",
     "access_programs": "'access_programs' is not supported",
 }
-# Settings the response object repeats, checked like the documented extra
-# parameters they also are.
-_ECHOED_EXTRAS = ("user", "safety_identifier", "prompt_cache_key", "service_tier")
+# The settings the response object repeats among them (``user``,
+# ``safety_identifier``, ``prompt_cache_key``, ``service_tier``) are checked
+# like the documented extra parameters they also are.
 # Extra parameters reach the model as Chat Completions fields: those OpenAI
 # documents there must have its types.
 _EXTRA_CHECKS = {**DOCUMENTED_EXTRAS, **FORWARDED}
@@ -97,7 +98,7 @@ class ResponsesRequest:
     model: str | None
     messages: list[Message]
     """Chat messages this request adds to the conversation."""
-    input_items: list[dict[str, Any]]
+    input_items: list[InputItem]
     """The input as Responses items with ids, for ``input_items``."""
     system: str | None
     previous_response_id: str | None
@@ -108,7 +109,10 @@ class ResponsesRequest:
     mcp: list[McpRequestTool] = field(default_factory=list)
     """The request's ``mcp`` tools: servers its turn may call."""
     params: dict[str, Any] = field(default_factory=dict)
-    echo: dict[str, Any] = field(default_factory=dict)
+    """Settings for the model's request (Chat Completions fields, extra
+    parameters passed on as the client sent them)."""
+    echo: ResponseEcho = field(default_factory=lambda: ResponseEcho())
+    """Settings the response object repeats."""
 
 
 def parse_responses_request(
@@ -136,17 +140,20 @@ def parse_responses_request(
         raise bad("'previous_response_id' must not be empty", "previous_response_id")
 
     params: dict[str, Any] = {}
-    echo: dict[str, Any] = {
+    echo: ResponseEcho = {
         "instructions": instructions,
         "previous_response_id": previous,
         "store": store,
         "background": background,
     }
-    for key in ("temperature", "top_p"):
-        value = number(body, key, 0, 2 if key == "temperature" else 1)
-        if value is not None:
-            params[key] = value
-            echo[key] = value
+    temperature = number(body, "temperature", 0, 2)
+    if temperature is not None:
+        params["temperature"] = temperature
+        echo["temperature"] = temperature
+    top_p = number(body, "top_p", 0, 1)
+    if top_p is not None:
+        params["top_p"] = top_p
+        echo["top_p"] = top_p
     max_output = positive_int(body, "max_output_tokens")
     if max_output is not None:
         params["max_tokens"] = max_output
@@ -177,8 +184,11 @@ def parse_responses_request(
         check_metadata(metadata, "metadata")
         echo["metadata"] = dict(metadata)
     params.update(extra_params(body, _USED, extra, _EXTRA_CHECKS))
-    for key in _ECHOED_EXTRAS:
-        echo[key] = body.get(key)
+    # The extra parameters' checks made these strings (or null).
+    echo["user"] = body.get("user")
+    echo["safety_identifier"] = body.get("safety_identifier")
+    echo["prompt_cache_key"] = body.get("prompt_cache_key")
+    echo["service_tier"] = body.get("service_tier")
     _text_settings(body.get("text"), params, echo)
     _reasoning_settings(body.get("reasoning"), params, echo)
     tools, echoed_tools, mcp = _tools(body.get("tools"), mcp_allowed_urls)
@@ -207,7 +217,7 @@ def parse_responses_request(
     )
 
 
-def _text_settings(text: Any, params: dict[str, Any], echo: dict[str, Any]) -> None:
+def _text_settings(text: Any, params: dict[str, Any], echo: ResponseEcho) -> None:
     if text is None:
         return
     if not isinstance(text, dict):
@@ -238,7 +248,7 @@ def _text_settings(text: Any, params: dict[str, Any], echo: dict[str, Any]) -> N
     echo["text"] = {"format": fmt or {"type": "text"}, "verbosity": verbosity}
 
 
-def _reasoning_settings(reasoning: Any, params: dict[str, Any], echo: dict[str, Any]) -> None:
+def _reasoning_settings(reasoning: Any, params: dict[str, Any], echo: ResponseEcho) -> None:
     if reasoning is None:
         return
     if not isinstance(reasoning, dict):
@@ -262,7 +272,7 @@ def _reasoning_settings(reasoning: Any, params: dict[str, Any], echo: dict[str, 
 
 def _tools(
     tools: Any, mcp_allowed_urls: Sequence[str]
-) -> tuple[list[ChatTool], list[dict[str, Any]], list[McpRequestTool]]:
+) -> tuple[list[ChatTool], list[EchoedTool], list[McpRequestTool]]:
     """Client tools in Chat Completions form (for the agent), all tools as
     echoed, and the ``mcp`` tools."""
     if tools is None:
@@ -270,7 +280,7 @@ def _tools(
     if not isinstance(tools, list):
         raise bad("'tools' must be a list", "tools")
     chat: list[ChatTool] = []
-    echoed: list[dict[str, Any]] = []
+    echoed: list[EchoedTool] = []
     mcp: list[McpRequestTool] = []
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"

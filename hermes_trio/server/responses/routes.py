@@ -34,6 +34,7 @@ from ...store import HeldApproval, StoredResponse, wall_clock
 from ...turn import HeldCalls
 from ...wire.messages import Message
 from ...wire.responses_out import new_response_id
+from ...wire.responses_types import McpApprovalResponse, OutputItem
 from ..bodies import (
     JsonBody,
     json_response,
@@ -131,12 +132,12 @@ class _Responses:
         finally:
             live.turn.cancel("client went away")
         if builder.status == "failed":
-            error = builder.error or {}
+            message = builder.error["message"] if builder.error is not None else None
             raise APIError(
                 live.store_error.status
                 if live.store_error
                 else error_status(builder.error_code, builder.model_status),
-                str(error.get("message") or "the model server failed"),
+                str(message or "the model server failed"),
                 code=builder.error_code,
             )
         return json_response(builder.snapshot())
@@ -144,7 +145,7 @@ class _Responses:
     async def _mcp_listed(self, req: ResponsesRequest, owner: str) -> frozenset[str]:
         """The MCP servers whose tools this conversation has listed already:
         an ``mcp_list_tools`` item in an earlier response of the chain."""
-        outputs: list[list[dict[str, Any]]] = []
+        outputs: list[list[OutputItem]] = []
         parent = req.previous_response_id if req.mcp else None
         for _ in range(MAX_CHAIN):
             if parent is None:
@@ -169,7 +170,7 @@ class _Responses:
         self,
         req: ResponsesRequest,
         owner: str,
-        answers: dict[str, dict[str, Any]],
+        answers: dict[str, McpApprovalResponse],
         checked: dict[str, HeldApproval],
         conversation: list[Message],
         inherited: int,
@@ -179,7 +180,7 @@ class _Responses:
         answers (400 for an answer that cannot count), and the approved
         ones' approval ids by call id. ``checked``: the answered approvals,
         as read (and checked) already."""
-        waiting = held_ids(previous.response) if previous is not None else []
+        waiting = held_ids(previous.response.get("output") or []) if previous is not None else []
         found: dict[str, HeldApproval] = {}
         for approval_id in waiting:
             record = checked.get(approval_id) or await self.store.held_approval(approval_id)
@@ -331,10 +332,10 @@ class _Responses:
         )
 
 
-def _answers(req: ResponsesRequest) -> dict[str, dict[str, Any]]:
+def _answers(req: ResponsesRequest) -> dict[str, McpApprovalResponse]:
     """The request's ``mcp_approval_response`` items by approval id; 400
     for one approval answered twice here."""
-    answers: dict[str, dict[str, Any]] = {}
+    answers: dict[str, McpApprovalResponse] = {}
     for item in approval_answers(req.input_items):
         approval_id = item["approval_request_id"]
         if approval_id in answers:

@@ -4,15 +4,33 @@ objects. Pure: no I/O, no clock."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+from ...wire.responses_types import (
+    FunctionToolCall,
+    IncompleteDetails,
+    ItemStatus,
+    OutputItem,
+    OutputMessage,
+    OutputMessageContent,
+    OutputText,
+    ReasoningItem,
+    ReasoningTextContent,
+    ResponseError,
+    ResponseObject,
+    ResponseStatus,
+    ResponseUsage,
+)
 from .encoding import CREATED, dumps
 from .turns import Call, Ending, Ids, Turn, responses_usage
 
 __all__ = ["ResponsesRenderer"]
 
 
-_INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+_INCOMPLETE_REASONS: dict[str, Literal["max_output_tokens", "content_filter"]] = {
+    "length": "max_output_tokens",
+    "content_filter": "content_filter",
+}
 
 
 class ResponsesRenderer:
@@ -21,11 +39,12 @@ class ResponsesRenderer:
     def __init__(self, ids: Ids, model: str, request: dict[str, Any], prompt_tokens: int) -> None:
         self.ids = ids
         self.model = model
+        # The request body as the client sent it: the object repeats some of it.
         self.request = request
         self.prompt_tokens = prompt_tokens
         self.seq = 0
         # Stream state: finished output items, and the open one.
-        self.items: list[dict[str, Any]] = []
+        self.items: list[OutputItem] = []
         self.open_kind: str | None = None
         self.open_text: list[str] = []
         self.open_index = -1
@@ -37,22 +56,23 @@ class ResponsesRenderer:
 
     def response_object(
         self,
-        status: str,
-        output: list[dict[str, Any]],
-        usage: dict[str, Any] | None,
-        error: dict[str, Any] | None = None,
-        incomplete_reason: str | None = None,
-    ) -> dict[str, Any]:
+        status: ResponseStatus,
+        output: list[OutputItem],
+        usage: ResponseUsage | None,
+        error: ResponseError | None = None,
+        incomplete_reason: Literal["max_output_tokens", "content_filter"] | None = None,
+    ) -> ResponseObject:
         req = self.request
+        incomplete: IncompleteDetails | None = (
+            {"reason": incomplete_reason} if incomplete_reason is not None else None
+        )
         return {
             "id": self.ids.response,
             "object": "response",
             "created_at": CREATED,
             "status": status,
             "error": error,
-            "incomplete_details": (
-                {"reason": incomplete_reason} if incomplete_reason is not None else None
-            ),
+            "incomplete_details": incomplete,
             "instructions": req.get("instructions"),
             "max_output_tokens": req.get("max_output_tokens"),
             "model": self.model,
@@ -73,8 +93,8 @@ class ResponsesRenderer:
         }
 
     @staticmethod
-    def _message_item(ids: Ids, text: str, status: str) -> dict[str, Any]:
-        content = (
+    def _message_item(ids: Ids, text: str, status: ItemStatus) -> OutputMessage:
+        content: list[OutputMessageContent] = (
             [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
             if status == "completed"
             else []
@@ -88,8 +108,10 @@ class ResponsesRenderer:
         }
 
     @staticmethod
-    def _reasoning_item(ids: Ids, text: str, status: str) -> dict[str, Any]:
-        content = [{"type": "reasoning_text", "text": text}] if status == "completed" else []
+    def _reasoning_item(ids: Ids, text: str, status: ItemStatus) -> ReasoningItem:
+        content: list[ReasoningTextContent] = (
+            [{"type": "reasoning_text", "text": text}] if status == "completed" else []
+        )
         return {
             "id": ids.reasoning,
             "type": "reasoning",
@@ -99,7 +121,7 @@ class ResponsesRenderer:
         }
 
     @staticmethod
-    def _call_item(call: Call, status: str) -> dict[str, Any]:
+    def _call_item(call: Call, status: ItemStatus) -> FunctionToolCall:
         return {
             "id": call.item_id,
             "type": "function_call",
@@ -109,8 +131,8 @@ class ResponsesRenderer:
             "arguments": call.arguments if status == "completed" else "",
         }
 
-    def _output(self, turn: Turn) -> list[dict[str, Any]]:
-        out = []
+    def _output(self, turn: Turn) -> list[OutputItem]:
+        out: list[OutputItem] = []
         if turn.reasoning:
             out.append(self._reasoning_item(self.ids, "".join(turn.reasoning), "completed"))
         if turn.text or not turn.calls:
@@ -123,6 +145,7 @@ class ResponsesRenderer:
         self.open_kind = kind
         self.open_text = []
         self.open_index = len(self.items)
+        item: OutputItem
         if kind == "reasoning":
             item = self._reasoning_item(self.ids, "", "in_progress")
         elif kind == "message":
@@ -152,6 +175,7 @@ class ResponsesRenderer:
         idx = self.open_index
         text = "".join(self.open_text)
         parts = []
+        item: OutputItem
         if kind == "reasoning":
             parts.append(
                 self._event(
@@ -164,7 +188,12 @@ class ResponsesRenderer:
             )
             item = self._reasoning_item(self.ids, text, "completed")
         elif kind == "message":
-            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            part: OutputText = {
+                "type": "output_text",
+                "text": text,
+                "annotations": [],
+                "logprobs": [],
+            }
             parts.append(
                 self._event(
                     "response.output_text.done",
@@ -288,7 +317,7 @@ class ResponsesRenderer:
             frames.append((0.0, self._event("response.failed", response=failed)))
         return frames
 
-    def _final(self, turn: Turn, output: list[dict[str, Any]]) -> dict[str, Any]:
+    def _final(self, turn: Turn, output: list[OutputItem]) -> ResponseObject:
         usage = responses_usage(turn, self.prompt_tokens)
         # Chat's "length"/"content_filter" are an incomplete response here.
         reason = _INCOMPLETE_REASONS.get(turn.finish_reason)

@@ -4,8 +4,9 @@ turn a script step stands for, its deterministic ids and its usage."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+from ...wire.responses_types import ResponseUsage
 from ..script import Drop, ErrorFrame, Stall, Step, TextReply, ToolCallReply, split_tokens
 from .encoding import dumps_str
 
@@ -33,6 +34,7 @@ class Turn:
     calls: list[Call]
     finish_reason: str = "stop"
     usage: dict[str, Any] | None = None
+    """The script's own usage, served as given (either API's shape)."""
     delay: float = 0.0
     first_token_delay: float = 0.0
     #: Silence after the last element, before the stream's end.
@@ -132,10 +134,11 @@ def chat_usage(turn: Turn, prompt_tokens: int) -> dict[str, Any]:
     }
 
 
-def responses_usage(turn: Turn, prompt_tokens: int) -> dict[str, Any]:
+def responses_usage(turn: Turn, prompt_tokens: int) -> ResponseUsage:
     u = turn.usage
     if u is not None and "input_tokens" in u:
-        return dict(u)
+        # The script's own, in the Responses shape (its input_tokens says so).
+        return cast("ResponseUsage", dict(u))
     chat = chat_usage(turn, prompt_tokens)
     inp = chat.get("prompt_tokens", 0)
     outp = chat.get("completion_tokens", 0)

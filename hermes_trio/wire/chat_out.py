@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..events import Usage
-from ..serving.errors import ErrorBody
 from .chat_types import (
     ChatChunkDelta,
     ChatChunkToolCall,
@@ -27,9 +26,12 @@ from .chat_types import (
 from .messages import ChatToolCall
 from .sse import encode_event
 
+if TYPE_CHECKING:
+    # The type only: importing ``serving`` at run time would load trio.
+    from ..serving.errors import ErrorBody
+
 __all__ = [
     "ChatStreamFrames",
-    "ChatUsage",
     "completion_body",
     "error_frame",
     "new_completion_id",

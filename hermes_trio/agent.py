@@ -38,6 +38,7 @@ from .events import (
 from .llm import ModelClient, ModelError, ModelRequest, make_http_client
 from .mcp import open_mcp_servers
 from .recording import Recorder, note_tool, record_turn
+from .recording.document import RecordedOptions
 from .tools import (
     ApprovalCallback,
     ToolCallScope,
@@ -233,8 +234,13 @@ class Agent:
             # A copy for this turn; the "always" approvals stay shared.
             ctx = dataclasses.replace(ctx, approvals=o.approvals)
         held = o.held
-        shown = {"stream": o.stream, "client_tools": list(o.client_tools), "params": o.params}
-        shown |= {"model": o.model, "system": o.system}
+        shown: RecordedOptions = {
+            "stream": o.stream,
+            "client_tools": list(o.client_tools),
+            "params": o.params,
+            "model": o.model,
+            "system": o.system,
+        }
         record = o.record or self.record
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).

@@ -163,11 +163,12 @@ class ToolProgress:
 
 @dataclass(frozen=True, slots=True)
 class GatewayNotice:
-    """A gateway control message (restart, interrupted, …)."""
+    """A gateway control message (restart, interrupted, …); ``extra`` holds
+    its times in seconds (``waited``, ``after``)."""
 
     kind: str
     text: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, float] = field(default_factory=dict)
 
 
 ApprovalOutcome = Literal["approved", "denied", "expired", "cancelled"]

@@ -475,7 +475,7 @@ class ModelClient:
             except (httpx.HTTPError, ValueError):
                 return
 
-    async def models(self) -> list[dict[str, Any]]:
+    async def models(self) -> list[dict[str, object]]:
         """The models the server lists (``GET /models``), as it describes
         them. Raises ``httpx.HTTPError`` when it cannot be reached,
         ``ValueError`` when its answer is not a model list."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, cast
 
@@ -26,6 +26,18 @@ import trio
 from ..config import Config
 from ..events import StreamEvent
 from ..redaction import shown_url
+from ..wire.messages import Message
+from .document import (
+    CancelRecord,
+    EventRecord,
+    ExchangeEnd,
+    ExchangeRecord,
+    RecordedOptions,
+    RecordedTurn,
+    RecordingDocument,
+    ToolRecord,
+    TurnSettings,
+)
 from .files import Recorder
 from .tape import INPUT_EVENTS, VirtualClock, event_record, piece_to_json, serialize
 
@@ -79,13 +91,13 @@ def note_tool() -> ToolMark | None:
 class Tape:
     """What one turn did, as it happens (times on :class:`VirtualClock`)."""
 
-    def __init__(self, turn: Mapping[str, Any], *, max_bytes: int) -> None:
+    def __init__(self, turn: RecordedTurn, *, max_bytes: int) -> None:
         self.clock = VirtualClock(trio.current_time())
-        self.turn = dict(turn)
-        self.exchanges: list[dict[str, Any]] = []
-        self.tools: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
-        self.cancelled: dict[str, Any] | None = None
+        self.turn = turn.copy()
+        self.exchanges: list[ExchangeRecord] = []
+        self.tools: list[ToolRecord] = []
+        self.events: list[EventRecord] = []
+        self.cancelled: CancelRecord | None = None
         self.max_bytes = max_bytes
         self.size = 0
         self.truncated = False
@@ -113,7 +125,7 @@ class Tape:
         # A request goes out when the turn sends it: after a retry's pause
         # too, which no other input marks.
         at = self.clock.external(trio.current_time())
-        record: dict[str, Any] = {
+        record: ExchangeRecord = {
             "at": round(at, 6),
             "method": request.method,
             "url": shown_url(str(request.url)),
@@ -158,7 +170,7 @@ class Tape:
             at = self.clock.external(trio.current_time())
             self.cancelled = {"at": round(at, 6), "cause": cause}
 
-    def document(self, outcome: str) -> dict[str, Any]:
+    def document(self, outcome: str) -> RecordingDocument:
         return {
             "outcome": outcome,
             "truncated": self.truncated,
@@ -173,7 +185,7 @@ class Tape:
 class Exchange:
     """One HTTP request of the turn and its answer, as it arrives."""
 
-    def __init__(self, tape: Tape, record: dict[str, Any]) -> None:
+    def __init__(self, tape: Tape, record: ExchangeRecord) -> None:
         self.tape = tape
         self.record = record
         self.at = tape.clock.now
@@ -202,7 +214,7 @@ class Exchange:
     def end(self, how: str, exc: BaseException | None = None) -> None:
         if "end" in self.record:
             return
-        end: dict[str, Any] = {"after": self._after(by_client=how == "closed"), "how": how}
+        end: ExchangeEnd = {"after": self._after(by_client=how == "closed"), "how": how}
         if exc is not None:
             end["error"] = type(exc).__name__
             end["message"] = str(exc)
@@ -228,7 +240,7 @@ class _RecordingSend:
         return getattr(self._inner, name)
 
 
-def turn_settings(config: Config) -> dict[str, Any]:
+def turn_settings(config: Config) -> TurnSettings:
     """The settings that shape a turn's events, for the replay to run under."""
     model, agent = config.model, config.agent
     return {
@@ -242,8 +254,11 @@ def turn_settings(config: Config) -> dict[str, Any]:
             "max_answer_bytes": model.max_answer_bytes,
             "fallbacks": [{"name": f.name, "api_mode": f.api_mode} for f in model.fallbacks],
             "timeouts": {
-                k: getattr(model.timeouts, k)
-                for k in ("connect", "first_token", "idle", "request", "total")
+                "connect": model.timeouts.connect,
+                "first_token": model.timeouts.first_token,
+                "idle": model.timeouts.idle,
+                "request": model.timeouts.request,
+                "total": model.timeouts.total,
             },
         },
         "agent": {
@@ -265,8 +280,8 @@ def _snapshot(value: Any) -> Any:
 def record_turn(
     recorder: Recorder | None,
     config: Config,
-    messages: Sequence[Mapping[str, Any]],
-    options: Mapping[str, Any],
+    messages: Sequence[Message],
+    options: RecordedOptions,
     send: trio.MemorySendChannel[StreamEvent],
 ) -> Iterator[trio.MemorySendChannel[StreamEvent]]:
     """Record the turn run in this block (nothing without ``recorder``):

@@ -37,10 +37,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..redaction import REDACTED, redact
 from ..wire.sse import SSEDecoder, SSEError, SSEEvent
+from .document import BodyPiece, EventRecord, PieceRecord, RecordingDocument
 
 __all__ = [
     "FORMAT",
@@ -117,7 +118,7 @@ def scrub(value: Any) -> Any:
     return value
 
 
-def piece_to_json(data: bytes) -> dict[str, str]:
+def piece_to_json(data: bytes) -> BodyPiece:
     """A body piece as JSON: its text where it is UTF-8 (readable, editable
     by hand), else Base64."""
     try:
@@ -126,13 +127,13 @@ def piece_to_json(data: bytes) -> dict[str, str]:
         return {"base64": base64.b64encode(data).decode("ascii")}
 
 
-def piece_from_json(piece: Mapping[str, Any]) -> bytes:
+def piece_from_json(piece: BodyPiece | PieceRecord) -> bytes:
     if "text" in piece:
         return str(piece["text"]).encode("utf-8")
     return base64.b64decode(str(piece.get("base64", "")))
 
 
-def event_record(at: float, event: Any) -> dict[str, Any]:
+def event_record(at: float, event: Any) -> EventRecord:
     """One event as the recording keeps it: time, type, fields."""
     fields = (
         dataclasses.asdict(event)
@@ -162,7 +163,7 @@ def _collect(value: Any, out: dict[str, list[str]]) -> None:
             _collect(item, out)
 
 
-def _streamed_parts(pieces: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+def _streamed_parts(pieces: Sequence[PieceRecord]) -> list[list[str]]:
     """The texts a model streamed in an answer's pieces, one list per field."""
     decoder = SSEDecoder()
     out: dict[str, list[str]] = {}
@@ -188,7 +189,7 @@ def _spans_parts(parts: Sequence[str]) -> bool:
     return _scrub_text("".join(parts)) != "".join(_scrub_text(p) for p in parts)
 
 
-def _remove_split_secrets(document: dict[str, Any]) -> dict[str, Any]:
+def _remove_split_secrets(document: RecordingDocument) -> RecordingDocument:
     """``document`` without any secret the model streamed in pieces.
 
     Scrubbing each string misses a key that arrives a few characters per
@@ -221,14 +222,14 @@ def _remove_split_secrets(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def serialize(recording: Mapping[str, Any]) -> str:
+def serialize(recording: RecordingDocument) -> str:
     """The document, secrets removed, as text."""
-    body = _remove_split_secrets(dict(recording))
+    body = _remove_split_secrets(recording)
     document = {"format": FORMAT, "version": VERSION, **scrub(body)}
     return json.dumps(document, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
 
 
-def parse(text: str, *, where: str = "recording") -> dict[str, Any]:
+def parse(text: str, *, where: str = "recording") -> RecordingDocument:
     """The document in ``text``; :class:`RecordingError` naming what is wrong."""
     try:
         document = json.loads(text)
@@ -243,8 +244,7 @@ def parse(text: str, *, where: str = "recording") -> dict[str, Any]:
         )
     if document.get("removed"):
         raise RecordingError(
-            f"{where}: {document['removed']} was taken out of the recording; "
-            "it cannot be replayed"
+            f"{where}: {document['removed']} was taken out of the recording; it cannot be replayed"
         )
     if document.get("truncated"):
         raise RecordingError(
@@ -253,7 +253,7 @@ def parse(text: str, *, where: str = "recording") -> dict[str, Any]:
     for key, kind in (("turn", dict), ("exchanges", list), ("tools", list), ("events", list)):
         if not isinstance(document.get(key), kind):
             raise RecordingError(f"{where}: {key!r} is missing or not a {kind.__name__}")
-    return document
+    return cast("RecordingDocument", document)
 
 
 class VirtualClock:
@@ -310,7 +310,7 @@ class Difference:
         return self.message
 
 
-def _normal(record: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, float]]:
+def _normal(record: EventRecord) -> tuple[str, dict[str, Any], dict[str, float]]:
     """(type, fields compared exactly, times compared to the millisecond)."""
     kind = str(record.get("type"))
     # A replay shows what the recording held: secrets as the file has them.
@@ -325,7 +325,7 @@ def _normal(record: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, f
     return kind, data, times
 
 
-def _same(want: Mapping[str, Any], got: Mapping[str, Any]) -> bool:
+def _same(want: EventRecord, got: EventRecord) -> bool:
     kind, data, times = _normal(want)
     kind2, data2, times2 = _normal(got)
     # A field the recording lacks came with a later version of the event:
@@ -339,7 +339,7 @@ def _same(want: Mapping[str, Any], got: Mapping[str, Any]) -> bool:
     return all(abs(times[k] - times2[k]) < _TIME_TOLERANCE for k in times)
 
 
-def _describe(record: Mapping[str, Any]) -> str:
+def _describe(record: EventRecord) -> str:
     kind, data, times = _normal(record)
     when = f" at {times['at']:.3f} s" if "at" in times else ""
     shown = {**data, **{k: round(v, 3) for k, v in times.items() if k != "at"}}
@@ -347,8 +347,8 @@ def _describe(record: Mapping[str, Any]) -> str:
 
 
 def first_difference(
-    recorded: Sequence[Mapping[str, Any]],
-    replayed: Sequence[Mapping[str, Any]],
+    recorded: Sequence[EventRecord],
+    replayed: Sequence[EventRecord],
     *,
     causes: Sequence[str] = (),
 ) -> Difference | None:
@@ -391,7 +391,7 @@ _SHOWN = {
 }
 
 
-def timeline_lines(events: Iterable[Mapping[str, Any]]) -> list[str]:
+def timeline_lines(events: Iterable[EventRecord]) -> list[str]:
     """A timeline for people: time, event, and its text or tool output."""
     lines = []
     for record in events:

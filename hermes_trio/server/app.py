@@ -22,6 +22,7 @@ from .. import metrics
 from ..serving.errors import error_body
 from ..store import StoreError
 from ..turn import INTERNAL_ERROR
+from ..wire.chat_types import ChatModel
 from .approvals import register_approval_routes
 from .bodies import bearer_token, json_response
 from .chat.route import register_chat_routes
@@ -152,7 +153,7 @@ def _install_routes(app: QuartTrio, state: ServerState) -> None:
     async def health() -> Response:
         return json_response({"status": "ok", "turns_running": state.slots.in_use})
 
-    def model_card() -> dict[str, Any]:
+    def model_card() -> ChatModel:
         return {
             "id": api.model_name,
             "object": "model",
@@ -162,7 +163,7 @@ def _install_routes(app: QuartTrio, state: ServerState) -> None:
 
     plain = PlainModels(state) if api.upstream_models else None
 
-    async def all_cards() -> list[dict[str, Any]]:
+    async def all_cards() -> list[ChatModel]:
         return [model_card()] + (await plain.cards() if plain is not None else [])
 
     @app.get("/v1/models")

@@ -22,13 +22,13 @@ import json
 import logging
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import trio
 from quart import Response
 from quart_trio import QuartTrio
 
-from ..approvals import Decision, Outcome, Refused, answer_approval
+from ..approvals import Decision, Outcome, Refused, RefusedCode, answer_approval
 from ..store import Signal, Store, StoreError
 from .bodies import json_response, read_json_body
 from .errors import APIError
@@ -39,6 +39,7 @@ __all__ = [
     "ANONYMOUS",
     "REPLY_WAIT",
     "Answer",
+    "ApprovalAnswerBody",
     "RemoteApprovals",
     "answer_body",
     "answer_error",
@@ -87,7 +88,17 @@ def parse_answer(body: Any) -> Answer:
     return Answer(approve, optional_str(body, "reason") or "")
 
 
-def answer_body(approval_id: str, decision: Decision) -> dict[str, Any]:
+class ApprovalAnswerBody(TypedDict):
+    """What ``POST /v1/approvals/{id}`` answers when the answer was taken."""
+
+    id: str
+    object: Literal["hermes.approval"]
+    outcome: str
+    by: str | None
+    reason: str
+
+
+def answer_body(approval_id: str, decision: Decision) -> ApprovalAnswerBody:
     """What a taken answer returns."""
     return {
         "id": approval_id,
@@ -116,7 +127,25 @@ def answer_error(approval_id: str, refused: Refused) -> APIError:
 # -- across processes -----------------------------------------------------------
 
 
-def _result_json(result: Decision | Refused) -> dict[str, Any]:
+class _DecisionJson(TypedDict):
+    outcome: str
+    by: str | None
+    reason: str
+
+
+class _RefusedJson(TypedDict):
+    code: RefusedCode
+    message: str
+
+
+class _ResultJson(TypedDict, total=False):
+    """How a process took an answer another one sent it (in its reply)."""
+
+    decision: _DecisionJson
+    refused: _RefusedJson
+
+
+def _result_json(result: Decision | Refused) -> _ResultJson:
     if isinstance(result, Decision):
         return {
             "decision": {
@@ -128,7 +157,7 @@ def _result_json(result: Decision | Refused) -> dict[str, Any]:
     return {"refused": {"code": result.code, "message": result.message}}
 
 
-def _result_of(data: dict[str, Any]) -> Decision | Refused:
+def _result_of(data: _ResultJson) -> Decision | Refused:
     if "decision" in data:
         d = data["decision"]
         return Decision(Outcome(d["outcome"]), d.get("by"), d.get("reason", ""))

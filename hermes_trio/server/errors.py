@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..llm.errors import request_refused
-from ..serving.errors import error_body
+from ..serving.errors import ErrorBody, error_body
 from ..store import StoreError
 
 __all__ = ["APIError", "error_status", "store_refused"]
@@ -47,7 +45,7 @@ class APIError(Exception):
         self.code = code
         self.headers = headers or {}
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorBody:
         return error_body(self.message, status=self.status, param=self.param, code=self.code)
 
 

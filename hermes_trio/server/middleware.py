@@ -34,7 +34,7 @@ from hypercorn.typing import (
     WWWScope,
 )
 
-from ..serving.errors import error_body
+from ..serving.errors import ErrorBody, error_body
 from . import request_log
 from .errors import APIError
 from .gate import Answer, GateRequest, GateSettings, Refuse, decide
@@ -92,7 +92,7 @@ def gate_request(scope: WWWScope) -> GateRequest:
 
 
 async def send_json(
-    send: ASGISendCallable, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    send: ASGISendCallable, status: int, body: ErrorBody, headers: dict[str, str] | None = None
 ) -> None:
     data = json.dumps(body, ensure_ascii=False).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]

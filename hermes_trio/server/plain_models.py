@@ -34,6 +34,7 @@ from quart import Response
 from ..llm.endpoints import endpoint
 from ..llm.http_body import open_body
 from ..redaction import shown_url
+from ..wire.chat_types import ChatModel
 from ..wire.relay import (
     CUT_CODE,
     RelayedStream,
@@ -64,12 +65,12 @@ class PlainModels:
     per outage)."""
 
     state: ServerState
-    _cards: list[dict[str, Any]] = field(default_factory=list)
+    _cards: list[ChatModel] = field(default_factory=list)
     _until: float = float("-inf")
     _failing: bool = False
     _lock: trio.Lock = field(default_factory=trio.Lock)
 
-    async def cards(self) -> list[dict[str, Any]]:
+    async def cards(self) -> list[ChatModel]:
         async with self._lock:
             if trio.current_time() < self._until:
                 return self._cards
@@ -85,13 +86,13 @@ class PlainModels:
             own = self.state.settings.model_name
             self._cards = [
                 {
-                    "id": card["id"],
+                    "id": name,
                     "object": "model",
-                    "created": card.get("created") if isinstance(card.get("created"), int) else 0,
+                    "created": created if isinstance(created := card.get("created"), int) else 0,
                     "owned_by": str(card.get("owned_by") or "model-server"),
                 }
                 for card in listed
-                if isinstance(card.get("id"), str) and card["id"] != own
+                if isinstance(name := card.get("id"), str) and name != own
             ]
             self._until = trio.current_time() + LIST_TTL
             return self._cards

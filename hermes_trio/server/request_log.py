@@ -23,12 +23,13 @@ import logging
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 __all__ = [
     "ACCESS_LOG",
     "SCOPE_KEY",
     "RequestIdFilter",
+    "RequestLogFields",
     "RequestRecord",
     "current_record",
     "current_request_id",
@@ -89,6 +90,23 @@ def escape_controls(text: str) -> str:
     return "".join(_escaped(char) for char in text)
 
 
+class RequestLogFields(TypedDict):
+    """One request's line in the request log (``None`` values are left out)."""
+
+    request_id: str
+    method: str
+    path: str
+    status: int
+    duration_ms: float
+    ttft_ms: float | None
+    tokens: int | None
+    key: str | None
+    session: str | None
+    error: str | None
+    reason: str | None
+    client_gone: Literal[True] | None
+
+
 @dataclass
 class RequestRecord:
     id: str
@@ -117,7 +135,7 @@ class RequestRecord:
             self.tokens = self.tokens or result.usage.completion_tokens or None
             self.error_code = self.error_code or result.error_code
 
-    def fields(self, ended: float) -> dict[str, Any]:
+    def fields(self, ended: float) -> RequestLogFields:
         return {
             "request_id": self.id,
             "method": self.method,

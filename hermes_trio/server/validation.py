@@ -89,7 +89,7 @@ def metadata(value: Any, param: str) -> None:
 
 
 def check_fields(
-    body: Mapping[str, Any], checks: Mapping[str, FieldCheck], prefix: str = ""
+    body: Mapping[str, object], checks: Mapping[str, FieldCheck], prefix: str = ""
 ) -> None:
     """Run the check of every field of ``body`` that has one and is not null;
     ``prefix`` is the path of ``body`` in the request (``"tools[0].function."``)."""
@@ -162,12 +162,12 @@ UNSUPPORTED: dict[str, FieldCheck] = {
 field unless it asks for no more than the server does anyway."""
 
 
-def refuse_unsupported(body: Mapping[str, Any]) -> None:
+def refuse_unsupported(body: Mapping[str, object]) -> None:
     check_fields(body, UNSUPPORTED)
 
 
 def extra_params(
-    body: Mapping[str, Any],
+    body: Mapping[str, object],
     known: Set[str],
     policy: ExtraParams,
     checks: Mapping[str, FieldCheck] = DOCUMENTED_EXTRAS,
@@ -203,7 +203,7 @@ def extra_params(
     return extras
 
 
-def optional_bool(body: dict[str, Any], key: str, default: bool) -> bool:
+def optional_bool(body: Mapping[str, object], key: str, default: bool) -> bool:
     value = body.get(key)
     if value is None:
         return default
@@ -212,14 +212,14 @@ def optional_bool(body: dict[str, Any], key: str, default: bool) -> bool:
     return value
 
 
-def optional_str(body: dict[str, Any], key: str) -> str | None:
+def optional_str(body: Mapping[str, object], key: str) -> str | None:
     value = body.get(key)
     if value is not None and not isinstance(value, str):
         raise bad(f"'{key}' must be a string", key)
     return value
 
 
-def number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
+def number(body: Mapping[str, object], key: str, low: float, high: float) -> float | None:
     value = body.get(key)
     if value is None:
         return None
@@ -231,7 +231,7 @@ def number(body: dict[str, Any], key: str, low: float, high: float) -> float | N
     return value
 
 
-def positive_int(body: dict[str, Any], key: str) -> int | None:
+def positive_int(body: Mapping[str, object], key: str) -> int | None:
     value = body.get(key)
     if value is None:
         return None
@@ -240,7 +240,7 @@ def positive_int(body: dict[str, Any], key: str) -> int | None:
     return value
 
 
-def stream_options(body: dict[str, Any], stream: bool) -> dict[str, Any] | None:
+def stream_options(body: Mapping[str, object], stream: bool) -> dict[str, object] | None:
     """``stream_options`` as an object, refused on a request that does not
     stream; what may be in it is the caller's to check."""
     options = body.get("stream_options")
@@ -253,7 +253,7 @@ def stream_options(body: dict[str, Any], stream: bool) -> dict[str, Any] | None:
     return options
 
 
-def role_of(message: dict[str, Any], where: str, roles: Set[str]) -> str:
+def role_of(message: Mapping[str, object], where: str, roles: Set[str]) -> str:
     role = message.get("role")
     if not isinstance(role, str) or role not in roles:
         raise bad(

@@ -4,9 +4,25 @@ OpenAI shape, which clients of the API server already parse)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-__all__ = ["error_body"]
+__all__ = ["ErrorBody", "ErrorObject", "error_body"]
+
+
+class ErrorObject(TypedDict):
+    """OpenAI's ``Error`` object."""
+
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorBody(TypedDict):
+    """OpenAI's ``ErrorResponse``: the body of every error answer."""
+
+    error: ErrorObject
+
 
 _TYPES = {
     400: "invalid_request_error",
@@ -28,7 +44,7 @@ _TYPES = {
 
 def error_body(
     message: str, *, status: int, param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
+) -> ErrorBody:
     return {
         "error": {
             "message": message,

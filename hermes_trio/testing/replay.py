@@ -30,6 +30,7 @@ import trio.testing
 from .. import events as event_types
 from ..agent import open_agent
 from ..events import StreamEvent, TurnFinished
+from ..recording.document import EventRecord, ToolRecord
 from ..recording.tape import Difference, event_record, first_difference, timeline_lines
 from ..tools import ToolContext, ToolRegistry, ToolResult, default_registry
 from ..turn import Turn, run_turn
@@ -56,7 +57,7 @@ class Replay:
     causes: list[str] = field(default_factory=list)
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[EventRecord]:
         return [event_record(e.at, e.event) for e in self.events]
 
     @property
@@ -94,8 +95,8 @@ class _RecordedTool:
         self,
         name: str,
         like: Any,
-        calls: Mapping[int, dict[str, Any]],
-        approvals: Mapping[int, list[dict[str, Any]]],
+        calls: Mapping[int, ToolRecord],
+        approvals: Mapping[int, list[EventRecord]],
         clock: _Clock,
     ) -> None:
         self.name = name
@@ -132,10 +133,10 @@ def recorded_tools(recording: Recording, *, clock: Any = None) -> ToolRegistry:
     run times; built-in tools keep their own schema and preview."""
     clock = clock if clock is not None else _Clock()
     builtins = default_registry()
-    calls: dict[str, dict[int, dict[str, Any]]] = {}
+    calls: dict[str, dict[int, ToolRecord]] = {}
     for call in recording.tools:
         calls.setdefault(str(call["name"]), {})[int(call["index"])] = call
-    approvals: dict[int, list[dict[str, Any]]] = {}
+    approvals: dict[int, list[EventRecord]] = {}
     for record in recording.events:
         if record.get("type") in ("ApprovalRequested", "ApprovalResolved"):
             approvals.setdefault(int(record["data"].get("index", -1)), []).append(record)

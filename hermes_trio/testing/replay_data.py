@@ -6,9 +6,16 @@ import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..config import AgentConfig, Config, FallbackModel, ModelConfig, TimeoutsConfig
+from ..recording.document import (
+    CancelRecord,
+    EventRecord,
+    RecordedOptions,
+    RecordingDocument,
+    ToolRecord,
+)
 from ..recording.tape import RecordingError, parse, serialize
 from ..wire.messages import Message
 
@@ -20,7 +27,7 @@ class Recording:
     """One turn as recorded: the parsed document (see
     :mod:`hermes_trio.recording.tape` for its layout) and where it came from."""
 
-    document: dict[str, Any]
+    document: RecordingDocument
     path: str = "recording"
 
     @classmethod
@@ -36,26 +43,29 @@ class Recording:
 
     def dumps(self) -> str:
         """The recording as a file holds it (e.g. after editing ``document``)."""
-        body = {k: v for k, v in self.document.items() if k not in ("format", "version")}
+        body = self.document.copy()
+        body.pop("format", None)
+        body.pop("version", None)
         return serialize(body)
 
     @property
     def exchanges(self) -> list[dict[str, Any]]:
-        return list(self.document["exchanges"])
+        # As the scripted model double reads them (``ExchangeRecord``s).
+        return cast("list[dict[str, Any]]", list(self.document["exchanges"]))
 
     @property
-    def tools(self) -> list[dict[str, Any]]:
+    def tools(self) -> list[ToolRecord]:
         return list(self.document["tools"])
 
     @property
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[EventRecord]:
         """The recorded events: ``{"at": seconds, "type": name, "data": fields}``."""
         return list(self.document["events"])
 
     @property
-    def cancelled(self) -> dict[str, Any] | None:
+    def cancelled(self) -> CancelRecord | None:
         value = self.document.get("cancelled")
-        return dict(value) if isinstance(value, dict) else None
+        return value.copy() if isinstance(value, dict) else None
 
     @property
     def messages(self) -> list[Message]:
@@ -63,15 +73,17 @@ class Recording:
         return copy.deepcopy(list(self.document["turn"].get("messages") or []))
 
     @property
-    def options(self) -> dict[str, Any]:
+    def options(self) -> RecordedOptions:
         """``Agent.run_turn`` options the turn ran with (stream, model, …)."""
-        return copy.deepcopy(dict(self.document["turn"].get("options") or {}))
+        return copy.deepcopy(self.document["turn"].get("options") or {})
 
     def config(self, base_url: str) -> Config:
         """A config that runs the turn as it was run, against ``base_url``."""
         settings = self.document["turn"].get("settings") or {}
-        model = dict(settings.get("model") or {})
-        agent = dict(settings.get("agent") or {})
+        # Keyword arguments of the config's classes, as the file gives them:
+        # their own signatures judge them (a TypeError names what is wrong).
+        model: dict[str, Any] = dict(settings.get("model") or {})
+        agent: dict[str, Any] = dict(settings.get("agent") or {})
         if not model.get("name"):
             # The process had picked the server's model before the turn
             # (serve asks at startup): the one its requests named.

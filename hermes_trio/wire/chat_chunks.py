@@ -13,6 +13,7 @@ it passes on can be encoded again.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,7 +149,7 @@ def _text(content: object, chunk: object) -> str:
     raise chunk_error("content is neither a string nor a list of parts", chunk)
 
 
-def _reasoning(message: dict[str, Any]) -> str:
+def _reasoning(message: Mapping[str, object]) -> str:
     # Some servers send the same text under both names; take one, never both.
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
@@ -208,7 +209,8 @@ class ChatChunkAccumulator:
             raise chunk_error(f"chunk is not valid JSON ({exc})", raw) from None
         return self.feed(chunk)
 
-    def feed(self, chunk: dict[str, Any]) -> ChunkDelta:
+    def feed(self, chunk: object) -> ChunkDelta:
+        """One parsed chunk, as the model server sent it (any JSON value)."""
         if not isinstance(chunk, dict):
             raise chunk_error("chunk is not a JSON object", chunk)
         error = chunk.get("error")
@@ -318,7 +320,7 @@ class ChatChunkAccumulator:
         )
 
 
-def _choice_zero(choices: list[Any], chunk: object) -> dict[str, Any] | None:
+def _choice_zero(choices: list[Any], chunk: object) -> dict[str, object] | None:
     for choice in choices:
         if not isinstance(choice, dict):
             raise chunk_error("choice is not an object", chunk)
@@ -328,7 +330,7 @@ def _choice_zero(choices: list[Any], chunk: object) -> dict[str, Any] | None:
     return None
 
 
-def message_from_completion(body: dict[str, Any]) -> tuple[AssistantMessage, Usage | None]:
+def message_from_completion(body: object) -> tuple[AssistantMessage, Usage | None]:
     """Read a non-streaming ``chat.completion`` body into the streaming result types."""
     if not isinstance(body, dict):
         raise chunk_error("completion is not a JSON object", body)

@@ -11,17 +11,27 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..events import Usage
+from .chat_types import (
+    ChatChunkDelta,
+    ChatChunkToolCall,
+    ChatCompletion,
+    ChatCompletionMessage,
+    ChatUsage,
+)
 from .messages import ChatToolCall
 from .sse import encode_event
 
+if TYPE_CHECKING:
+    # The type only: importing ``serving`` at run time would load trio.
+    from ..serving.errors import ErrorBody
+
 __all__ = [
     "ChatStreamFrames",
-    "ChatUsage",
     "completion_body",
     "error_frame",
     "new_completion_id",
@@ -41,16 +51,6 @@ def _finish_reason(reason: str) -> str:
 
 def new_completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
-
-
-class ChatUsage(TypedDict):
-    """Chat Completions' ``usage`` object."""
-
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    prompt_tokens_details: dict[Literal["cached_tokens"], int]
-    completion_tokens_details: dict[Literal["reasoning_tokens"], int]
 
 
 def usage_dict(usage: Usage) -> ChatUsage:
@@ -99,7 +99,7 @@ class ChatStreamFrames:
         """A terminal frame (the finish or an error) was made."""
         return self._finished
 
-    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+    def _chunk(self, delta: ChatChunkDelta, finish_reason: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         return self._frame(f',"choices":[{_dumps(choice)}]' + self._usage_null)
 
@@ -141,7 +141,7 @@ class ChatStreamFrames:
         arguments), then ``arguments`` as a fragment of its own."""
         out = [self.start()]
         if name:
-            first = {
+            first: ChatChunkToolCall = {
                 "index": index,
                 "id": call_id,
                 "type": "function",
@@ -149,7 +149,7 @@ class ChatStreamFrames:
             }
             out.append(self._chunk({"tool_calls": [first]}))
         if arguments:
-            piece = {"index": index, "function": {"arguments": arguments}}
+            piece: ChatChunkToolCall = {"index": index, "function": {"arguments": arguments}}
             out.append(self._chunk({"tool_calls": [piece]}))
         return b"".join(out)
 
@@ -181,7 +181,7 @@ class ChatStreamFrames:
 def error_frame(
     message: str, *, type: str = "server_error", code: str | None = None, id: str | None = None
 ) -> bytes:
-    body = {"error": {"message": message, "type": type, "param": None, "code": code}}
+    body: ErrorBody = {"error": {"message": message, "type": type, "param": None, "code": code}}
     return encode_event(_dumps(body), id=id)
 
 
@@ -195,10 +195,10 @@ def completion_body(
     usage: Usage,
     tool_calls: Iterable[ChatToolCall] = (),
     reasoning: str | None = None,
-) -> dict[str, Any]:
+) -> ChatCompletion:
     """A non-streaming ``chat.completion`` object; a ``finish_reason`` Chat
     Completions does not know is sent as ``stop``."""
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    message: ChatCompletionMessage = {"role": "assistant", "content": content, "refusal": None}
     calls = list(tool_calls)
     if calls:
         message["tool_calls"] = calls

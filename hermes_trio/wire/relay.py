@@ -102,7 +102,7 @@ class RelayedStream:
                         self._count(chunk)
         return encode_event(data, event=kind, id=new_id)
 
-    def _count(self, chunk: dict[str, Any]) -> None:
+    def _count(self, chunk: dict[str, object]) -> None:
         reported = _reported(chunk.get("usage"))
         if reported is not None:
             self.reported = reported
@@ -123,7 +123,7 @@ def _reported(usage: object) -> int | None:
     return None
 
 
-def _says(part: dict[str, Any]) -> bool:
+def _says(part: dict[str, object]) -> bool:
     return any(part.get(name) for name in _SAYS)
 
 

@@ -6,7 +6,7 @@ model server's own error objects, token counts, and stand-in call ids.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 from hermes_trio.events import Usage
 
@@ -95,13 +95,13 @@ def _int(value: object) -> int:
     return 0
 
 
-def _detail(usage: dict[str, Any], details_key: str, key: str) -> int:
+def _detail(usage: Mapping[str, object], details_key: str, key: str) -> int:
     details = usage.get(details_key)
     return _int(details.get(key)) if isinstance(details, dict) else 0
 
 
 def usage_from(
-    usage: dict[str, Any], prompt: str = "prompt", completion: str = "completion"
+    usage: Mapping[str, object], prompt: str = "prompt", completion: str = "completion"
 ) -> Usage:
     """A usage object of either API: Chat Completions names its counts
     ``prompt``/``completion``, the Responses API ``input``/``output``."""

@@ -229,7 +229,8 @@ class McpServer:
             )
         except Exception as exc:
             return False, f"error: {self.label}: {_describe(exc)}"
-        blocks = [block.model_dump(mode="json") for block in result.content]
+        # By alias: the wire spelling (mimeType) that result_text reads.
+        blocks = [block.model_dump(mode="json", by_alias=True) for block in result.content]
         return not result.is_error, result_text(blocks, result.structured_content)
 
 

@@ -128,3 +128,18 @@ async def test_everything_server_env_progress_cancel_and_next_call(everything: P
             m["content"] for m in double.model_requests[-1].json["messages"] if m["role"] == "tool"
         ]
         assert "5" in sum_text
+
+
+async def test_an_image_result_from_a_real_server_names_its_type(everything: Path) -> None:
+    # The SDK's content blocks spell the field mime_type in Python and
+    # mimeType on the wire: the tool's text must say what the image is.
+    double = ModelDouble([ToolCallReply([("ev__get-tiny-image", {})]), TextReply("seen")])
+    server = McpServerConfig(command="node", args=[str(everything), "stdio"], timeout=30)
+    config = make_config(double.base_url, mcp_servers={"ev": server})
+    async with open_agent(config, transport=double) as agent:
+        _, result = await run_turn(agent, "show me")
+    assert result.text == "seen"
+    (tool_text,) = [
+        m["content"] for m in double.model_requests[1].json["messages"] if m["role"] == "tool"
+    ]
+    assert "[image content, image/png]" in tool_text, tool_text

@@ -61,6 +61,15 @@ class _Entry:
             self._counted = True
             self._slots.entering += 1
 
+    def refused(self, scope: WWWScope) -> APIError | None:
+        """Once its body has arrived: its refusal if the requests let in
+        with it (a burst's, counted as their bodies arrived) have filled
+        the room meanwhile. Answered in front of the app, this costs the
+        core far less than the same refusal from the route."""
+        if self._slots is None:
+            return None
+        return self._slots.refusal(scope, counted=1 if self._counted else 0)
+
     def leave(self) -> None:
         if self._slots is not None and self._counted:
             self._slots.entering -= 1
@@ -88,15 +97,23 @@ class TurnSlots:
     def limit(self) -> int:
         return self.limits.limit
 
-    def refusal(self) -> APIError | None:
+    def refusal(self, scope: WWWScope | None = None, *, counted: int = 0) -> APIError | None:
         """The answer for one more turn now, if it would be refused: the
         turns running and the requests let in on their way to theirs
-        count (a burst is let in before any of it has taken a slot)."""
-        refused = self.limits.admit(trio.current_time(), self.in_use + self.entering)
+        count (a burst is let in before any of it has taken a slot), less
+        ``counted``, the asking request's own place. ``scope``: a refusal
+        in front of the app, counted as the app counts its own answers."""
+        running = self.in_use + self.entering - counted
+        refused = self.limits.admit(trio.current_time(), running)
         if refused is None:
             return None
         metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
-        return _refusal(refused)
+        answer = _refusal(refused)
+        if scope is not None:
+            metrics.REQUESTS.labels(scope["path"], str(answer.status)).inc()
+            if answer.status == 429:
+                metrics.RATE_LIMITED.labels(answer.code or "rate_limited").inc()
+        return answer
 
     def shed(self, scope: WWWScope) -> APIError | _Entry | None:
         """For a request that starts a turn or a relay, in front of the app
@@ -109,12 +126,8 @@ class TurnSlots:
             return None
         if any(name == b"x-session-id" for name, _ in scope["headers"]):
             return None
-        refused = self.refusal()
+        refused = self.refusal(scope)
         if refused is not None:
-            # Counted as the app counts its own answers.
-            metrics.REQUESTS.labels(scope["path"], str(refused.status)).inc()
-            if refused.status == 429:
-                metrics.RATE_LIMITED.labels(refused.code or "rate_limited").inc()
             return refused
         entry = _Entry(self)
         _ENTRY.set(entry)

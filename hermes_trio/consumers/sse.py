@@ -254,7 +254,7 @@ class _Writer:
                 shown = tool_event(event) if self.tools else None
                 if shown is not None:
                     name, fields = shown
-                    parts.append(frames.extension(name, {"type": name, **fields}))
+                    parts.append(frames.extension(name, fields))
             elif isinstance(event, ApprovalRequested | ApprovalResolved):
                 if self.approvals:
                     # A wall-clock moment for the client; the event's
@@ -264,8 +264,8 @@ class _Writer:
                         if isinstance(event, ApprovalRequested)
                         else 0.0
                     )
-                    name, fields = approval_event(event, expires_at)
-                    parts.append(frames.extension(name, {"type": name, **fields}))
+                    name, approval = approval_event(event, expires_at)
+                    parts.append(frames.extension(name, approval))
             elif isinstance(event, TurnFinished):
                 self.ended = True
                 if event.finish_reason == "error":

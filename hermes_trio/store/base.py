@@ -18,6 +18,7 @@ import orjson
 
 from ..wire.messages import Message
 from ..wire.responses_out import ResponseEvent
+from ..wire.responses_types import InputItem, OutputItem, ResponseObject
 from .runners import Runner
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreOpenError",
+    "StoredItem",
     "StoredResponse",
     "dumps",
     "owner_scope",
@@ -64,6 +66,10 @@ def owner_scope(api_key: str | None) -> str:
     return hashlib.sha256((api_key or "").encode()).hexdigest()[:32]
 
 
+StoredItem = InputItem | OutputItem
+"""An item of a stored response: one of its input items or of its output."""
+
+
 class StoreError(Exception):
     """The store refused an operation, for a while: ``code`` says why
     (``store_full``, ``store_read_only``, ``store_busy``, ``store_corrupt``,
@@ -92,10 +98,10 @@ class StoredResponse:
     owner: str
     status: str
     created_at: float
-    response: dict[str, Any]
+    response: ResponseObject
     messages: list[Message] = field(default_factory=list)
     """The whole conversation a later turn continues."""
-    input_items: list[dict[str, Any]] = field(default_factory=list)
+    input_items: list[InputItem] = field(default_factory=list)
     background: bool = False
     runner: str | None = None
     """The process running it while it is ``in_progress``."""
@@ -175,7 +181,7 @@ class Store(Protocol):
         response_id: str,
         *,
         status: str,
-        response: dict[str, Any],
+        response: ResponseObject,
         messages: list[Message],
         events: Sequence[ResponseEvent] = (),
     ) -> None:
@@ -187,7 +193,7 @@ class Store(Protocol):
         """The stored response; one still running has the output its stored
         events built so far."""
 
-    async def find_items(self, owner: str, item_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    async def find_items(self, owner: str, item_ids: Sequence[str]) -> dict[str, StoredItem]:
         """The stored input and output items of ``owner``'s responses with
         these ids (the newest response's where several share an id)."""
 

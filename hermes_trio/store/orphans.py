@@ -11,11 +11,11 @@ last sequence number anyone may have seen closes its stream.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..wire.interrupted import interrupted_answer
 from ..wire.messages import Message
 from ..wire.responses_replay import output_text
+from ..wire.responses_types import OutputItem, ResponseLifecycleEvent, ResponseObject
 
 __all__ = ["OrphanEnd", "orphan_end"]
 
@@ -26,15 +26,15 @@ class OrphanEnd:
     whole conversation ``messages``, and the ``event`` (numbered ``seq``)
     that ends its stream."""
 
-    response: dict[str, Any]
+    response: ResponseObject
     messages: list[Message]
     seq: int
-    event: dict[str, Any]
+    event: ResponseLifecycleEvent
 
 
 def orphan_end(
-    response: dict[str, Any],
-    output: list[dict[str, Any]],
+    response: ResponseObject,
+    output: list[OutputItem],
     messages: list[Message],
     *,
     last_event: int | None,
@@ -48,7 +48,7 @@ def orphan_end(
     the closing event goes above both, since a client may have seen either.
     Neither argument is changed."""
     text = output_text(output)
-    ended = {
+    ended: ResponseObject = {
         **response,
         "status": "incomplete",
         "incomplete_details": {"reason": None},
@@ -57,5 +57,9 @@ def orphan_end(
     }
     seen = max(-1 if last_event is None else last_event, -1 if reservation is None else reservation)
     seq = seen + 1
-    event = {"type": "response.incomplete", "response": ended, "sequence_number": seq}
+    event: ResponseLifecycleEvent = {
+        "type": "response.incomplete",
+        "response": ended,
+        "sequence_number": seq,
+    }
     return OrphanEnd(ended, [*messages, interrupted_answer(text)], seq, event)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..wire.messages import Message
 from ..wire.responses_out import ResponseEvent
+from ..wire.responses_types import ResponseObject
 from . import statements as sql
-from .base import Claim, HeldApproval, Signal, StoredResponse, log
+from .base import Claim, HeldApproval, Signal, StoredItem, StoredResponse, log
 from .grouped import GroupedWrites
 from .runners import Runner
 
@@ -77,7 +78,7 @@ class SQLStore:
         response_id: str,
         *,
         status: str,
-        response: dict[str, Any],
+        response: ResponseObject,
         messages: list[Message],
         events: Sequence[ResponseEvent] = (),
     ) -> None:
@@ -96,7 +97,7 @@ class SQLStore:
     async def get(self, response_id: str, owner: str) -> StoredResponse | None:
         return await self._read(partial(sql.get, response_id=response_id, owner=owner))
 
-    async def find_items(self, owner: str, item_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    async def find_items(self, owner: str, item_ids: Sequence[str]) -> dict[str, StoredItem]:
         wanted = sorted(set(item_ids))
         if not wanted:
             return {}

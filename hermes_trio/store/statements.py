@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from ..wire.messages import Message
 from ..wire.responses_out import ResponseEvent
 from ..wire.responses_replay import output_text, replay_output
-from .base import Claim, HeldApproval, Signal, StoredResponse, dumps
+from ..wire.responses_types import OutputItem, ResponseObject, ResponseStreamEvent
+from .base import Claim, HeldApproval, Signal, StoredItem, StoredResponse, dumps
 from .orphans import orphan_end
 from .runners import Runner, RunnerRow, is_dead
 
@@ -174,7 +175,7 @@ def finish(
     response_id: str,
     *,
     status: str,
-    response: dict[str, Any],
+    response: ResponseObject,
     messages: list[Message],
     rows: Rows,
     now: float,
@@ -200,11 +201,12 @@ def get(db: Db, response_id: str, owner: str) -> StoredResponse | None:
     ).fetchone()
     if row is None:
         return None
-    response = json.loads(row[4])
+    # Written by this module, from typed values.
+    response: ResponseObject = json.loads(row[4])
     if row[2] == "in_progress":
         # Run elsewhere: the output so far is in its stored events.
         output = stored_output(db, response_id)
-        response.update(output=output, output_text=output_text(output))
+        response.update({"output": output, "output_text": output_text(output)})
     return StoredResponse(
         id=row[0],
         owner=row[1],
@@ -229,7 +231,7 @@ def conversation_of(db: Db, response_id: str) -> list[Message]:
     return messages
 
 
-def find_items(db: Db, owner: str, wanted: list[str]) -> dict[str, dict[str, Any]]:
+def find_items(db: Db, owner: str, wanted: list[str]) -> dict[str, StoredItem]:
     # Where each item is: the newest of the owner's responses holding it.
     newest: dict[str, tuple[float, str, int]] = {}
     # Both databases bound the parameters of one statement.
@@ -248,7 +250,7 @@ def find_items(db: Db, owner: str, wanted: list[str]) -> dict[str, dict[str, Any
     by_place: dict[tuple[str, int], list[str]] = {}
     for item_id, (_, response_id, source) in newest.items():
         by_place.setdefault((response_id, source), []).append(item_id)
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, StoredItem] = {}
     for (response_id, source), ids in by_place.items():
         column = ITEM_SOURCES[source]
         stored = db.execute(
@@ -257,7 +259,8 @@ def find_items(db: Db, owner: str, wanted: list[str]) -> dict[str, dict[str, Any
         if stored is None:
             continue
         value = json.loads(stored[0])
-        items = value if source == 0 else value.get("output")
+        # Written by this module, from typed items.
+        items: list[StoredItem] | None = value if source == 0 else value.get("output")
         by_id = {
             item["id"]: item
             for item in items or []
@@ -376,7 +379,7 @@ def prune(db: Db, cutoff: float, keep: int) -> int:
     return len(ids)
 
 
-def stored_output(db: Db, response_id: str) -> list[dict[str, Any]]:
+def stored_output(db: Db, response_id: str) -> list[OutputItem]:
     """The output items the stored events had built. Deltas are read only
     from the first item still open on: most of a long response stays unread."""
     marks = db.execute(
@@ -392,14 +395,20 @@ def stored_output(db: Db, response_id: str) -> list[dict[str, Any]]:
         else:
             open_since.pop(index, None)
     first_open = min(open_since.values(), default=None)
-    events = [json.loads(data) for seq, _, data in marks if first_open is None or seq < first_open]
+    # Written by ResponseBuilder: the Responses events, and the project's
+    # own hermes.* ones, which build no output and are left out here.
+    events: list[ResponseStreamEvent] = [
+        json.loads(data) for seq, _, data in marks if first_open is None or seq < first_open
+    ]
     if first_open is not None:
         events += [
             json.loads(data)
-            for (data,) in db.execute(
-                "SELECT data FROM response_events WHERE response_id = ? AND seq >= ? ORDER BY seq",
+            for type_, data in db.execute(
+                "SELECT type, data FROM response_events "
+                "WHERE response_id = ? AND seq >= ? ORDER BY seq",
                 (response_id, first_open),
             ).fetchall()
+            if not type_.startswith("hermes.")
         ]
     return replay_output(events)
 

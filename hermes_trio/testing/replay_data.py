@@ -6,12 +6,13 @@ import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..config import AgentConfig, Config, FallbackModel, ModelConfig, TimeoutsConfig
 from ..recording.document import (
     CancelRecord,
     EventRecord,
+    ExchangeRecord,
     RecordedOptions,
     RecordingDocument,
     ToolRecord,
@@ -49,9 +50,8 @@ class Recording:
         return serialize(body)
 
     @property
-    def exchanges(self) -> list[dict[str, Any]]:
-        # As the scripted model double reads them (``ExchangeRecord``s).
-        return cast("list[dict[str, Any]]", list(self.document["exchanges"]))
+    def exchanges(self) -> list[ExchangeRecord]:
+        return list(self.document["exchanges"])
 
     @property
     def tools(self) -> list[ToolRecord]:

@@ -4,22 +4,56 @@ approvals``; answered with ``POST /v1/approvals/{id}``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
-from ..events import ApprovalRequested, ApprovalResolved
+from ..events import ApprovalOutcome, ApprovalRequested, ApprovalResolved
 
-__all__ = ["approval_event"]
+__all__ = [
+    "ApprovalEventFields",
+    "ApprovalRequestFields",
+    "ApprovalResolvedFields",
+    "approval_event",
+]
+
+
+class ApprovalRequestFields(TypedDict):
+    """``hermes.approval.request``; ``expires_at`` in Unix seconds."""
+
+    id: str
+    tool: str
+    arguments: dict[str, Any]
+    """The tool call's arguments, as the model wrote them."""
+    command: str
+    reason: str
+    timeout: float
+    expires_at: float
+    index: int
+    call_id: str
+
+
+class ApprovalResolvedFields(TypedDict):
+    """``hermes.approval.resolved``."""
+
+    id: str
+    outcome: ApprovalOutcome
+    by: str | None
+    reason: str
+    index: int
+    call_id: str
+
+
+ApprovalEventFields = ApprovalRequestFields | ApprovalResolvedFields
 
 
 def approval_event(
     event: ApprovalRequested | ApprovalResolved, expires_at: float
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, ApprovalEventFields]:
     """``(type, fields)`` of the approval event ``event`` becomes.
     ``expires_at`` is the question's deadline in Unix seconds (the event's
     own ``deadline`` is on the turn's trio clock, which means nothing to a
     client); unused for ``ApprovalResolved``."""
     if isinstance(event, ApprovalRequested):
-        return "hermes.approval.request", {
+        request: ApprovalRequestFields = {
             "id": event.id,
             "tool": event.tool_name,
             "arguments": event.arguments,
@@ -30,7 +64,8 @@ def approval_event(
             "index": event.index,
             "call_id": event.call_id,
         }
-    return "hermes.approval.resolved", {
+        return "hermes.approval.request", request
+    resolved: ApprovalResolvedFields = {
         "id": event.id,
         "outcome": event.outcome,
         "by": event.by,
@@ -38,3 +73,4 @@ def approval_event(
         "index": event.index,
         "call_id": event.call_id,
     }
+    return "hermes.approval.resolved", resolved

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ..events import Usage
+from .approval_events import ApprovalEventFields
 from .chat_types import (
     ChatChunkDelta,
     ChatChunkToolCall,
@@ -25,6 +26,7 @@ from .chat_types import (
 )
 from .messages import ChatToolCall
 from .sse import encode_event
+from .tool_events import ToolEventFields
 
 if TYPE_CHECKING:
     # The type only: importing ``serving`` at run time would load trio.
@@ -172,10 +174,11 @@ class ChatStreamFrames:
         self._seq += 1
         return error_frame(message, type=type, code=code, id=str(self._seq))
 
-    def extension(self, event: str, data: dict[str, Any]) -> bytes:
-        """A named event of our documented stream extension (opt-in only)."""
+    def extension(self, event: str, fields: ToolEventFields | ApprovalEventFields) -> bytes:
+        """A named event of our documented stream extension (opt-in only):
+        its ``type`` and ``fields``."""
         self._seq += 1
-        return encode_event(_dumps(data), event=event, id=str(self._seq))
+        return encode_event(_dumps({"type": event, **fields}), event=event, id=str(self._seq))
 
 
 def error_frame(

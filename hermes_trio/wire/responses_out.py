@@ -96,7 +96,7 @@ from .responses_types import (
     TextDoneEvent,
 )
 from .sse import encode_event
-from .tool_events import tool_event
+from .tool_events import ToolEventFields, tool_event
 
 __all__ = [
     "TERMINAL_TYPES",
@@ -379,7 +379,7 @@ class ResponseBuilder:
         self.seq += 1
         return event
 
-    def _extension(self, type: str, fields: dict[str, Any]) -> ResponseEvent:
+    def _extension(self, type: str, fields: ToolEventFields) -> ResponseEvent:
         """One of the project's own ``hermes.*`` events (``tool_event``'s fields)."""
         payload = {"type": type, **fields, "sequence_number": self.seq}
         event = ResponseEvent.make(self.seq, type, _dumps(payload))

@@ -214,10 +214,9 @@ class LiveResponses:
                     owner=owner,
                     status="in_progress",
                     created_at=builder.created_at,
-                    # The store keeps its rows as open JSON.
-                    response=dict(builder.snapshot()),
+                    response=builder.snapshot(),
                     messages=conversation,
-                    input_items=[dict(item) for item in req.input_items],
+                    input_items=req.input_items,
                     background=req.background,
                     parent=live.previous,
                     inherited=live.inherited,
@@ -413,7 +412,7 @@ class LiveResponses:
                     await self.state.store.finish(
                         live.id,
                         status=builder.status,
-                        response=dict(builder.snapshot()),
+                        response=builder.snapshot(),
                         messages=live.conversation,
                         events=live.log.events[live.persisted :] + live.held,
                     )

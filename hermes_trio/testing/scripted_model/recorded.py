@@ -10,10 +10,16 @@ from typing import Any, NoReturn
 import httpx
 import trio
 
+from ...recording.document import ExchangeEnd, ExchangeRecord
 from ...recording.tape import piece_from_json
 from ..replay_data import Recording
 
 __all__ = ["RecordedAnswers"]
+
+# A recorded exchange without its ``end``: no answer at all (as a transport
+# error without a name), or an answer that ended with its body. Read only.
+_NO_END: ExchangeEnd = {"after": 0.0, "how": ""}
+_EOM: ExchangeEnd = {"after": 0.0, "how": "eom"}
 
 
 class RecordedAnswers:
@@ -63,7 +69,7 @@ class RecordedAnswers:
         start = max(trio.current_time(), self.start + float(exchange.get("at", 0.0)))
         await trio.sleep_until(start)
         self.sink.cause = f"model request {number + 1}"
-        end: dict[str, Any] = dict(exchange.get("end") or {})
+        end = exchange.get("end") or _NO_END
         if "status" not in exchange:
             await trio.sleep_until(start + float(end.get("after", 0.0)))
             if end.get("how") == "closed":
@@ -79,14 +85,14 @@ class RecordedAnswers:
         )
 
 
-def _same(exchange: dict[str, Any], request: httpx.Request) -> bool:
+def _same(exchange: ExchangeRecord, request: httpx.Request) -> bool:
     # By the endpoint's name: the replay's base URL is not the live one.
     path = httpx.URL(str(exchange.get("url", ""))).path
     same_endpoint = path.rsplit("/", 1)[-1] == request.url.path.rsplit("/", 1)[-1]
     return bool(exchange.get("method") == request.method and same_endpoint)
 
 
-def _raise(end: dict[str, Any], request: httpx.Request) -> NoReturn:
+def _raise(end: ExchangeEnd, request: httpx.Request) -> NoReturn:
     kind = getattr(httpx, str(end.get("error", "")), None)
     message = str(end.get("message", "recorded transport error"))
     if isinstance(kind, type) and issubclass(kind, httpx.RequestError):
@@ -99,14 +105,14 @@ class _Replayed(httpx.AsyncByteStream):
         self,
         model: RecordedAnswers,
         number: int,
-        exchange: dict[str, Any],
+        exchange: ExchangeRecord,
         start: float,
         request: httpx.Request,
     ) -> None:
         self.model = model
         self.number = number
         self.pieces = list(exchange.get("pieces") or [])
-        self.end: dict[str, Any] = dict(exchange.get("end") or {"how": "eom"})
+        self.end = exchange.get("end") or _EOM
         self.start = start
         self.request = request
         self.next = 0

@@ -120,6 +120,11 @@ class LetIn(Protocol):
 # (about half a refusal's cost). A bigger body goes on to the app, whose
 # own limits apply, and is checked when its route takes the slot.
 _EARLY_BODY = 256 * 1024
+# Only what has already arrived is read ahead: a body that came with its
+# head is queued before the app's task first runs. A client that waits for
+# an answer before sending its body (401, 413, Expect: 100-continue) must
+# get it from the app, so the front never waits longer than this for it.
+_EARLY_WAIT = 0.0005
 
 
 class Front:
@@ -309,11 +314,16 @@ class _Exchange:
         """What :meth:`read_early` read, for the app's first receives."""
 
     async def read_early(self, most: int) -> bool:
-        """Read the body ahead of the app, up to ``most`` bytes (kept for
-        the app's receives): True when all of it has arrived."""
+        """Read the body ahead of the app, as far as it has already arrived
+        and up to ``most`` bytes (kept for the app's receives): True when
+        all of it was there."""
         size = 0
         while not self._body_done and size <= most:
-            message = await self._next()
+            message: ASGIReceiveEvent | None = None
+            with trio.move_on_after(_EARLY_WAIT):
+                message = await self._next()
+            if message is None:
+                return False  # not here yet: the app reads on
             self._early.append(message)
             if message["type"] != "http.request":
                 return False

@@ -100,10 +100,8 @@ from .tool_events import ToolEventFields, tool_event
 
 __all__ = [
     "TERMINAL_TYPES",
-    "OutputText",
     "ResponseBuilder",
     "ResponseEvent",
-    "ResponseUsage",
     "new_item_id",
     "new_response_id",
     "response_usage",

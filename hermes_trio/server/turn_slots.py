@@ -50,11 +50,15 @@ class _Entry:
     from when its body has arrived (a slow upload holds no place) until it
     takes the slot or ends."""
 
-    __slots__ = ("_counted", "_slots")
+    __slots__ = ("_counted", "_slots", "admitted")
 
     def __init__(self, slots: TurnSlots) -> None:
         self._slots: TurnSlots | None = slots
         self._counted = False
+        self.admitted = False
+        """It was found room once its body had arrived (:meth:`refused`):
+        its route takes the slot without asking again, so that the ones
+        that arrived after it cannot crowd it out."""
 
     def arrived(self) -> None:
         if self._slots is not None and not self._counted:
@@ -68,7 +72,9 @@ class _Entry:
         core far less than the same refusal from the route."""
         if self._slots is None:
             return None
-        return self._slots.refusal(scope, counted=1 if self._counted else 0)
+        refused = self._slots.refusal(scope, counted=1 if self._counted else 0)
+        self.admitted = refused is None and self._counted
+        return refused
 
     def leave(self) -> None:
         if self._slots is not None and self._counted:
@@ -135,9 +141,10 @@ class TurnSlots:
 
     def acquire(self) -> None:
         entry = _ENTRY.get()
+        admitted = entry is not None and entry.admitted
         if entry is not None:
             entry.leave()  # its own place on the way is the slot it takes now
-        refused = self.refusal()
+        refused = None if admitted else self.refusal()
         if refused is not None:
             raise refused
         self.in_use += 1

@@ -6,15 +6,17 @@ the app whole, and a stalled one still gets its 408."""
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
 from hermes_trio.server.errors import APIError
 from hermes_trio.server.gate import GateSettings
 from hermes_trio.server.middleware import _EARLY_BODY, Front
-from hermes_trio.server.turn_slots import TurnSlots
+from hermes_trio.server.turn_slots import TurnSlots, _Entry
 
 HEADERS = [(b"host", b"127.0.0.1:8642"), (b"content-type", b"application/json")]
 
@@ -123,3 +125,19 @@ async def test_a_stalled_body_of_a_let_in_request_is_still_408(
     assert trio.current_time() == 5
     assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [408]
     assert slots.entering == 0 and slots.in_use == 0
+
+
+async def test_a_request_found_room_is_not_crowded_out_by_later_arrivals() -> None:
+    slots = TurnSlots(1)
+    first, later = contextvars.copy_context(), contextvars.copy_context()
+    a = first.run(slots.shed, _scope())
+    b = later.run(slots.shed, _scope())
+    assert isinstance(a, _Entry) and isinstance(b, _Entry)
+    a.arrived()
+    assert a.refused(_scope()) is None
+    b.arrived()  # its body came after, and its route has not asked yet
+    first.run(slots.acquire)  # the room it was found is its own
+    assert slots.in_use == 1
+    with pytest.raises(APIError):
+        later.run(slots.acquire)
+    assert slots.in_use == 1 and slots.entering == 0

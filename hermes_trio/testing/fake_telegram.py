@@ -61,7 +61,7 @@ from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict, cast, get_args
 
 import trio
 
@@ -72,6 +72,7 @@ from ..platforms.telegram.api_types import (
     ApiOk,
     CallbackQuery,
     Chat,
+    ChatAction,
     ChatType,
     File,
     InlineKeyboardButton,
@@ -103,21 +104,7 @@ CONFLICT = (
     "Conflict: terminated by other getUpdates request; "
     "make sure that only one bot instance is running"
 )
-CHAT_ACTIONS = frozenset(
-    {
-        "typing",
-        "upload_photo",
-        "record_video",
-        "upload_video",
-        "record_voice",
-        "upload_voice",
-        "upload_document",
-        "choose_sticker",
-        "find_location",
-        "record_video_note",
-        "upload_video_note",
-    }
-)
+CHAT_ACTIONS = frozenset(get_args(ChatAction))
 
 
 #: What a method of the fake answers with.

@@ -41,23 +41,21 @@ async def generate(url: str, requests: int, route: str) -> dict:
     return await load.loadgen(url, 1, route, requests)
 
 
-BASELINE: list[str] = []
-
-
-def _server(target: str, model_url: str, profile: str | None) -> AbstractAsyncContextManager:
-    if target == "hermes":
-        return paced.hermes(model_url, 1, "8", profile)
-    if target == "baseline":
-        return paced.hermes(model_url, 1, "8", profile, BASELINE[0])
+def _server(
+    target: str, model_url: str, profile: str | None, baseline: str
+) -> AbstractAsyncContextManager:
+    if target in ("hermes", "baseline"):
+        python = baseline if target == "baseline" else sys.executable
+        return paced.hermes(model_url, 1, "8", profile, python)
     command = [sys.executable, str(HERE / "relay_floor.py"), "--serve", target]
     return load.serve_process([*command, "--upstream", model_url])
 
 
 async def measure(
-    target: str, model_url: str, requests: int, route: str, profile: str | None
+    target: str, model_url: str, requests: int, route: str, profile: str | None, baseline: str
 ) -> tuple[float, float, float, dict]:
     """(server CPU ms per request, TTFT p50 direct, through, through's summary)."""
-    async with _server(target, model_url, profile) as (url, pid):
+    async with _server(target, model_url, profile, baseline) as (url, pid):
         await generate(url, 40, route)  # warm: imports, first connections
         direct = load.summarize(await generate(model_url, requests, route))
         before = load.cpu_seconds(pid)
@@ -67,7 +65,12 @@ async def measure(
 
 
 async def main(
-    requests: int, route: str, profile: str | None, targets: list[str], rounds: int
+    requests: int,
+    route: str,
+    profile: str | None,
+    targets: list[str],
+    rounds: int,
+    baseline: str,
 ) -> None:
     load.pin_here()
     seen: dict[str, list[tuple[float, float, float, dict]]] = {t: [] for t in targets}
@@ -76,7 +79,9 @@ async def main(
         # machine falls on all of them; the median round is reported.
         for _ in range(rounds):
             for target in targets:
-                seen[target].append(await measure(target, model.base_url, requests, route, profile))
+                seen[target].append(
+                    await measure(target, model.base_url, requests, route, profile, baseline)
+                )
     for target in targets:
         runs = sorted(seen[target], key=lambda run: run[0])
         cpu, direct, through, summary = runs[len(runs) // 2]
@@ -102,6 +107,13 @@ if __name__ == "__main__":
         "--baseline", help="target 'baseline': this python's hermes_trio (another checkout's venv)"
     )
     args = parser.parse_args()
-    BASELINE.append(args.baseline or sys.executable)
     profile = str(Path(args.profile).resolve()) if args.profile else None
-    trio.run(main, args.requests, args.route, profile, args.targets.split(","), args.rounds)
+    trio.run(
+        main,
+        args.requests,
+        args.route,
+        profile,
+        args.targets.split(","),
+        args.rounds,
+        args.baseline or sys.executable,
+    )

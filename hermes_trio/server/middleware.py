@@ -263,19 +263,13 @@ class Front:
         if isinstance(shed, APIError):
             # At once and cheaply: a refusal in a burst competes for the
             # core with the streams that were admitted.
-            if record is not None:
-                record.error_code = shed.code
-                record.reason = shed.message
-            await send_json(exchange.send, shed.status, shed.body(), shed.headers)
+            await _refuse(exchange, shed, record)
             return
         try:
             if shed is not None and await exchange.read_early(_EARLY_BODY):
                 late = shed.refused(scope)
                 if late is not None:
-                    if record is not None:
-                        record.error_code = late.code
-                        record.reason = late.message
-                    await send_json(exchange.send, late.status, late.body(), late.headers)
+                    await _refuse(exchange, late, record)
                     return
             await self.app(scope, exchange.receive, exchange.send)
         except Exception:
@@ -288,6 +282,14 @@ class Front:
         finally:
             if shed is not None and not isinstance(shed, APIError):
                 shed.leave()
+
+
+async def _refuse(exchange: _Exchange, refused: APIError, record: RequestRecord | None) -> None:
+    """Answer a request the server has no room for, in front of the app."""
+    if record is not None:
+        record.error_code = refused.code
+        record.reason = refused.message
+    await send_json(exchange.send, refused.status, refused.body(), refused.headers)
 
 
 class _Exchange:

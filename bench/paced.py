@@ -155,6 +155,7 @@ def summary(run: dict) -> dict:
         "streams": len(results),
         "served": len(served),
         "refused": len(refused),
+        "refused_503": sum(r.get("status") == "503" for r in refused),
         "refused_without_retry_after": sum(not r.get("retry_after") for r in refused),
         "refusal_p95_ms": p(answers, 0.95),
         "refusal_max_ms": max(answers, default=0.0) * ms,
@@ -171,7 +172,8 @@ def summary(run: dict) -> dict:
 def show(label: str, s: dict, cpu: float | None = None) -> None:
     line = (
         f"{label:<22} served {s['served']:>4}/{s['streams']:<4} refused {s['refused']:>4} "
-        f"(no Retry-After {s['refused_without_retry_after']}, p95 {s['refusal_p95_ms']:6.1f} ms, "
+        f"(503 {s['refused_503']}, no Retry-After {s['refused_without_retry_after']}, "
+        f"p95 {s['refusal_p95_ms']:6.1f} ms, "
         f"max {s['refusal_max_ms']:6.1f} ms) broken {s['broken']:>3} | "
         f"TTFT p50/p95 {s['ttft_p50_ms']:7.1f} / {s['ttft_p95_ms']:7.1f} ms | "
         f"largest gap p50/p99 {s['gap_p50_ms']:6.1f} / {s['gap_p99_ms']:6.1f} ms"

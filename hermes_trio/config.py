@@ -293,10 +293,11 @@ class ApiServerConfig(_HoldsSecrets):
     chat request naming one of them straight through (no agent)."""
     metrics_public: bool = False
     """``GET /metrics`` without the API key (for a scraper on a private network)."""
-    max_concurrent: int | Literal["auto"] = 8
+    max_concurrent: int | Literal["auto"] = "auto"
     """Turns running at once, per process (each ``serve --workers`` worker
-    has its own); ``auto``: as many as the process keeps up with (a limit
-    following its event loop's lag, at most ``max_connections``)."""
+    has its own); ``auto`` (the default): as many as the process keeps up
+    with (a limit following its event loop's lag, at most
+    ``max_connections``)."""
     workers: int = 1
     """Processes ``hermes-trio serve`` runs, sharing one listening socket
     and the store, under a supervisor that restarts one that dies."""

@@ -105,6 +105,10 @@ class LetIn(Protocol):
     """A request ``Front(shed=…)`` let in: it counts against the room once
     its body has arrived (a slow upload holds no place) until it is over."""
 
+    admitted: bool
+    """It has its room already (let in at the listener's door with its
+    body): nothing to read ahead or ask again."""
+
     def arrived(self) -> None: ...
 
     def refused(self, scope: WWWScope) -> APIError | None:
@@ -266,7 +270,7 @@ class Front:
             await _refuse(exchange, shed, record)
             return
         try:
-            if shed is not None and await exchange.read_early(_EARLY_BODY):
+            if shed is not None and not shed.admitted and await exchange.read_early(_EARLY_BODY):
                 late = shed.refused(scope)
                 if late is not None:
                     await _refuse(exchange, late, record)

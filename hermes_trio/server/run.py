@@ -214,6 +214,7 @@ async def open_api_server(
                     before_close=partial(state.stop_turns, "the server is shutting down"),
                     settings="api_server",
                     headers=headers,
+                    door=state.slots,
                 )
             )
             try:

@@ -20,6 +20,8 @@ background response or a stream whose client left outlives.
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import MutableSet
 from contextvars import ContextVar
 from dataclasses import replace
@@ -32,6 +34,7 @@ from .. import metrics
 from ..agent import Agent
 from ..config import ApiServerConfig
 from ..serving.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
+from ..serving.door import DoorRefusal, Knock
 from ..turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
 from ..wire.messages import ChatTool, Message
 from .errors import APIError
@@ -39,10 +42,19 @@ from .keys import Refusal, Reservation, current_key, retry_after_header
 
 __all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_limit", "turn_options"]
 
+log = logging.getLogger("hermes_trio.server")
+
 
 TURN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
 """Where a POST starts a turn (or a plain model relay): refused in front
 of the app when there is no room (:meth:`TurnSlots.shed`)."""
+_TURN_TARGETS = frozenset(path.encode() for path in TURN_PATHS)
+_NOT_AT_DOOR = frozenset({b"x-session-id", b"origin"})
+"""Requests the door leaves to the app: a session's may stop its running
+turn and take that slot; a browser's refusal needs the CORS headers only
+the app's gate gives."""
+# Seconds between two log lines about refusals at the door.
+_WARN_EVERY = 10.0
 
 
 class _Entry:
@@ -50,15 +62,21 @@ class _Entry:
     from when its body has arrived (a slow upload holds no place) until it
     takes the slot or ends."""
 
-    __slots__ = ("_counted", "_slots", "admitted")
+    __slots__ = ("_counted", "_slots", "admitted", "at_door")
 
-    def __init__(self, slots: TurnSlots) -> None:
+    def __init__(self, slots: TurnSlots, *, at_door: bool = False) -> None:
         self._slots: TurnSlots | None = slots
         self._counted = False
         self.admitted = False
         """It was found room once its body had arrived (:meth:`refused`):
         its route takes the slot without asking again, so that the ones
         that arrived after it cannot crowd it out."""
+        self.at_door = at_door
+        """Let in by :meth:`TurnSlots.knock` with its body: counted and
+        admitted from the start."""
+        if at_door:
+            self.arrived()
+            self.admitted = True
 
     def arrived(self) -> None:
         if self._slots is not None and not self._counted:
@@ -70,9 +88,9 @@ class _Entry:
         with it (a burst's, counted as their bodies arrived) have filled
         the room meanwhile. Answered in front of the app, this costs the
         core far less than the same refusal from the route."""
-        if self._slots is None:
+        if self._slots is None or self.admitted:
             return None
-        refused = self._slots.refusal(scope, counted=1 if self._counted else 0)
+        refused = self._slots.refusal(scope["path"], counted=1 if self._counted else 0)
         self.admitted = refused is None and self._counted
         return refused
 
@@ -95,19 +113,23 @@ class TurnSlots:
         self.limits: TurnLimit = FixedLimit(limits) if isinstance(limits, int) else limits
         self.in_use = 0
         self.entering = 0
-        """Requests let in by :meth:`shed` that have not taken their slot yet."""
+        """Requests let in by :meth:`knock` or :meth:`shed` that have not
+        taken their slot yet."""
         self._idle = trio.Event()
         self._idle.set()
+        self._door_refused = 0
+        """Refusals at the door since the last log line about them."""
+        self._door_warned_at = -math.inf
 
     @property
     def limit(self) -> int:
         return self.limits.limit
 
-    def refusal(self, scope: WWWScope | None = None, *, counted: int = 0) -> APIError | None:
+    def refusal(self, path: str | None = None, *, counted: int = 0) -> APIError | None:
         """The answer for one more turn now, if it would be refused: the
         turns running and the requests let in on their way to theirs
         count (a burst is let in before any of it has taken a slot), less
-        ``counted``, the asking request's own place. ``scope``: a refusal
+        ``counted``, the asking request's own place. ``path``: a refusal
         in front of the app, counted as the app counts its own answers."""
         running = self.in_use + self.entering - counted
         refused = self.limits.admit(trio.current_time(), running)
@@ -115,11 +137,51 @@ class TurnSlots:
             return None
         metrics.ADMISSION_REFUSED.labels(refused.reason).inc()
         answer = _refusal(refused)
-        if scope is not None:
-            metrics.REQUESTS.labels(scope["path"], str(answer.status)).inc()
+        if path is not None:
+            metrics.REQUESTS.labels(path, str(answer.status)).inc()
             if answer.status == 429:
                 metrics.RATE_LIMITED.labels(answer.code or "rate_limited").inc()
         return answer
+
+    def knock(self, request: Knock) -> DoorRefusal | _Entry | None:
+        """For a request at the listener's door (``serve_hypercorn(door=…)``),
+        before the app is started for it: a turn request that came whole
+        is refused there if there is no room (a refusal costs next to
+        nothing there, where a burst's hundreds of refusals compete with
+        the streams admitted), or let in holding its place from now on.
+        Any other request, and one that is still uploading, a session's or
+        a browser's, is left to :meth:`shed` in front of the app."""
+        _ENTRY.set(None)  # this request's own answer, not an earlier one's
+        if request.method != b"POST" or request.path not in _TURN_TARGETS:
+            return None
+        if not request.body_here or any(name in _NOT_AT_DOOR for name, _ in request.headers):
+            return None
+        refused = self.refusal(request.path.decode("latin-1"))
+        if refused is not None:
+            self._refused_at_door(refused)
+            return DoorRefusal(
+                refused.status,
+                refused.message,
+                refused.code or "",
+                tuple(refused.headers.items()),
+            )
+        entry = _Entry(self, at_door=True)
+        _ENTRY.set(entry)
+        return entry
+
+    def _refused_at_door(self, refused: APIError) -> None:
+        # No request log line is written for these (the app never sees
+        # them): a line every so often says how many there were.
+        self._door_refused += 1
+        now = trio.current_time()
+        if now - self._door_warned_at >= _WARN_EVERY:
+            log.warning(
+                "turn requests refused at the door (%s): %d since the last such line",
+                refused.code,
+                self._door_refused,
+            )
+            self._door_warned_at = now
+            self._door_refused = 0
 
     def shed(self, scope: WWWScope) -> APIError | _Entry | None:
         """For a request that starts a turn or a relay, in front of the app
@@ -130,9 +192,12 @@ class TurnSlots:
         slot."""
         if scope.get("method") != "POST" or scope["path"] not in TURN_PATHS:
             return None
+        door = _ENTRY.get()
+        if door is not None and door.at_door:
+            return door  # let in at the listener's door already
         if any(name == b"x-session-id" for name, _ in scope["headers"]):
             return None
-        refused = self.refusal(scope)
+        refused = self.refusal(scope["path"])
         if refused is not None:
             return refused
         entry = _Entry(self)
@@ -172,7 +237,8 @@ class TurnSlots:
             await trio.sleep_until(deadline)
             now = trio.current_time()
             before = limits.limit
-            limits.loop_tick(now, now - deadline, self.in_use)
+            # The ones let in on their way count: in a burst most are.
+            limits.loop_tick(now, now - deadline, self.in_use + self.entering)
             if limits.limit != before:  # most ticks change nothing
                 metrics.ADMISSION_LIMIT.set(limits.limit)
 
@@ -184,11 +250,17 @@ it meets this number; a core holds about this many streams of 20 tokens a
 second with room to spare (bench/paced.py)."""
 
 
+FLOOR = 4
+"""The least ``auto`` drops to (fewer when the server serves fewer
+connections)."""
+
+
 def turn_limit(settings: ApiServerConfig) -> TurnLimit:
     """The limit ``max_concurrent`` asks for: that number, or for ``auto``
     one that follows the lag, up to a turn per connection served."""
     if settings.max_concurrent == "auto":
-        return AdaptiveLimit(settings.max_connections, start=AUTO_START)
+        ceiling = settings.max_connections
+        return AdaptiveLimit(ceiling, floor=min(FLOOR, ceiling), start=AUTO_START)
     return FixedLimit(settings.max_concurrent)
 
 

@@ -21,6 +21,15 @@ turns running (or of the limit, if lower), at most once per ``interval``
 Between ticks, a request that finds the last tick overdue by more than
 ``lag_target`` is refused at once: a burst of requests arrives faster than
 ticks, and each one admitted then would wait behind the rest.
+
+Lateness that the turns admitted lately explain is not held against the
+limit: setting a turn up (its request read and parsed, the model asked)
+costs the loop a few milliseconds once, so a burst let in makes the loop
+late while it is set up, and the lateness ends with it. Each turn admitted
+in the last ``interval`` or two excuses ``setup`` seconds of lateness, in
+the cut and in the refusals between ticks; what the streams admitted cost
+afterwards is judged in full. The limit itself bounds how much a burst
+can excuse.
 """
 
 from __future__ import annotations
@@ -63,7 +72,9 @@ class AdaptiveLimit:
     ``floor``: the least it drops to; ``start``: where it starts (default:
     ``ceiling``, so that a fresh server is limited by its lag alone until
     the lag says where the limit is); ``tick``: how often the lag is
-    measured; ``lag_target``: the lag above which the server is behind.
+    measured; ``lag_target``: the lag above which the server is behind;
+    ``setup``: the lateness one turn admitted lately excuses (about three
+    times what a turn's set-up costs a core, bench/request_cost.py).
     """
 
     def __init__(
@@ -76,6 +87,7 @@ class AdaptiveLimit:
         lag_target: float = 0.1,
         interval: float = 0.5,
         backoff: float = 0.75,
+        setup: float = 0.01,
     ) -> None:
         if not 1 <= floor <= ceiling:
             raise ValueError(f"expected 1 <= floor <= ceiling, got {floor} and {ceiling}")
@@ -86,6 +98,7 @@ class AdaptiveLimit:
         self.lag_target = lag_target
         self.interval = interval
         self.backoff = backoff
+        self.setup = setup
         self.last_tick: float | None = None
         self.last_lag = 0.0
         self._changed_at = float("-inf")
@@ -95,6 +108,15 @@ class AdaptiveLimit:
         self._binding = False
         """Whether the limit refused someone since it last changed: only
         then is there a reason to raise it."""
+        self._admitted = 0
+        """Turns admitted since ``_admitted_since``."""
+        self._admitted_before = 0
+        """Turns admitted in the ``interval`` before that."""
+        self._admitted_since = 0.0
+
+    def excused(self) -> float:
+        """The lateness the turns admitted lately explain (their set-up)."""
+        return (self._admitted + self._admitted_before) * self.setup
 
     def behind(self, now: float) -> float:
         """How far past its time the next tick is, as ``now`` shows it
@@ -104,11 +126,12 @@ class AdaptiveLimit:
         return max(0.0, now - self.last_tick - self.tick)
 
     def admit(self, now: float, in_use: int) -> Refused | None:
-        if self.behind(now) > self.lag_target:
+        if self.behind(now) - self.excused() > self.lag_target:
             return Refused("lag", self.limit)
         if in_use >= self.limit:
             self._binding = True
             return Refused("limit", self.limit)
+        self._admitted += 1
         return None
 
     def loop_tick(self, now: float, lag: float, in_use: int) -> None:
@@ -118,6 +141,10 @@ class AdaptiveLimit:
         self.last_lag = lag
         if self._window_start is None:
             self._window_start = now
+        if now - self._admitted_since >= self.interval:
+            self._admitted_before, self._admitted = self._admitted, 0
+            self._admitted_since = now
+        lag = max(0.0, lag - self.excused())
         self._worst = max(self._worst, lag)
         if lag > self.lag_target:
             if in_use <= self.floor:

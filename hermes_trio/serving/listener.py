@@ -57,6 +57,7 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import AppWrapper, ConnectionState, LifespanState
 from hypercorn.utils import parse_socket_addr
 
+from .door import Door, DoorRefusal, Knock, Ticket
 from .errors import error_body
 from .lifetime import ConnectionLifetime, ConnectionLimits, Expiry, raw_error_response
 
@@ -85,7 +86,7 @@ _WARN_EVERY = 10.0
 HYPERCORN_INTERNALS = {
     "hypercorn.protocol.h11.H11Protocol": (
         "_send_error_response",  # overridden: the JSON error body
-        "_check_protocol",  # overridden: no switch to h2c
+        "_check_protocol",  # overridden: no switch to h2c, and the door
         "_send_h11_event",  # called to write our own answers
         "_handle_events",  # where hypercorn calls the two overrides
     ),
@@ -115,6 +116,9 @@ class _H11(H11Protocol):
     server's own headers on every answer."""
 
     extra_headers: tuple[tuple[bytes, bytes], ...] = ()
+    door: Door | None = None
+    ticket: Ticket | None = None
+    """What the door handed the request in progress, until it is over."""
 
     async def stream_send(self, event: StreamEvent) -> None:
         if isinstance(event, Response):
@@ -149,6 +153,44 @@ class _H11(H11Protocol):
             )
             await self.send(Closed())
             raise _Declined
+        if self.door is not None:
+            await self._knock(self.door, event)
+
+    async def _knock(self, door: Door, event: h11.Request) -> None:
+        """Ask the door about a request whose head is in, before the app
+        is started for it: a refusal is answered here, and the connection
+        ends with it."""
+        self.leave_ticket()
+        target = event.target
+        query = target.find(b"?")
+        answer = door.knock(
+            Knock(
+                event.method,
+                target if query < 0 else target[:query],
+                event.headers,
+                self._body_here(event),
+            )
+        )
+        if isinstance(answer, DoorRefusal):
+            await self.send(RawData(_door_answer(answer, self.extra_headers)))
+            await self.send(Closed())
+            raise _Declined
+        self.ticket = answer
+
+    def _body_here(self, event: h11.Request) -> bool:
+        """Whether the request's whole body came with its head."""
+        length = 0
+        for name, value in event.headers:
+            if name == b"content-length":
+                length = int(value)  # h11 has checked it is a number
+            elif name == b"transfer-encoding":
+                return False  # chunked: its end is not known here
+        return length == 0 or len(self.connection.trailing_data[0]) >= length
+
+    def leave_ticket(self) -> None:
+        ticket, self.ticket = self.ticket, None
+        if ticket is not None:
+            ticket.leave()
 
     async def _send_json_error(self, status: int, message: str, code: str) -> None:
         body = json.dumps(error_body(message, status=status, code=code)).encode()
@@ -212,6 +254,7 @@ class _Connection:
                         self._protocol_send,
                     )
                     self.protocol.extra_headers = self.registry.headers
+                    self.protocol.door = self.registry.door
                     await self.protocol.initiate()
                     await self._read()
                 nursery.cancel_scope.cancel()
@@ -222,6 +265,9 @@ class _Connection:
             log.exception("a connection failed")
         finally:
             self.close_now()
+            protocol: _H11 | None = getattr(self, "protocol", None)
+            if protocol is not None:
+                protocol.leave_ticket()
 
     def close_now(self) -> None:
         # Synchronous: wakes any task blocked on this socket with
@@ -273,6 +319,7 @@ class _Connection:
             # after the response: nothing here may await.
             now = trio.current_time()
             if event.idle:
+                self.protocol.leave_ticket()
                 self.lifetime.response_finished(now)
             else:
                 self.lifetime.request_started(now)
@@ -358,8 +405,10 @@ class _Connections:
         settings: str | None,
         headers: Mapping[str, str] | None = None,
         per_client: int | None = None,
+        door: Door | None = None,
     ) -> None:
         headers = headers or {}
+        self.door = door
         self.limit = limit
         self.per_client = per_client
         self.by_address: Counter[str] = Counter()
@@ -549,6 +598,12 @@ async def _accept_until_cancelled(
         handlers.start_soon(run, connection)
 
 
+def _door_answer(refusal: DoorRefusal, extra: tuple[tuple[bytes, bytes], ...]) -> bytes:
+    headers = dict(refusal.headers)
+    headers.update((name.decode("latin-1"), value.decode("latin-1")) for name, value in extra)
+    return raw_error_response(refusal.status, refusal.message, code=refusal.code, headers=headers)
+
+
 def _client_address(stream: trio.SocketStream) -> str:
     """The client's IP address (an IPv4 one as itself on a dual-stack
     socket); "" when it is gone already."""
@@ -596,6 +651,7 @@ async def serve_hypercorn(
     before_close: Callable[[], None] | None = None,
     settings: str | None = None,
     headers: Mapping[str, str] | None = None,
+    door: Door | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``listener`` until ``stop`` is set, then shut down
@@ -613,6 +669,8 @@ async def serve_hypercorn(
     ``settings``, the prefix of the config keys behind ``limits`` and
     ``max_connections``, lets the listener's own answers name them.
     ``headers`` go on every answer, the app's and the listener's own.
+    ``door`` is asked about each request once its head is in, before the
+    app is started for it (:mod:`.door`).
     """
     config.set_statsd_logger_class(StatsdLogger)
     limits = limits or ConnectionLimits()
@@ -620,7 +678,7 @@ async def serve_hypercorn(
     lifespan = Lifespan(app, config, lifespan_state)
     context = WorkerContext(None)
     connections = _Connections(
-        max_connections, limits, settings, headers, per_client=max_connections_per_client
+        max_connections, limits, settings, headers, per_client=max_connections_per_client, door=door
     )
 
     def serve(stream: trio.SocketStream, address: str) -> _Connection:

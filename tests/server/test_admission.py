@@ -62,6 +62,33 @@ def test_a_late_tick_drops_the_limit_to_three_quarters_of_the_turns_running() ->
     assert idle.limit == 100  # late with next to nothing running: not the turns
 
 
+def test_lateness_the_set_up_of_a_burst_explains_leaves_the_limit() -> None:
+    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01)
+    limit.loop_tick(0.05, 0.0, in_use=0)
+    # A burst of 40 let in: setting them up (not their streams) holds the
+    # loop 0.25 s. Arrivals meanwhile are still let in, up to the limit...
+    for n in range(40):
+        assert limit.admit(0.06, n) is None
+    assert limit.excused() == pytest.approx(0.4)
+    assert limit.admit(0.35, 40) is None
+    limit.loop_tick(0.35, 0.25, in_use=41)
+    assert limit.limit == 160
+    # ...but lateness beyond what they explain is the server's: 503 at once.
+    assert limit.admit(0.9, 41) is None
+    assert limit.admit(1.0, 42) == Refused("lag", 160)
+    # Half a second on, the set-up is over and the lateness is the streams'.
+    limit.loop_tick(1.0, 0.0, in_use=42)
+    assert limit.excused() == pytest.approx(0.42)
+    limit.loop_tick(1.55, 0.2, in_use=42)
+    assert limit.limit == 31
+    # A few admitted lately excuse a little, not a late tick's worth.
+    few = AdaptiveLimit(600, start=160, setup=0.01)
+    few.loop_tick(0.05, 0.0, in_use=20)
+    assert few.admit(0.06, 20) is None and few.admit(0.07, 21) is None
+    few.loop_tick(0.3, 0.2, in_use=22)
+    assert few.limit == 16
+
+
 def test_the_limit_grows_only_after_a_whole_interval_that_kept_up_and_refused() -> None:
     limit = AdaptiveLimit(100, start=16, interval=0.5)
     limit.loop_tick(1.0, 0.0, in_use=3)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import MutableSet
 from contextvars import ContextVar
 from dataclasses import replace
@@ -117,9 +118,9 @@ class TurnSlots:
         taken their slot yet."""
         self._idle = trio.Event()
         self._idle.set()
-        self._door_refused = 0
-        """Refusals at the door since the last log line about them."""
-        self._door_warned_at = -math.inf
+        self._door_refused: Counter[str] = Counter()
+        """Refusals at the door since the last log line about them, by code."""
+        self._door_told_at = -math.inf
 
     @property
     def limit(self) -> int:
@@ -171,17 +172,32 @@ class TurnSlots:
 
     def _refused_at_door(self, refused: APIError) -> None:
         # No request log line is written for these (the app never sees
-        # them): a line every so often says how many there were.
-        self._door_refused += 1
+        # them): the first says so at once, the rest are counted and the
+        # count told every so often (:meth:`_tell_door_count`).
         now = trio.current_time()
-        if now - self._door_warned_at >= _WARN_EVERY:
+        if now - self._door_told_at >= _WARN_EVERY and not self._door_refused:
             log.warning(
-                "turn requests refused at the door (%s): %d since the last such line",
+                "refusing turn requests at the door (%s, limit %d), without a request-log "
+                "line each; their count follows every %g s while it lasts",
                 refused.code,
-                self._door_refused,
+                self.limit,
+                _WARN_EVERY,
             )
-            self._door_warned_at = now
-            self._door_refused = 0
+            self._door_told_at = now
+        else:
+            self._door_refused[refused.code or ""] += 1
+
+    def _tell_door_count(self, now: float) -> None:
+        if self._door_refused and now - self._door_told_at >= _WARN_EVERY:
+            counts = ", ".join(f"{code} {n}" for code, n in sorted(self._door_refused.items()))
+            log.warning(
+                "turn requests refused at the door in the last %.0f s: %s (limit %d)",
+                now - self._door_told_at,
+                counts,
+                self.limit,
+            )
+            self._door_refused.clear()
+            self._door_told_at = now
 
     def shed(self, scope: WWWScope) -> APIError | _Entry | None:
         """For a request that starts a turn or a relay, in front of the app
@@ -228,14 +244,18 @@ class TurnSlots:
 
     async def watch_lag(self) -> None:
         """Measure the event loop's lag for an adaptive limit, for ever
-        (a task of the server's; nothing to do for a fixed one)."""
+        (a task of the server's), and tell the count of refusals at the
+        door every so often."""
         limits = self.limits
         if not isinstance(limits, AdaptiveLimit):
-            return
+            while True:
+                await trio.sleep(_WARN_EVERY)
+                self._tell_door_count(trio.current_time())
         while True:
             deadline = trio.current_time() + limits.tick
             await trio.sleep_until(deadline)
             now = trio.current_time()
+            self._tell_door_count(now)
             before = limits.limit
             # The ones let in on their way count: in a burst most are.
             limits.loop_tick(now, now - deadline, self.in_use + self.entering)

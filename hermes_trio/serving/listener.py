@@ -599,7 +599,7 @@ async def _accept_until_cancelled(
 
 
 def _door_answer(refusal: DoorRefusal, extra: tuple[tuple[bytes, bytes], ...]) -> bytes:
-    headers = dict(refusal.headers)
+    headers = {name.lower(): value for name, value in refusal.headers}
     headers.update((name.decode("latin-1"), value.decode("latin-1")) for name, value in extra)
     return raw_error_response(refusal.status, refusal.message, code=refusal.code, headers=headers)
 

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.testing
 from support import api_stack
 
 from hermes_trio.server.errors import APIError
@@ -120,7 +121,35 @@ async def test_a_refusal_at_the_door_is_the_listeners_answer(
         assert slots.entering == 0
     lines = [r.getMessage() for r in caplog.records]
     assert not [line for line in lines if "/v1/chat/completions" in line and "429" in line]
-    assert any("refused at the door (rate_limit_exceeded)" in line for line in lines)
+    assert any(
+        "refusing turn requests at the door (rate_limit_exceeded, limit 0)" in line
+        for line in lines
+    )
+
+
+async def test_refusals_at_the_door_are_counted_in_the_log_every_ten_seconds(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    slots = TurnSlots(0)
+    chat = Knock(b"POST", b"/v1/chat/completions", [], body_here=True)
+    caplog.set_level(logging.WARNING, logger="hermes_trio.server")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(slots.watch_lag)
+        for _ in range(5):
+            assert isinstance(slots.knock(chat), DoorRefusal)
+        told = [r.getMessage() for r in caplog.records]
+        assert len(told) == 1 and told[0].startswith("refusing turn requests at the door")
+        await trio.sleep(10.5)
+        told = [r.getMessage() for r in caplog.records]
+        assert told[1:] == [
+            "turn requests refused at the door in the last 10 s: rate_limit_exceeded 4 (limit 0)"
+        ]
+        # Quiet for a while: nothing more, and the next one is told at once.
+        await trio.sleep(30)
+        assert len(caplog.records) == 2
+        slots.knock(chat)
+        assert caplog.records[-1].getMessage().startswith("refusing turn requests at the door")
+        nursery.cancel_scope.cancel()
 
 
 async def test_requests_the_door_leaves_to_the_app_are_refused_there() -> None:

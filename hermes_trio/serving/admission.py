@@ -27,9 +27,10 @@ limit: setting a turn up (its request read and parsed, the model asked)
 costs the loop a few milliseconds once, so a burst let in makes the loop
 late while it is set up, and the lateness ends with it. Each turn admitted
 in the last ``interval`` or two excuses ``setup`` seconds of lateness, in
-the cut and in the refusals between ticks; what the streams admitted cost
-afterwards is judged in full. The limit itself bounds how much a burst
-can excuse.
+the cut and in the refusals between ticks, once: a late tick uses up what
+it is excused, so turns admitted one by one excuse no more than their own
+set-up. What the admitted streams cost afterwards is judged in full, and
+the limit itself bounds how much a burst can excuse.
 """
 
 from __future__ import annotations
@@ -108,15 +109,24 @@ class AdaptiveLimit:
         self._binding = False
         """Whether the limit refused someone since it last changed: only
         then is there a reason to raise it."""
-        self._admitted = 0
-        """Turns admitted since ``_admitted_since``."""
-        self._admitted_before = 0
-        """Turns admitted in the ``interval`` before that."""
-        self._admitted_since = 0.0
+        self._excuse = 0.0
+        """Lateness still excused by the turns admitted since ``_excuse_since``."""
+        self._excuse_before = 0.0
+        """The same, of the turns admitted in the ``interval`` before that."""
+        self._excuse_since = 0.0
 
     def excused(self) -> float:
-        """The lateness the turns admitted lately explain (their set-up)."""
-        return (self._admitted + self._admitted_before) * self.setup
+        """The lateness the turns admitted lately still explain (their
+        set-up): ``setup`` a turn, less what late ticks have used of it."""
+        return self._excuse + self._excuse_before
+
+    def _use_excuse(self, lag: float) -> float:
+        """``lag`` less what the excuse covers; the excuse is used up so."""
+        used = min(lag, self._excuse_before)
+        self._excuse_before -= used
+        more = min(lag - used, self._excuse)
+        self._excuse -= more
+        return lag - used - more
 
     def behind(self, now: float) -> float:
         """How far past its time the next tick is, as ``now`` shows it
@@ -131,7 +141,7 @@ class AdaptiveLimit:
         if in_use >= self.limit:
             self._binding = True
             return Refused("limit", self.limit)
-        self._admitted += 1
+        self._excuse += self.setup
         return None
 
     def loop_tick(self, now: float, lag: float, in_use: int) -> None:
@@ -141,10 +151,10 @@ class AdaptiveLimit:
         self.last_lag = lag
         if self._window_start is None:
             self._window_start = now
-        if now - self._admitted_since >= self.interval:
-            self._admitted_before, self._admitted = self._admitted, 0
-            self._admitted_since = now
-        lag = max(0.0, lag - self.excused())
+        if now - self._excuse_since >= self.interval:
+            self._excuse_before, self._excuse = self._excuse, 0.0
+            self._excuse_since = now
+        lag = self._use_excuse(lag)
         self._worst = max(self._worst, lag)
         if lag > self.lag_target:
             if in_use <= self.floor:

@@ -73,13 +73,14 @@ def test_lateness_the_set_up_of_a_burst_explains_leaves_the_limit() -> None:
     assert limit.admit(0.35, 40) is None
     limit.loop_tick(0.35, 0.25, in_use=41)
     assert limit.limit == 160
-    # ...but lateness beyond what they explain is the server's: 503 at once.
-    assert limit.admit(0.9, 41) is None
-    assert limit.admit(1.0, 42) == Refused("lag", 160)
-    # Half a second on, the set-up is over and the lateness is the streams'.
-    limit.loop_tick(1.0, 0.0, in_use=42)
-    assert limit.excused() == pytest.approx(0.42)
-    limit.loop_tick(1.55, 0.2, in_use=42)
+    # ...and the late tick used up that much of the excuse.
+    assert limit.excused() == pytest.approx(0.16)
+    assert limit.admit(0.55, 41) is None
+    # Lateness beyond what is left of it is the server's: 503 at once...
+    assert limit.admit(0.75, 42) == Refused("lag", 160)
+    # ...and a cut, once the streams alone make the loop late.
+    limit.loop_tick(0.75, 0.35, in_use=42)
+    assert limit.excused() == 0
     assert limit.limit == 31
     # A few admitted lately excuse a little, not a late tick's worth.
     few = AdaptiveLimit(600, start=160, setup=0.01)
@@ -87,6 +88,22 @@ def test_lateness_the_set_up_of_a_burst_explains_leaves_the_limit() -> None:
     assert few.admit(0.06, 20) is None and few.admit(0.07, 21) is None
     few.loop_tick(0.3, 0.2, in_use=22)
     assert few.limit == 16
+
+
+def test_turns_admitted_one_by_one_excuse_only_their_own_set_up() -> None:
+    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01)
+    now = 0.0
+    # A turn a tick, each tick 20 ms late: each excuse is used up at once.
+    for _ in range(9):
+        now += 0.05
+        assert limit.admit(now, 100) is None
+        limit.loop_tick(now, 0.02, in_use=100)
+    assert limit.excused() == 0 and limit.limit == 160
+    # So a late tick now is judged in full, not against nine turns' set-up.
+    now += 0.05
+    assert limit.admit(now, 100) is None
+    limit.loop_tick(now, 0.12, in_use=100)
+    assert limit.limit == 75
 
 
 def test_the_limit_grows_only_after_a_whole_interval_that_kept_up_and_refused() -> None:

@@ -19,7 +19,7 @@ import json
 import logging
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -34,6 +34,7 @@ from hypercorn.typing import (
     WWWScope,
 )
 
+from ..serving.door import Knock
 from ..serving.errors import ErrorBody, error_body
 from . import request_log
 from .errors import APIError
@@ -82,13 +83,17 @@ class BodyDeadline:
 def gate_request(scope: WWWScope) -> GateRequest:
     """What the gate decides on, from an ASGI scope: header names in lower
     case, repeated headers joined as HTTP allows."""
+    method = scope.get("method", "GET") if scope["type"] == "http" else "GET"
+    return GateRequest(method, scope.get("path", ""), _joined(scope.get("headers") or ()))
+
+
+def _joined(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     headers: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers") or ():
+    for raw_name, raw_value in raw:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    method = scope.get("method", "GET") if scope["type"] == "http" else "GET"
-    return GateRequest(method, scope.get("path", ""), headers)
+    return headers
 
 
 async def send_json(
@@ -159,6 +164,13 @@ class Front:
         None: ``settings.key_required`` says."""
         self._settings_when = {settings.key_required: settings}
         self.session_key = session_key or secrets.token_bytes(32)
+
+    def lets_through(self, request: Knock) -> bool:
+        """Whether the gate lets ``request`` (as the listener's door sees
+        it) through to the app."""
+        method, path = request.method.decode("latin-1"), request.path.decode("latin-1")
+        asked = GateRequest(method, path, _joined(request.headers))
+        return not isinstance(decide(asked, self._gate_settings()), Refuse | Answer)
 
     def _gate_settings(self) -> GateSettings:
         if self.key_required is None:

@@ -194,6 +194,7 @@ async def open_api_server(
         remote = state.approvals = in_use.approvals
         in_use.signals.busy = lambda: bool(state.turns) or remote.waiting
         app = asgi_app(state, session_key=await trio.to_thread.run_sync(session_key, config))
+        state.slots.gate = app.lets_through
         bound_port = sock.getsockname()[1]
         hc = _hypercorn_config()
         stop = shutdown if shutdown is not None else trio.Event()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import MutableSet
+from collections.abc import Callable, MutableSet
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, Protocol
@@ -95,10 +95,16 @@ class _Entry:
         self.admitted = refused is None and self._counted
         return refused
 
+    @property
+    def holding(self) -> bool:
+        """It still holds its place (not left yet)."""
+        return self._slots is not None
+
     def leave(self) -> None:
         if self._slots is not None and self._counted:
             self._slots.entering -= 1
         self._slots = None
+        self.admitted = False  # a second acquire in this context asks again
 
 
 _ENTRY: ContextVar[_Entry | None] = ContextVar("hermes_turn_entry", default=None)
@@ -118,6 +124,10 @@ class TurnSlots:
         taken their slot yet."""
         self._idle = trio.Event()
         self._idle.set()
+        self.gate: Callable[[Knock], bool] | None = None
+        """Whether the app's gate lets a request through (``Front.lets_through``):
+        the door judges only those, so that one the gate refuses gets the
+        gate's answer, not a 429 that tells it to retry."""
         self._door_refused: Counter[str] = Counter()
         """Refusals at the door since the last log line about them, by code."""
         self._door_told_at = -math.inf
@@ -156,6 +166,8 @@ class TurnSlots:
         if request.method != b"POST" or request.path not in _TURN_TARGETS:
             return None
         if not request.body_here or any(name in _NOT_AT_DOOR for name, _ in request.headers):
+            return None
+        if self.gate is not None and not self.gate(request):
             return None
         refused = self.refusal(request.path.decode("latin-1"))
         if refused is not None:
@@ -209,7 +221,7 @@ class TurnSlots:
         if scope.get("method") != "POST" or scope["path"] not in TURN_PATHS:
             return None
         door = _ENTRY.get()
-        if door is not None and door.at_door:
+        if door is not None and door.at_door and door.holding:
             return door  # let in at the listener's door already
         if any(name == b"x-session-id" for name, _ in scope["headers"]):
             return None
@@ -228,6 +240,7 @@ class TurnSlots:
         refused = None if admitted else self.refusal()
         if refused is not None:
             raise refused
+        self.limits.started()
         self.in_use += 1
         if self._idle.is_set():
             self._idle = trio.Event()

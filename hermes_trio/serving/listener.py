@@ -47,8 +47,8 @@ import h11
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import Closed, Event, RawData, Updated
+from hypercorn.protocol.events import EndBody, Response, StreamClosed
 from hypercorn.protocol.events import Event as StreamEvent
-from hypercorn.protocol.events import Response
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.statsd import StatsdLogger
@@ -131,6 +131,10 @@ class _H11(H11Protocol):
             if extra:
                 event = dataclasses.replace(event, headers=[*event.headers, *extra])
         await super().stream_send(event)
+        if isinstance(event, EndBody | StreamClosed):
+            # Its answer is over: a connection that closes after it may
+            # linger a while, holding no place meanwhile.
+            self.leave_ticket()
 
     async def handle(self, event: Event) -> None:
         try:
@@ -172,7 +176,8 @@ class _H11(H11Protocol):
             )
         )
         if isinstance(answer, DoorRefusal):
-            await self.send(RawData(_door_answer(answer, self.extra_headers)))
+            extra = (*self.config.response_headers("h11"), *self.extra_headers)
+            await self.send(RawData(_door_answer(answer, extra)))
             await self.send(Closed())
             raise _Declined
         self.ticket = answer

@@ -63,46 +63,56 @@ def test_a_late_tick_drops_the_limit_to_three_quarters_of_the_turns_running() ->
 
 
 def test_lateness_the_set_up_of_a_burst_explains_leaves_the_limit() -> None:
-    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01)
+    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01, burst=8)
     limit.loop_tick(0.05, 0.0, in_use=0)
-    # A burst of 40 let in: setting them up (not their streams) holds the
-    # loop 0.25 s. Arrivals meanwhile are still let in, up to the limit...
-    for n in range(40):
+    # A burst of 48 started at once: setting them up (not their streams)
+    # holds the loop 0.25 s. The 40 beyond the first 8 of the tick excuse it.
+    for n in range(48):
         assert limit.admit(0.06, n) is None
+        limit.started()
     assert limit.excused() == pytest.approx(0.4)
-    assert limit.admit(0.35, 40) is None
-    limit.loop_tick(0.35, 0.25, in_use=41)
+    # Arrivals meanwhile are still let in, up to the limit...
+    assert limit.admit(0.35, 48) is None
+    limit.loop_tick(0.35, 0.25, in_use=49)
     assert limit.limit == 160
     # ...and the late tick used up that much of the excuse.
-    assert limit.excused() == pytest.approx(0.16)
-    assert limit.admit(0.55, 41) is None
+    assert limit.excused() == pytest.approx(0.15)
+    assert limit.admit(0.55, 49) is None
     # Lateness beyond what is left of it is the server's: 503 at once...
-    assert limit.admit(0.75, 42) == Refused("lag", 160)
+    assert limit.admit(0.75, 49) == Refused("lag", 160)
     # ...and a cut, once the streams alone make the loop late.
-    limit.loop_tick(0.75, 0.35, in_use=42)
+    limit.loop_tick(0.75, 0.35, in_use=49)
     assert limit.excused() == 0
-    assert limit.limit == 31
-    # A few admitted lately excuse a little, not a late tick's worth.
-    few = AdaptiveLimit(600, start=160, setup=0.01)
+    assert limit.limit == 36
+    # Nor does a burst's interval count as one that kept up: no growth.
+    assert limit.admit(0.8, 36) == Refused("limit", 36)
+    limit.loop_tick(1.25, 0.0, in_use=36)
+    limit.loop_tick(1.3, 0.0, in_use=36)
+    assert limit.limit == 36
+    # A few started at once excuse nothing.
+    few = AdaptiveLimit(600, start=160, setup=0.01, burst=8)
     few.loop_tick(0.05, 0.0, in_use=20)
-    assert few.admit(0.06, 20) is None and few.admit(0.07, 21) is None
-    few.loop_tick(0.3, 0.2, in_use=22)
-    assert few.limit == 16
+    for _ in range(8):
+        few.started()
+    assert few.excused() == 0
+    few.loop_tick(0.3, 0.2, in_use=28)
+    assert few.limit == 21
 
 
-def test_turns_admitted_one_by_one_excuse_only_their_own_set_up() -> None:
-    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01)
+def test_turns_started_one_by_one_excuse_nothing() -> None:
+    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01, burst=8)
     now = 0.0
-    # A turn a tick, each tick 20 ms late: each excuse is used up at once.
+    # Turnover: 8 turns started every tick, for ever, however late the
+    # loop: their set-up is the steady work's, and it is judged in full.
     for _ in range(9):
         now += 0.05
-        assert limit.admit(now, 100) is None
+        for _ in range(8):
+            limit.started()
         limit.loop_tick(now, 0.02, in_use=100)
     assert limit.excused() == 0 and limit.limit == 160
-    # So a late tick now is judged in full, not against nine turns' set-up.
-    now += 0.05
-    assert limit.admit(now, 100) is None
-    limit.loop_tick(now, 0.12, in_use=100)
+    for _ in range(8):
+        limit.started()
+    limit.loop_tick(now + 0.05, 0.12, in_use=100)
     assert limit.limit == 75
 
 

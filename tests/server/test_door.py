@@ -116,8 +116,10 @@ async def test_a_refusal_at_the_door_is_the_listeners_answer(
             assert headers["retry-after"] == "1" and headers["connection"] == "close"
             assert body["error"]["code"] == "rate_limit_exceeded"
             assert "limit 0" in body["error"]["message"]
-            # The app never saw it: no request id, no request log line.
+            # The app never saw it: no request id, no request log line; the
+            # headers every answer has are there.
             assert "x-request-id" not in headers
+            assert headers["date"] and headers["server"]
         assert slots.entering == 0
     lines = [r.getMessage() for r in caplog.records]
     assert not [line for line in lines if "/v1/chat/completions" in line and "429" in line]
@@ -185,9 +187,11 @@ async def test_a_place_taken_at_the_door_is_given_back_however_the_request_ends(
                 ok = await http.post("/chat/completions", content=CHAT)
                 assert ok.status_code == 200, ok.text
                 assert (slots.in_use, slots.entering) == (0, 0)
-            # Let in at the door, refused by its route: its place is free again.
+            # Let in at the door, refused by its route: its place is free again
+            # (once the request's task has ended, just after its answer).
             bad = await http.post("/chat/completions", content=b"{not json")
             assert bad.status_code == 400
+            await trio.testing.wait_all_tasks_blocked(0.01)
             assert (slots.in_use, slots.entering) == (0, 0)
         # A client gone before its answer: nothing stays taken.
         stream = await trio.open_tcp_stream(api.host, api.port)
@@ -209,3 +213,26 @@ async def test_a_place_taken_at_the_door_is_given_back_however_the_request_ends(
                 nursery.start_soon(one)
                 nursery.start_soon(one)
         assert answers == [200, 200]
+
+
+async def test_a_request_the_gate_refuses_gets_the_gates_answer_and_holds_no_place() -> None:
+    async with api_stack([TextReply("hello")], api={"max_concurrent": 1}) as (api, _):
+        slots = api.state.slots
+        plain = _head().replace(b"application/json", b"text/plain") + CHAT
+        elsewhere = _head().replace(b"Host: 127.0.0.1", b"Host: evil.example") + CHAT
+        # The answer read, the connection not closed by the client: it
+        # lingers, and holds no place meanwhile.
+        lingering = await trio.open_tcp_stream(api.host, api.port)
+        await lingering.send_all(plain)
+        status, headers, body = _split(await lingering.receive_some(65536))
+        assert status == 415 and "x-request-id" in headers
+        assert slots.entering == 0
+        status, _, _ = _split(await _ask(api.host, api.port, _head() + CHAT))
+        assert status == 200
+        # With no room, such requests still get the gate's answer, not a 429.
+        slots.limits = FixedLimit(0)
+        for request, code in ((plain, "unsupported_media_type"), (elsewhere, None)):
+            status, headers, body = _split(await _ask(api.host, api.port, request))
+            assert status != 429 and "x-request-id" in headers, body
+            assert code is None or body["error"]["code"] == code
+        await lingering.aclose()

@@ -240,7 +240,6 @@ class TurnSlots:
         refused = None if admitted else self.refusal()
         if refused is not None:
             raise refused
-        self.limits.started()
         self.in_use += 1
         if self._idle.is_set():
             self._idle = trio.Event()

@@ -24,15 +24,15 @@ ticks, and each one admitted then would wait behind the rest.
 
 Lateness that a burst of turns explains is not held against the limit:
 setting a turn up (its request read and parsed, the model asked) costs
-the loop a few milliseconds once, so a burst started at once makes the
+the loop a few milliseconds once, so a burst let in at once makes the
 loop late while it is set up, and the lateness ends with it. Each turn
-started beyond ``burst`` within one tick excuses ``setup`` seconds of
-lateness for an ``interval`` or two, in the cut and in the refusals
-between ticks, once (a late tick uses up what it is excused). Turns
-started one by one, however many over time, excuse nothing: their set-up
-is part of what the server's steady work costs, and a limit that
-excused it would never drop under turnover. Growth is judged on the lag
-as measured, excuse or not.
+more than at the tick before excuses ``setup`` seconds of lateness for an
+``interval`` or two, in the cut and in the refusals between ticks, once (a
+late tick uses up what it is excused). Turns that only replace turns
+that ended excuse nothing, however many: their set-up is part of what
+the server's steady work costs, and a limit that excused it would never
+drop under turnover. Growth is judged on the lag as measured, excuse or
+not.
 """
 
 from __future__ import annotations
@@ -67,9 +67,6 @@ class FixedLimit:
     def admit(self, now: float, in_use: int) -> Refused | None:
         return Refused("limit", self.limit) if in_use >= self.limit else None
 
-    def started(self) -> None:
-        """A turn admitted has started: nothing to note for a fixed limit."""
-
 
 class AdaptiveLimit:
     """A limit that follows the event loop's lag (see the module's notes).
@@ -79,10 +76,8 @@ class AdaptiveLimit:
     ``ceiling``, so that a fresh server is limited by its lag alone until
     the lag says where the limit is); ``tick``: how often the lag is
     measured; ``lag_target``: the lag above which the server is behind;
-    ``setup``: the lateness one turn of a burst excuses (about three times
-    what a turn's set-up costs a core, bench/request_cost.py); ``burst``:
-    the turns started within one tick that excuse nothing (8 a tick is 160
-    a second, the turnover of AUTO_START turns of a second each).
+    ``setup``: the lateness one turn added excuses (about three times
+    what a turn's set-up costs a core, bench/request_cost.py).
     """
 
     def __init__(
@@ -96,7 +91,6 @@ class AdaptiveLimit:
         interval: float = 0.5,
         backoff: float = 0.75,
         setup: float = 0.01,
-        burst: int = 8,
     ) -> None:
         if not 1 <= floor <= ceiling:
             raise ValueError(f"expected 1 <= floor <= ceiling, got {floor} and {ceiling}")
@@ -108,7 +102,6 @@ class AdaptiveLimit:
         self.interval = interval
         self.backoff = backoff
         self.setup = setup
-        self.burst = burst
         self.last_tick: float | None = None
         self.last_lag = 0.0
         self._changed_at = float("-inf")
@@ -119,24 +112,19 @@ class AdaptiveLimit:
         """Whether the limit refused someone since it last changed: only
         then is there a reason to raise it."""
         self._excuse = 0.0
-        """Lateness still excused by the bursts started since ``_excuse_since``."""
+        """Lateness still excused by the turns added since ``_excuse_since``."""
         self._excuse_before = 0.0
-        """The same, of the bursts started in the ``interval`` before that."""
+        """The same, of the turns added in the ``interval`` before that."""
         self._excuse_since = 0.0
-        self._started = 0
-        """Turns started since the last tick."""
+        self._seen = 0
+        """The turns in use at the last tick."""
 
-    def started(self) -> None:
-        """A turn admitted has started (taken its slot)."""
-        self._started += 1
-        if self._started > self.burst:
-            self._excuse += self.setup
-
-    def excused(self) -> float:
-        """The lateness the bursts started lately still explain (their
-        set-up): ``setup`` a turn beyond ``burst`` a tick, less what late
-        ticks have used of it."""
-        return self._excuse + self._excuse_before
+    def excused(self, in_use: int | None = None) -> float:
+        """The lateness the turns added lately still explain (their set-up):
+        ``setup`` a turn more than at the tick before (``in_use`` now, if
+        given), less what late ticks have used of it."""
+        added = 0 if in_use is None else max(0, in_use - self._seen)
+        return self._excuse + self._excuse_before + added * self.setup
 
     def _use_excuse(self, lag: float) -> float:
         """``lag`` less what the excuse covers; the excuse is used up so."""
@@ -154,7 +142,7 @@ class AdaptiveLimit:
         return max(0.0, now - self.last_tick - self.tick)
 
     def admit(self, now: float, in_use: int) -> Refused | None:
-        if self.behind(now) - self.excused() > self.lag_target:
+        if self.behind(now) - self.excused(in_use) > self.lag_target:
             return Refused("lag", self.limit)
         if in_use >= self.limit:
             self._binding = True
@@ -164,14 +152,17 @@ class AdaptiveLimit:
     def loop_tick(self, now: float, lag: float, in_use: int) -> None:
         """A tick of the lag watch, ``lag`` seconds after its time, with
         ``in_use`` turns running."""
+        first = self.last_tick is None
         self.last_tick = now
         self.last_lag = lag
         if self._window_start is None:
             self._window_start = now
-        self._started = 0
         if now - self._excuse_since >= self.interval:
             self._excuse_before, self._excuse = self._excuse, 0.0
             self._excuse_since = now
+        if not first:  # at the first, nothing is known of before
+            self._excuse += max(0, in_use - self._seen) * self.setup
+        self._seen = in_use
         self._worst = max(self._worst, lag)
         lag = self._use_excuse(lag)
         if lag > self.lag_target:

@@ -63,55 +63,48 @@ def test_a_late_tick_drops_the_limit_to_three_quarters_of_the_turns_running() ->
 
 
 def test_lateness_the_set_up_of_a_burst_explains_leaves_the_limit() -> None:
-    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01, burst=8)
+    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01)
     limit.loop_tick(0.05, 0.0, in_use=0)
-    # A burst of 48 started at once: setting them up (not their streams)
-    # holds the loop 0.25 s. The 40 beyond the first 8 of the tick excuse it.
-    for n in range(48):
+    # A burst of 40 let in at once: setting them up (not their streams)
+    # holds the loop 0.25 s. Arrivals meanwhile are still let in: the 40
+    # more than at the last tick excuse 0.4 s of lateness...
+    for n in range(40):
         assert limit.admit(0.06, n) is None
-        limit.started()
-    assert limit.excused() == pytest.approx(0.4)
-    # Arrivals meanwhile are still let in, up to the limit...
-    assert limit.admit(0.35, 48) is None
-    limit.loop_tick(0.35, 0.25, in_use=49)
+    assert limit.excused(40) == pytest.approx(0.4)
+    assert limit.admit(0.35, 40) is None
+    limit.loop_tick(0.35, 0.25, in_use=41)
     assert limit.limit == 160
     # ...and the late tick used up that much of the excuse.
-    assert limit.excused() == pytest.approx(0.15)
-    assert limit.admit(0.55, 49) is None
+    assert limit.excused(41) == pytest.approx(0.16)
+    assert limit.admit(0.55, 41) is None
     # Lateness beyond what is left of it is the server's: 503 at once...
-    assert limit.admit(0.75, 49) == Refused("lag", 160)
+    assert limit.admit(0.75, 41) == Refused("lag", 160)
     # ...and a cut, once the streams alone make the loop late.
-    limit.loop_tick(0.75, 0.35, in_use=49)
-    assert limit.excused() == 0
-    assert limit.limit == 36
-    # Nor does a burst's interval count as one that kept up: no growth.
-    assert limit.admit(0.8, 36) == Refused("limit", 36)
-    limit.loop_tick(1.25, 0.0, in_use=36)
-    limit.loop_tick(1.3, 0.0, in_use=36)
-    assert limit.limit == 36
-    # A few started at once excuse nothing.
-    few = AdaptiveLimit(600, start=160, setup=0.01, burst=8)
+    limit.loop_tick(0.75, 0.35, in_use=41)
+    assert limit.excused(41) == 0
+    assert limit.limit == 30
+    # A few more at once excuse a little, not a late tick's worth.
+    few = AdaptiveLimit(600, start=160, setup=0.01)
     few.loop_tick(0.05, 0.0, in_use=20)
-    for _ in range(8):
-        few.started()
-    assert few.excused() == 0
     few.loop_tick(0.3, 0.2, in_use=28)
     assert few.limit == 21
 
 
-def test_turns_started_one_by_one_excuse_nothing() -> None:
-    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01, burst=8)
+def test_turns_that_replace_ended_ones_excuse_nothing() -> None:
+    limit = AdaptiveLimit(600, start=160, interval=0.5, setup=0.01)
     now = 0.0
-    # Turnover: 8 turns started every tick, for ever, however late the
-    # loop: their set-up is the steady work's, and it is judged in full.
+    while now < 1.1:  # 100 running for a while: what their start excused is over
+        now += 0.05
+        limit.loop_tick(now, 0.0, in_use=100)
+    assert limit.excused(100) == 0
+    # Turnover: every tick 20 turns end and 20 start in their place, for
+    # ever: their set-up is the steady work's, and it is judged in full.
     for _ in range(9):
         now += 0.05
-        for _ in range(8):
-            limit.started()
+        for n in range(20):
+            assert limit.admit(now, 80 + n) is None
         limit.loop_tick(now, 0.02, in_use=100)
-    assert limit.excused() == 0 and limit.limit == 160
-    for _ in range(8):
-        limit.started()
+    assert limit.excused(100) == 0 and limit.limit == 160
     limit.loop_tick(now + 0.05, 0.12, in_use=100)
     assert limit.limit == 75
 

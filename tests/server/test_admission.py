@@ -7,7 +7,9 @@ asserted; then the real server refusing at once with the error JSON,
 from __future__ import annotations
 
 import contextvars
+import heapq
 import itertools
+import random
 from pathlib import Path
 from typing import Any, cast
 
@@ -373,3 +375,27 @@ async def test_a_burst_let_in_counts_before_it_takes_its_slots() -> None:
     assert slots.shed({**chat, "method": "GET"}) is None
     assert slots.shed({**chat, "path": "/v1/approvals/x"}) is None
     assert slots.shed({**chat, "headers": [(b"x-session-id", b"s")]}) is None
+
+
+@pytest.mark.parametrize("turn_seconds", [0.2, 1.0, 5.0])
+def test_under_lasting_overload_the_limit_settles_where_the_loop_keeps_up(
+    turn_seconds: float,
+) -> None:
+    # A model of a core that keeps up with 40 turns (each turn beyond adds
+    # 4 ms of lateness a tick), and clients that retry at once: the turns
+    # admitted replace the ones that end, for a minute.
+    rnd = random.Random(1)
+    limit = AdaptiveLimit(256, start=160, setup=0.01)
+    now, ends, lags = 0.0, list[float](), list[float]()
+    while now < 60:
+        while ends and ends[0] <= now:
+            heapq.heappop(ends)
+        while limit.admit(now, len(ends)) is None:
+            heapq.heappush(ends, now + turn_seconds * rnd.uniform(0.5, 1.5))
+        lag = max(0.0, 0.004 * (len(ends) - 40))
+        now += limit.tick + lag
+        limit.loop_tick(now, lag, len(ends))
+        lags.append(lag)
+    later = lags[len(lags) // 2 :]
+    assert limit.limit < 64
+    assert sum(later) / len(later) < limit.lag_target

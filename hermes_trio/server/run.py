@@ -159,6 +159,13 @@ async def open_api_server(
     (a ``serve --workers`` worker's, shared with the others), served instead
     of binding one, and closed at the end. ``headers`` go on every answer."""
     api = config.api_server
+    # The keys this server will check, read once: the start's own check
+    # (startup_problem) read the keys file earlier, and a file emptied
+    # since must not leave a server beyond this machine keyless.
+    keys = keys_of(api)
+    problem = keyless_problem(api, keyed=bool(keys))
+    if problem is not None:
+        raise ConfigError(problem)
     # Bind first: a busy port must fail before anything touches the store.
     sock = listening or listening_socket(
         api.host, api.port if port is None else port, api.write_timeout
@@ -186,7 +193,7 @@ async def open_api_server(
             created=int(wall_clock()),
             store=in_use.store,
             signals=in_use.signals,
-            keys=KeyRing(keys_of(api)),
+            keys=KeyRing(keys),
         )
         turns.start_soon(state.slots.watch_lag)
         metrics.ADMISSION_LIMIT.set(state.slots.limit)

@@ -152,3 +152,26 @@ async def test_doctor_counts_named_keys_and_checks_the_keys_file(tmp_path: Path)
     assert code == 1
     assert broken.startswith("FAIL") and str(keys) in broken and "line 2" in broken, broken
     assert SECRET not in broken
+
+
+async def test_a_keys_file_emptied_after_the_start_check_leaves_no_server_keyless(
+    tmp_path: Path,
+) -> None:
+    from support import make_config
+
+    from hermes_trio.config import ApiServerConfig, ConfigError
+    from hermes_trio.server.run import open_api_server, startup_problem
+
+    keys = tmp_path / "keys.yaml"
+    keys.write_text(f"- name: alice\n  key: {SECRET}\n")
+    # Beyond this machine (TEST-NET-1: never bound here, the server must
+    # refuse before it binds), with named keys only.
+    api = ApiServerConfig(host="192.0.2.1", keys_file=str(keys))
+    config = make_config("http://127.0.0.1:9/v1", api_server=api)
+    assert startup_problem(config) is None
+    keys.write_text("[]\n")  # emptied between the check and the server
+    try:
+        async with open_api_server(config, port=0):
+            raise AssertionError("served beyond loopback without a key")
+    except ConfigError as refused:
+        assert "not a loopback address: set an API key" in str(refused)

@@ -119,11 +119,11 @@ class AdaptiveLimit:
         self._seen = 0
         """The turns in use at the last tick."""
 
-    def excused(self, in_use: int | None = None) -> float:
+    def excused(self, in_use: int) -> float:
         """The lateness the turns added lately still explain (their set-up):
-        ``setup`` a turn more than at the tick before (``in_use`` now, if
-        given), less what late ticks have used of it."""
-        added = 0 if in_use is None else max(0, in_use - self._seen)
+        ``setup`` a turn more than at the tick before (``in_use`` now), less
+        what late ticks have used of it."""
+        added = max(0, in_use - self._seen)
         return self._excuse + self._excuse_before + added * self.setup
 
     def _use_excuse(self, lag: float) -> float:

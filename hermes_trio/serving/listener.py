@@ -164,7 +164,7 @@ class _H11(H11Protocol):
         """Ask the door about a request whose head is in, before the app
         is started for it: a refusal is answered here, and the connection
         ends with it."""
-        self.leave_ticket()
+        self.leave_ticket()  # never one here (the last answer's end gave it back): a guard
         target = event.target
         query = target.find(b"?")
         answer = door.knock(
@@ -324,7 +324,6 @@ class _Connection:
             # after the response: nothing here may await.
             now = trio.current_time()
             if event.idle:
-                self.protocol.leave_ticket()
                 self.lifetime.response_finished(now)
             else:
                 self.lifetime.request_started(now)

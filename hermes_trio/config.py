@@ -34,6 +34,7 @@ __all__ = [
     "ApiServerConfig",
     "ApprovalTimeoutsConfig",
     "ApprovalsConfig",
+    "CompactionConfig",
     "Config",
     "ConfigError",
     "DiscordConfig",
@@ -160,6 +161,31 @@ class ModelConfig(_HoldsSecrets):
     """Most bytes one answer of the model server may have, streamed (the
     whole event stream) or not (after decompression); beyond it the answer
     ends with an error naming this setting."""
+    context_window: int | None = None
+    """The model's context window in tokens. None: ask the model server
+    (its model card, llama.cpp's ``/props``, Ollama's ``/api/show``), else
+    ``compaction.default_window``."""
+
+
+@dataclass(frozen=True)
+class CompactionConfig:
+    """How a conversation is kept inside the model's context window."""
+
+    enabled: bool = True
+    threshold: float = 0.75
+    """Compact before a model request that would pass this share of the
+    window (the rest is room for the reply)."""
+    keep_recent: int = 4000
+    """Tokens of the newest messages kept as they are (whole messages; at
+    most a third of the window)."""
+    summary_timeout: float = 120.0
+    """Seconds the summary request may take before the oldest exchanges are
+    dropped instead."""
+    summary_max_tokens: int = 1024
+    """The longest summary the model may write (its ``max_tokens``)."""
+    default_window: int = 32768
+    """The window assumed when neither ``model.context_window`` nor the model
+    server says (logged once)."""
 
 
 @dataclass(frozen=True)
@@ -491,6 +517,7 @@ class McpServerConfig:
 class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
     streaming: StreamingConfig = field(default_factory=StreamingConfig)
     api_server: ApiServerConfig = field(default_factory=ApiServerConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
@@ -539,6 +566,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "HERMES_FILE_ROOTS": "agent.file_roots",
     "HERMES_SYSTEM_PROMPT": "agent.system_prompt",
     "HERMES_DATA_DIR": "store.data_dir",
+    "HERMES_CONTEXT_WINDOW": "model.context_window",
     "HERMES_STORE_URL": "store.url",
     "API_SERVER_ENABLED": "api_server.enabled",
     "API_SERVER_HOST": "api_server.host",
@@ -879,6 +907,23 @@ def _check(config: Config) -> None:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")
     if config.model.max_answer_bytes < 1024:
         raise ConfigError("model.max_answer_bytes: expected an integer of at least 1024")
+    _check_compaction(config)
+
+
+def _check_compaction(config: Config) -> None:
+    window = config.model.context_window
+    if window is not None and window < 256:
+        raise ConfigError("model.context_window: expected a number of tokens of at least 256")
+    c = config.compaction
+    if not 0.1 <= c.threshold < 1:
+        raise ConfigError(f"compaction.threshold: expected a share from 0.1 to 0.99, got {c.threshold}")
+    for key in ("keep_recent", "summary_max_tokens"):
+        if getattr(c, key) < 1:
+            raise ConfigError(f"compaction.{key}: expected a number of tokens of at least 1")
+    if c.default_window < 256:
+        raise ConfigError("compaction.default_window: expected a number of tokens of at least 256")
+    if c.summary_timeout <= 0:
+        raise ConfigError("compaction.summary_timeout: expected a number of seconds above 0")
 
 
 _MCP_LABEL = re.compile(r"[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*")

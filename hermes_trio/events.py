@@ -16,6 +16,7 @@ __all__ = [
     "ApprovalRequested",
     "ApprovalResolved",
     "Commentary",
+    "ContextCompacted",
     "GatewayNotice",
     "LongToolHint",
     "MessageChunk",
@@ -219,6 +220,24 @@ class ApprovalResolved:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextCompacted:
+    """The conversation was made smaller to fit the model's context window,
+    between two model requests: ``how`` is ``summary`` (the older part was
+    replaced by one summary the model wrote) or ``truncation`` (the oldest
+    whole exchanges were dropped, when no summary could be had); ``tokens_before``
+    and ``tokens_after`` are the request's estimated size, ``folded`` how many
+    messages went; ``reason`` says why a summary was not used (empty
+    otherwise)."""
+
+    how: Literal["summary", "truncation"]
+    tokens_before: int
+    tokens_after: int
+    folded: int
+    window: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished:
     """The turn is over; always the last event of a turn.
 
@@ -257,6 +276,7 @@ StreamEvent = (
     | GatewayNotice
     | ApprovalRequested
     | ApprovalResolved
+    | ContextCompacted
     | TurnFinished
 )
 

@@ -130,6 +130,9 @@ class TurnResult:
     model_status: int | None = None
     added: list[Message] = field(default_factory=list)
     answer: str = ""
+    compacted: bool = False
+    """The turn replaced the start of the conversation (a compaction): the
+    list it was given is a new base, to be stored whole, not appended to."""
 
 
 class TurnEvents:

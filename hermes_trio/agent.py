@@ -22,9 +22,11 @@ import trio
 
 from . import metrics
 from .approvals import ApprovalChannel
+from .compaction import ContextKeeper, ContextTooLarge
 from .config import Config, load_config
 from .events import (
     Commentary,
+    ContextCompacted,
     LongToolHint,
     MessageChunk,
     MessageStop,
@@ -35,7 +37,7 @@ from .events import (
     TurnFinished,
     Usage,
 )
-from .llm import ModelClient, ModelError, ModelRequest, make_http_client
+from .llm import ModelClient, ModelError, ModelRequest, ModelResponse, make_http_client
 from .mcp import open_mcp_servers
 from .recording import Recorder, note_tool, record_turn
 from .recording.document import RecordedOptions
@@ -59,6 +61,7 @@ from .turn import (
 )
 from .wire.chat_chunks import AssistantMessage, ChunkDelta, ToolCall
 from .wire.client_calls import ClientCallStream
+from .wire.context import ContextPolicy, overflow_of
 from .wire.interrupted import interrupted_answer
 from .wire.messages import Message
 from .wire.think import ThinkFilter
@@ -107,6 +110,9 @@ class _Step:
         self.think = ThinkFilter(tags)
         self.parts: list[str] = []
         self.calls = ClientCallStream(client_names)
+        # Anything of the answer reached the turn (a refused request may be
+        # asked again only before).
+        self.heard = False
 
     @property
     def shown(self) -> str:
@@ -127,6 +133,8 @@ class Agent:
     ) -> None:
         self.config = config
         self.client = ModelClient(config.model, http)
+        #: The model's window and the compaction of conversations that pass it.
+        self.context = ContextKeeper(self.client, config)
         self.tools = tools if tools is not None else default_registry(config.agent.tools)
         self.approve = approve
         #: Where every turn is recorded (``record.dir``), unless a turn says.
@@ -262,7 +270,10 @@ class Agent:
             except trio.BrokenResourceError:
                 # The consumer went away; the turn is over for everyone.
                 result = TurnResult("", Usage(), "interrupted")
-            result.added = messages[start:]
+            # A compaction replaced the start of the list (a summary first).
+            first = max(start + loop.shift, 1 if loop.compacted else 0)
+            result.added = messages[first:]
+            result.compacted = loop.compacted
             return result
 
     async def _flush(self, step: _Step, send: trio.MemorySendChannel[StreamEvent]) -> None:
@@ -475,6 +486,15 @@ class _TurnLoop:
         # that (a consumer gone while we send TurnFinished) must not add a
         # second, "interrupted" ending.
         self.recorded = False
+        policy = options.context
+        if policy is None and agent.config.compaction.enabled:
+            policy = ContextPolicy()
+        self.policy = policy
+        # Whether a compaction replaced the start of the conversation, and
+        # by how many messages it moved what came after.
+        self.compacted = False
+        self.shift = 0
+        self.retried_overflow = False
 
     async def run(self, held: HeldCalls | None) -> TurnResult:
         agent = self.agent
@@ -503,6 +523,7 @@ class _TurnLoop:
 
     async def on_delta(self, delta: ChunkDelta) -> None:
         step, meter, emit = self.current, self.meter, self.emit
+        step.heard = True
         if self.marks.waiting and (delta.content or delta.reasoning):
             self.marks.first_token()
         # A merged delta counts its content's tokens only; one without
@@ -538,12 +559,7 @@ class _TurnLoop:
         step = self.current = _Step(self.cfg.think_tags, self.client_names)
         head: list[Message] = [{"role": "system", "content": self.prompt}] if self.prompt else []
         try:
-            response = await agent.client.complete(
-                ModelRequest(head + messages, self.schemas, self.params),
-                stream=self.options.stream,
-                on_delta=self.on_delta,
-                model=self.options.model,
-            )
+            response = await self.ask(step, head)
         except ModelError as exc:
             await agent._flush(step, send)
             self.recorded = True
@@ -593,6 +609,66 @@ class _TurnLoop:
             why = "approval" if waiting else "tool_calls"
             return await _end(send, said, usage, why, tool_calls=calls, answer=answer)
         return None
+
+    async def ask(self, step: _Step, head: list[Message]) -> ModelResponse:
+        """One model request over a conversation that fits the window: made
+        to fit first (between requests, never during one), and when the
+        server still refuses it as too long before saying anything,
+        compacted harder and asked once more."""
+        keeper = self.agent.context
+        await self.fit(head, harder=False)
+        size = keeper.estimate(head, self.messages, self.schemas)
+        try:
+            response = await self.request(head)
+        except ModelError as exc:
+            overflow = overflow_of(exc.code, exc.message, exc.status)
+            if overflow is None or self.policy is None or step.heard or self.retried_overflow:
+                raise
+            self.retried_overflow = True
+            keeper.refused(overflow, size)
+            if self.policy.mode == "refuse":
+                raise
+            try:
+                smaller = await self.fit(head, harder=True)
+            except ContextTooLarge:
+                # Nothing can be folded: the server's own words say more.
+                smaller = None
+            if smaller is None:
+                raise exc from None
+            size = keeper.estimate(head, self.messages, self.schemas)
+            response = await self.request(head)
+        if response.usage is not None and response.usage.prompt_tokens:
+            keeper.measured(size, response.usage.prompt_tokens)
+        return response
+
+    async def request(self, head: list[Message]) -> ModelResponse:
+        return await self.agent.client.complete(
+            ModelRequest(head + self.messages, self.schemas, self.params),
+            stream=self.options.stream,
+            on_delta=self.on_delta,
+            model=self.options.model,
+        )
+
+    async def fit(self, head: list[Message], *, harder: bool) -> ContextCompacted | None:
+        """Compact the conversation if the next request would not fit; the
+        event goes to the consumers."""
+        if self.policy is None:
+            return None
+        before = len(self.messages)
+        event = await self.agent.context.fit(
+            self.messages,
+            head=head,
+            schemas=self.schemas,
+            policy=self.policy,
+            model=self.options.model,
+            harder=harder,
+        )
+        if event is None:
+            return None
+        self.compacted = True
+        self.shift += len(self.messages) - before
+        await self.send.send(event)
+        return event
 
     async def finish(self) -> TurnResult:
         """End a turn that used up its model steps without a final answer."""

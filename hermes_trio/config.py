@@ -916,7 +916,9 @@ def _check_compaction(config: Config) -> None:
         raise ConfigError("model.context_window: expected a number of tokens of at least 256")
     c = config.compaction
     if not 0.1 <= c.threshold < 1:
-        raise ConfigError(f"compaction.threshold: expected a share from 0.1 to 0.99, got {c.threshold}")
+        raise ConfigError(
+            f"compaction.threshold: expected a share from 0.1 to 0.99, got {c.threshold}"
+        )
     for key in ("keep_recent", "summary_max_tokens"):
         if getattr(c, key) < 1:
             raise ConfigError(f"compaction.{key}: expected a number of tokens of at least 1")

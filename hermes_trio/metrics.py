@@ -27,6 +27,7 @@ __all__ = [
     "ADMISSION_LIMIT",
     "ADMISSION_REFUSED",
     "CONTENT_TYPE",
+    "CONTEXT_COMPACTIONS",
     "OPEN_STREAMS",
     "RATE_LIMITED",
     "REQUESTS",
@@ -67,6 +68,11 @@ UPSTREAM_REQUESTS = Counter(
 )
 UPSTREAM_RETRIES = Counter("hermes_upstream_retries", "Model requests tried again")
 UPSTREAM_FALLBACKS = Counter("hermes_upstream_fallbacks", "Turns handed to a fallback model")
+CONTEXT_COMPACTIONS = Counter(
+    "hermes_context_compactions",
+    "Conversations made smaller to fit the model's context window, by how (summary, truncation)",
+    ["how"],
+)
 UPSTREAM_ERRORS = Counter(
     "hermes_upstream_errors", "Model requests that failed, by error code", ["code"]
 )

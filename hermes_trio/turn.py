@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from .tools import ToolContext
     from .wire.chat_chunks import ToolCall
 
+from .wire.context import ContextPolicy
 from .wire.messages import ChatTool, ChatToolCall, Message
 
 __all__ = [
@@ -231,6 +232,9 @@ class TurnOptions:
     approvals: ApprovalChannel | None = None
     held: HeldCalls | None = None
     record: Recorder | None = None
+    context: ContextPolicy | None = None
+    """What to do when the conversation would not fit the model's window
+    (None: compact, unless ``compaction.enabled`` is false)."""
 
 
 class TurnOptionFields(TypedDict, total=False):
@@ -247,6 +251,7 @@ class TurnOptionFields(TypedDict, total=False):
     approvals: ApprovalChannel | None
     held: HeldCalls | None
     record: Recorder | None
+    context: ContextPolicy | None
 
 
 def resolve_options(options: TurnOptions | None, fields: TurnOptionFields) -> TurnOptions:

@@ -38,6 +38,7 @@ from ..wire.chat_chunks import (
     merge_deltas,
     message_from_completion,
 )
+from ..wire.context import overflow_of
 from ..wire.messages import ChatTool, Message
 from ..wire.responses_stream import (
     ResponsesStreamAccumulator,
@@ -656,7 +657,9 @@ class ModelClient:
             ) as response:
                 if response.status_code != 200:
                     raw = await _read_capped(response, _MAX_ERROR_BYTES)
-                    if response.status_code in _STREAM_REFUSAL_STATUSES:
+                    if response.status_code in _STREAM_REFUSAL_STATUSES and not _too_long(
+                        response.status_code, raw
+                    ):
                         raise _StreamRefused(
                             f"HTTP {response.status_code} for stream: true: {_error_fields(raw)[0]}"
                         )
@@ -924,6 +927,14 @@ def _error_fields(raw: bytes) -> tuple[str, str | None]:
     if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
         return body["message"], None
     return _short_json(body), None
+
+
+def _too_long(status: int, raw: bytes) -> bool:
+    """A refusal of the prompt's length: asking again without streaming
+    would send the same too-long prompt, so it is no sign of a server that
+    cannot stream."""
+    message, code = _error_fields(raw)
+    return overflow_of(code, message, status) is not None
 
 
 def _short_json(value: object) -> str:

@@ -1,0 +1,289 @@
+"""Compaction between model calls: the trio shell over :mod:`.wire.context`.
+
+A turn asks :meth:`ContextKeeper.fit` before each model request. When the
+request would pass ``compaction.threshold`` of the window, the older part
+of the conversation is replaced by one summary the model writes in
+separate, non-streamed requests (in pieces when that part is itself larger
+than the window), under ``compaction.summary_timeout``. The conversation
+list changes only once the summary is in hand, with no checkpoint after:
+a turn cancelled while the summary is written (an interrupt, a client gone)
+leaves it exactly as it was. A summary that fails or times out drops the
+oldest whole exchanges instead, and the event says so: a conversation is
+never left unable to go on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import trio
+
+from . import metrics
+from .config import Config
+from .events import ContextCompacted
+from .llm import ModelClient, ModelError, ModelRequest
+from .wire.context import (
+    Calibration,
+    ContextPolicy,
+    Overflow,
+    choose_cut,
+    drop_oldest,
+    message_tokens,
+    schemas_tokens,
+    summary_message,
+    summary_pieces,
+    summary_request,
+)
+from .wire.messages import ChatTool, Message
+from .wire.think import ThinkFilter
+
+__all__ = ["ContextKeeper", "ContextTooLarge", "summarize"]
+
+log = logging.getLogger("hermes_trio.compaction")
+
+# Room the summary request's own instructions take, in tokens.
+_INSTRUCTION_TOKENS = 300
+# What a summary request's transcript may fill of the window, at most.
+_SUMMARY_INPUT_SHARE = 0.8
+_TRUNCATED_NOTE = (
+    "(The earlier part of this conversation was dropped to stay within the model's "
+    "context; no summary of it could be made.)"
+)
+
+
+class ContextTooLarge(ModelError):
+    """The newest message alone does not fit the model's window."""
+
+
+async def _ignore(_delta: object) -> None:
+    pass
+
+
+@dataclass
+class _Sizes:
+    head: int
+    messages: list[int]
+
+    @property
+    def total(self) -> int:
+        return self.head + sum(self.messages)
+
+
+async def summarize(
+    client: ModelClient,
+    config: Config,
+    folded: Sequence[Message],
+    *,
+    window: int,
+    ratio: float = 1.0,
+    model: str | None = None,
+) -> str:
+    """The model's summary of ``folded``: one request per piece that fits
+    the window, each folding the summary of the pieces before it. Raises
+    :class:`ModelError` when the model server fails; has no timeout of its
+    own."""
+    cfg = config.compaction
+    # Tokens of transcript one request may carry, in the estimate's units.
+    room = window * _SUMMARY_INPUT_SHARE - cfg.summary_max_tokens - _INSTRUCTION_TOKENS
+    budget = int(room / ratio)
+    budget = max(budget, 64)
+    sizes = [message_tokens(m) for m in folded]
+    previous: str | None = None
+    for piece in summary_pieces(folded, sizes, budget=budget):
+        messages = summary_request(piece, previous, max_chars=budget * 4)
+        response = await client.complete(
+            ModelRequest(messages, (), {"max_tokens": cfg.summary_max_tokens}),
+            stream=False,
+            on_delta=_ignore,
+            model=model,
+        )
+        text = _visible(response.message.content or "", config.agent.think_tags)
+        if not text.strip():
+            raise ModelError("the model wrote an empty summary", code="model_error")
+        previous = text.strip()
+    return previous or ""
+
+
+def _visible(text: str, tags: Sequence[str]) -> str:
+    think = ThinkFilter(tags)
+    shown = think.feed(text).text + think.flush().text
+    return shown
+
+
+class ContextKeeper:
+    """One agent's view of the model's window: its size, how the server's
+    counts relate to the estimate, and the compaction of a conversation
+    that would not fit."""
+
+    def __init__(self, client: ModelClient, config: Config) -> None:
+        self.client = client
+        self.config = config
+        self.calibration = Calibration()
+        self._learned: int | None = None
+        self._said_default = False
+
+    async def window(self, model: str | None = None) -> int:
+        """The window in tokens: configured, learned from a refusal, asked
+        of the model server, or the default (said once)."""
+        if self.config.model.context_window:
+            return self.config.model.context_window
+        if self._learned:
+            return self._learned
+        asked = await self._ask_window(model)
+        if asked:
+            return asked
+        default = self.config.compaction.default_window
+        if not self._said_default:
+            self._said_default = True
+            log.warning(
+                "the model server does not say its context window: assuming %d tokens "
+                "(compaction.default_window); set model.context_window to say it",
+                default,
+            )
+        return default
+
+    async def _ask_window(self, model: str | None) -> int | None:
+        ask = getattr(self.client, "context_window", None)
+        if ask is None:
+            return None
+        answer = await ask(model, self.config.compaction.default_window)
+        return int(answer.tokens) if answer.source != "default" else None
+
+    def sizes(
+        self, head: Sequence[Message], messages: Sequence[Message], schemas: Sequence[ChatTool]
+    ) -> _Sizes:
+        ratio = self.calibration.ratio
+        head_raw = sum(message_tokens(m) for m in head) + schemas_tokens(schemas)
+        return _Sizes(
+            round(head_raw * ratio), [round(message_tokens(m) * ratio) for m in messages]
+        )
+
+    def estimate(
+        self, head: Sequence[Message], messages: Sequence[Message], schemas: Sequence[ChatTool]
+    ) -> int:
+        return self.sizes(head, messages, schemas).total
+
+    def measured(self, estimated: int, prompt_tokens: int) -> None:
+        """The server counted ``prompt_tokens`` for a request estimated at
+        ``estimated`` (with the ratio then in force)."""
+        if estimated > 0 and prompt_tokens > 0:
+            raw = estimated / self.calibration.ratio
+            self.calibration.observe(round(raw), prompt_tokens)
+
+    def refused(self, overflow: Overflow, estimated: int) -> None:
+        """The server refused a request as too long: learn what it said."""
+        if overflow.window:
+            self._learned = overflow.window
+        if overflow.requested:
+            self.measured(estimated, overflow.requested)
+
+    async def fit(
+        self,
+        messages: list[Message],
+        *,
+        head: Sequence[Message],
+        schemas: Sequence[ChatTool],
+        policy: ContextPolicy,
+        model: str | None = None,
+        harder: bool = False,
+    ) -> ContextCompacted | None:
+        """Make ``messages`` fit before a request, in place; the event that
+        says what was done, or None when it fits as it is."""
+        window = await self.window(model)
+        sizes = self.sizes(head, messages, schemas)
+        share = self.config.compaction.threshold * (0.7 if harder else 1.0)
+        limit = int(window * share)
+        if policy.compact_at is not None and policy.mode == "compact" and not harder:
+            limit = min(limit, policy.compact_at)
+        if sizes.total <= limit:
+            return None
+        if policy.mode == "refuse":
+            raise _too_long(sizes.total, window)
+        if policy.mode == "truncate":
+            return self._truncate(messages, sizes, window, limit, reason="", note=False)
+        return await self._compact(messages, sizes, window, limit, harder=harder, model=model)
+
+    async def _compact(
+        self,
+        messages: list[Message],
+        sizes: _Sizes,
+        window: int,
+        limit: int,
+        *,
+        harder: bool,
+        model: str | None,
+    ) -> ContextCompacted:
+        cfg = self.config.compaction
+        summary_room = cfg.summary_max_tokens + 16
+        room = limit - sizes.head - summary_room
+        keep = min(cfg.keep_recent, window // 3) // (2 if harder else 1)
+        cut = choose_cut(messages, sizes.messages, room=room, keep_recent=keep)
+        if cut is None:
+            raise _too_big(sizes.messages[-1] if sizes.messages else 0, window)
+        reason = ""
+        with trio.move_on_after(cfg.summary_timeout) as scope:
+            try:
+                text = await summarize(
+                    self.client,
+                    self.config,
+                    messages[:cut],
+                    window=window,
+                    ratio=self.calibration.ratio,
+                    model=model,
+                )
+            except ModelError as exc:
+                reason = f"the summary request failed: {exc.message}"
+        if scope.cancelled_caught:
+            reason = f"the summary took longer than {cfg.summary_timeout:g} s"
+        if reason:
+            log.warning("compaction: %s; dropping the oldest messages instead", reason)
+            return self._truncate(messages, sizes, window, limit, reason=reason, note=True)
+        summary = summary_message(text)
+        after = sizes.head + round(message_tokens(summary) * self.calibration.ratio)
+        after += sum(sizes.messages[cut:])
+        # No checkpoint from here on: the list changes whole or not at all.
+        messages[:cut] = [summary]
+        metrics.CONTEXT_COMPACTIONS.labels("summary").inc()
+        return ContextCompacted("summary", sizes.total, after, cut, window)
+
+    def _truncate(
+        self,
+        messages: list[Message],
+        sizes: _Sizes,
+        window: int,
+        limit: int,
+        *,
+        reason: str,
+        note: bool,
+    ) -> ContextCompacted:
+        marker: list[Message] = [summary_message(_TRUNCATED_NOTE)] if note else []
+        marker_size = sum(round(message_tokens(m) * self.calibration.ratio) for m in marker)
+        room = limit - sizes.head - marker_size
+        drop = drop_oldest(messages, sizes.messages, room=room)
+        if drop is None:
+            raise _too_big(sizes.messages[-1] if sizes.messages else 0, window)
+        after = sizes.head + marker_size + sum(sizes.messages[drop:])
+        messages[:drop] = marker
+        metrics.CONTEXT_COMPACTIONS.labels("truncation").inc()
+        return ContextCompacted("truncation", sizes.total, after, drop, window, reason)
+
+
+def _too_big(tokens: int, window: int) -> ContextTooLarge:
+    return ContextTooLarge(
+        f"the newest message is about {tokens:,} tokens, more than the model's context "
+        f"window of {window:,} tokens can hold with room for an answer; send a shorter "
+        "message, or split it",
+        code="context_length_exceeded",
+        status=400,
+    )
+
+
+def _too_long(tokens: int, window: int) -> ContextTooLarge:
+    return ContextTooLarge(
+        f"the conversation is about {tokens:,} tokens, more than the model's context "
+        f"window of {window:,} tokens allows; truncation is disabled for this request",
+        code="context_length_exceeded",
+        status=400,
+    )

@@ -246,7 +246,7 @@ class ContextKeeper:
         # No checkpoint from here on: the list changes whole or not at all.
         messages[:cut] = [summary]
         metrics.CONTEXT_COMPACTIONS.labels("summary").inc()
-        return ContextCompacted("summary", sizes.total, after, cut, window)
+        return ContextCompacted("summary", sizes.total, after, cut, window, summary=text.strip())
 
     def _truncate(
         self,

@@ -227,7 +227,8 @@ class ContextCompacted:
     whole exchanges were dropped, when no summary could be had); ``tokens_before``
     and ``tokens_after`` are the request's estimated size, ``folded`` how many
     messages went; ``reason`` says why a summary was not used (empty
-    otherwise)."""
+    otherwise); ``summary`` is the text that now stands for what was folded
+    (the Responses API seals it into a ``compaction`` item)."""
 
     how: Literal["summary", "truncation"]
     tokens_before: int
@@ -235,6 +236,7 @@ class ContextCompacted:
     folded: int
     window: int = 0
     reason: str = ""
+    summary: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -192,7 +192,11 @@ class ContextKeeper:
         """Make ``messages`` fit before a request, in place; the event that
         says what was done, or None when it fits as it is."""
         window = await self.window(model)
-        sizes = self.sizes(head, messages, schemas)
+        # A client's own system messages lead the conversation: they stay,
+        # as the configured prompt does.
+        lead = next((i for i, m in enumerate(messages) if m["role"] != "system"), len(messages))
+        body = messages[lead:]
+        sizes = self.sizes([*head, *messages[:lead]], body, schemas)
         share = self.config.compaction.threshold * (0.7 if harder else 1.0)
         limit = int(window * share)
         if policy.compact_at is not None and policy.mode == "compact" and not harder:
@@ -202,8 +206,11 @@ class ContextKeeper:
         if policy.mode == "refuse":
             raise _too_long(sizes.total, window)
         if policy.mode == "truncate":
-            return self._truncate(messages, sizes, window, limit, reason="", note=False)
-        return await self._compact(messages, sizes, window, limit, harder=harder, model=model)
+            event = self._truncate(body, sizes, window, limit, reason="", note=False)
+        else:
+            event = await self._compact(body, sizes, window, limit, harder=harder, model=model)
+        messages[lead:] = body
+        return event
 
     async def _compact(
         self,

@@ -229,3 +229,33 @@ async def test_a_message_larger_than_the_window_is_answered_clearly(
     assert end.error_code == "context_length_exceeded"
     assert end.error is not None
     assert "5,004 tokens" in end.error and "2,000 tokens" in end.error
+
+
+async def test_requests_of_one_chat_repeat_the_last_ones_prefix_byte_for_byte(
+    autojump_clock: MockClock,
+) -> None:
+    """Between compactions each request only appends to the one before (the
+    system prompt, the summary and earlier messages byte-identical), so a
+    provider's prompt cache keeps hitting; a compaction starts a new base."""
+    double = ModelDouble(
+        default=lambda r: TextReply("notes") if summary_asked(r) else TextReply("b" * 300)
+    )
+    model = {"context_window": WINDOW}
+    async with agent_on_double(double, model=model, agent=NO_TOOLS, **SECTIONS) as (agent, _):
+        messages: list[Message] = []
+        compactions = 0
+        for turn in range(40):
+            messages.append({"role": "user", "content": f"turn {turn} " + "q" * 200})
+            seen = await run(agent, messages)
+            compactions += sum(1 for _, e in seen if isinstance(e, ContextCompacted))
+    asked = [r for r in double.model_requests if not summary_asked(r)]
+    bases = 0
+    for before, after in itertools.pairwise(asked):
+        end = before.body.rindex(b'],"stream"')
+        if after.body.startswith(before.body[:end]):
+            assert after.json["messages"][: len(before.json["messages"])] == before.json["messages"]
+            continue
+        # Only a compaction starts anew, and it starts with a summary.
+        bases += 1
+        assert after.json["messages"][1]["content"].startswith(SUMMARY_MARK)
+    assert compactions >= 3 and bases == compactions

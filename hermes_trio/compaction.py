@@ -156,9 +156,7 @@ class ContextKeeper:
     ) -> _Sizes:
         ratio = self.calibration.ratio
         head_raw = sum(message_tokens(m) for m in head) + schemas_tokens(schemas)
-        return _Sizes(
-            round(head_raw * ratio), [round(message_tokens(m) * ratio) for m in messages]
-        )
+        return _Sizes(round(head_raw * ratio), [round(message_tokens(m) * ratio) for m in messages])
 
     def estimate(
         self, head: Sequence[Message], messages: Sequence[Message], schemas: Sequence[ChatTool]

@@ -194,7 +194,7 @@ def transcript(messages: Sequence[Message]) -> str:
         role = m.get("role")
         text, images = _text_of(m.get("content"))
         if role == "user" and is_summary(m):
-            lines.append(f"Summary of what came before:\n{text[len(SUMMARY_MARK):]}")
+            lines.append(f"Summary of what came before:\n{text[len(SUMMARY_MARK) :]}")
             continue
         if images:
             text = f"{text} [{images} image(s)]".strip()

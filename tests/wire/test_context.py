@@ -151,7 +151,9 @@ def test_a_summary_is_recognised_and_folded_into_the_next() -> None:
     first = summary_message("the user likes tea")
     assert is_summary(first) and first["content"].startswith(SUMMARY_MARK)
     assert not is_summary({"role": "user", "content": "the user likes tea"})
-    asked = summary_request([first, {"role": "user", "content": "and coffee"}], None, max_chars=10**6)
+    asked = summary_request(
+        [first, {"role": "user", "content": "and coffee"}], None, max_chars=10**6
+    )
     text = str(asked[1]["content"])
     assert "Summary of what came before:\nthe user likes tea" in text
     assert "User: and coffee" in text and SUMMARY_MARK not in text

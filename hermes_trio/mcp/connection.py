@@ -31,18 +31,25 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.dispatcher import ProgressFnT
 
 from ..config import McpServerConfig
+from ..escapes import escape_log_records
 from ..retry import Backoff
 from .naming import model_name, result_text, wanted
 
 __all__ = ["McpServer", "Progress", "ServerTool", "start_servers"]
 
 log = logging.getLogger("hermes_trio.mcp")
+# A server's words reach the log in our lines (its stderr, its errors) and
+# in the SDK's (a tool name, a header it sent): escaped in both.
+escape_log_records(log.name, "mcp")
 
 # Restarts wait 1 s, 2 s, 4 s … up to a minute; a connection that stayed up
 # this long counts as healthy and starts the waits over.
 RESTART_INITIAL = 1.0
 RESTART_MAX = 60.0
 STABLE_UPTIME = 60.0
+# A stderr "line" longer than this is logged in pieces: a child that never
+# writes a newline does not grow our buffer without end.
+STDERR_LINE_MAX = 8192
 # How often a connected server is pinged: an HTTP server that went away (or
 # forgot our session) is only noticed by asking.
 PING_INTERVAL = 30.0
@@ -234,9 +241,7 @@ class McpServer:
         return not result.is_error, result_text(blocks, result.structured_content)
 
 
-async def start_servers(
-    nursery: trio.Nursery, servers: Iterable[McpServer], wait: float
-) -> None:
+async def start_servers(nursery: trio.Nursery, servers: Iterable[McpServer], wait: float) -> None:
     """Start ``servers`` in ``nursery``; returns once each has come up or
     failed once, or after ``wait`` seconds (a server that hangs on start
     does not hold its caller up for its whole timeout)."""
@@ -284,6 +289,9 @@ async def _log_stderr(label: str, fd: int) -> None:
             if not chunk:
                 break
             *lines, buffer = (buffer + chunk).split(b"\n")
+            if len(buffer) > STDERR_LINE_MAX:
+                lines.append(buffer)
+                buffer = b""
             for line in lines:
                 log.info("[%s] %s", label, line.decode(errors="replace").rstrip())
     if buffer.strip():

@@ -27,13 +27,13 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.dispatcher import ProgressFnT
 
 from ..config import McpServerConfig
 from ..escapes import escape_log_records
 from ..retry import Backoff
-from .naming import model_name, result_text, wanted
+from .capped_http import capped_client
+from .naming import TOO_LARGE, model_name, result_text, too_large, wanted
 
 __all__ = ["McpServer", "Progress", "ServerTool", "start_servers"]
 
@@ -166,8 +166,10 @@ class McpServer:
     def _transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[Any]:
         config = self.config
         if config.url is not None:
-            http = create_mcp_http_client(headers=dict(config.headers))
-            return streamable_http_client(config.url, http_client=http)
+            http = capped_client(dict(config.headers), config.max_result_bytes)
+            return streamable_http_client(
+                config.url, http_client=http, max_sse_event_size=config.max_result_bytes
+            )
         return self._stdio(nursery)
 
     @asynccontextmanager
@@ -235,10 +237,20 @@ class McpServer:
                 progress_callback=progress,
             )
         except Exception as exc:
-            return False, f"error: {self.label}: {_describe(exc)}"
+            said = _describe(exc)
+            # An answer cut off at the cap (capped_http) reaches us inside
+            # the SDK's error text: the model gets our words alone.
+            cut = said.find(TOO_LARGE)
+            return False, f"error: {self.label}: {said[cut:] if cut >= 0 else said}"
         # By alias: the wire spelling (mimeType) that result_text reads.
         blocks = [block.model_dump(mode="json", by_alias=True) for block in result.content]
-        return not result.is_error, result_text(blocks, result.structured_content)
+        text = result_text(blocks, result.structured_content)
+        # A stdio server's answer arrives whole (the SDK reads a line of any
+        # length): the cap can only keep it from going further.
+        size = len(text.encode())
+        if size > self.config.max_result_bytes:
+            return False, f"error: {self.label}: {too_large(size, self.config.max_result_bytes)}"
+        return not result.is_error, text
 
 
 async def start_servers(nursery: trio.Nursery, servers: Iterable[McpServer], wait: float) -> None:

@@ -29,6 +29,7 @@ from .wire.think import DEFAULT_THINK_TAGS
 
 __all__ = [
     "DEFAULT_EDIT_INTERVAL",
+    "DEFAULT_MCP_RESULT_BYTES",
     "AgentConfig",
     "ApiKeyConfig",
     "ApiServerConfig",
@@ -487,6 +488,10 @@ McpApproval = Literal["always", "never", "auto"]
 ``never``, or ``auto`` (unless the server annotates it ``readOnlyHint``)."""
 
 
+DEFAULT_MCP_RESULT_BYTES = 1024 * 1024
+"""``max_result_bytes`` unless set: also the cap of a request's own servers."""
+
+
 @dataclass(frozen=True)
 class McpServerConfig:
     """One MCP server: a command (stdio) or a ``url`` (streamable HTTP)."""
@@ -504,6 +509,9 @@ class McpServerConfig:
     require_approval: McpApproval = "auto"
     timeout: float = 60.0
     """Seconds one call (and the start) may take."""
+    max_result_bytes: int = DEFAULT_MCP_RESULT_BYTES
+    """The most bytes one answer of the server (a tool's result) may take:
+    past it the call is an error and the rest is not read."""
 
     def __post_init__(self) -> None:
         register_url(self.url)
@@ -945,6 +953,8 @@ def _check_mcp(config: Config) -> None:
             raise ConfigError(f"{key}.url: expected an http:// or https:// URL")
         if server.timeout <= 0:
             raise ConfigError(f"{key}.timeout: expected a number of seconds above 0")
+        if server.max_result_bytes < 1024:
+            raise ConfigError(f"{key}.max_result_bytes: expected an integer of at least 1024")
     for i, prefix in enumerate(config.api_server.mcp_allowed_urls):
         if not prefix.startswith(("http://", "https://")):
             raise ConfigError(

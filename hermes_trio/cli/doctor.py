@@ -21,6 +21,7 @@ import trio
 
 from ..config import Config
 from ..consumers.messenger import PlatformError
+from ..escapes import escape_controls
 from ..gateway import build_adapters
 from ..llm import NO_MODEL_SERVER
 from ..llm.endpoints import endpoint
@@ -47,7 +48,10 @@ class Check:
     detail: str
 
     def line(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'}  {self.name}: {self.detail}"
+        # Details quote servers (an MCP server's error and tool names, a
+        # model server's answer): their control characters stay visible.
+        shown = escape_controls(f"{self.name}: {self.detail}")
+        return f"{'ok  ' if self.ok else 'FAIL'}  {shown}"
 
 
 def run_doctor(config: Config, args: argparse.Namespace | None = None) -> int:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..escapes import escape_controls
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
@@ -276,7 +277,7 @@ def _resolution(event: ApprovalResolved, timeout: float | None) -> Notice:
             return Notice("✓ allowed for the rest of this session", "approved")
         return Notice("✓ allowed once", "approved")
     if event.outcome == "denied":
-        said = f": {event.reason}" if event.reason else ""
+        said = f": {escape_controls(event.reason)}" if event.reason else ""
         return Notice(f"✗ denied{said}", "error")
     if event.outcome == "expired":
         waited = f" in {timeout:g}s" if timeout is not None else " in time"
@@ -371,33 +372,40 @@ class TerminalPlan:
             self._last_streamed, self._streamed = self._streamed, False
         elif isinstance(event, ToolCallChunk):
             if self.show_tools:
+                # Names, previews and progress come from the model and
+                # from tools' servers: escaped, as everything not ours is.
                 self._tools[event.index] = RunningTool(
-                    event.index, event.tool_name, event.preview, now
+                    event.index,
+                    escape_controls(event.tool_name),
+                    escape_controls(event.preview),
+                    now,
                 )
         elif isinstance(event, ToolCallFinished):
             tool = self._tools.pop(event.index, None)
             if self.show_tools:
                 preview = tool.preview if tool is not None else ""
                 status: Literal["ok", "failed"] = "ok" if event.ok else "failed"
-                ops.append(ToolLine(event.tool_name, preview, event.duration, status))
+                name = escape_controls(event.tool_name)
+                ops.append(ToolLine(name, preview, event.duration, status))
         elif isinstance(event, LongToolHint):
             pass  # the live tool line already shows how long it has run
         elif isinstance(event, ToolProgress):
             running = self._tools.get(event.index)
             if running is not None:
-                self._tools[event.index] = replace(running, progress=event.describe())
+                progress = escape_controls(event.describe())
+                self._tools[event.index] = replace(running, progress=progress)
         elif isinstance(event, GatewayNotice):
-            ops.append(Notice(event.text, "info"))
+            ops.append(Notice(escape_controls(event.text), "info"))
         elif isinstance(event, ApprovalRequested):
             self._asked[event.id] = event.timeout
             self._flush_reasoning(ops)
             ops.append(
                 Notice(
-                    f"⚠ {event.tool_name} needs your approval ({event.reason})",
+                    escape_controls(f"⚠ {event.tool_name} needs your approval ({event.reason})"),
                     "warning",
                 )
             )
-            ops.append(Notice("    " + event.command, "question"))
+            ops.append(Notice("    " + escape_controls(event.command), "question"))
         elif isinstance(event, ApprovalResolved):
             ops.append(_resolution(event, self._asked.pop(event.id, None)))
         elif isinstance(event, TurnFinished):
@@ -418,7 +426,8 @@ class TerminalPlan:
             ops.append(CloseBox())
             self._box = False
         if event.finish_reason == "error":
-            ops.append(Notice(f"error: {event.error or 'the model request failed'}", "error"))
+            error = escape_controls(event.error or "the model request failed")
+            ops.append(Notice(f"error: {error}", "error"))
         elif event.finish_reason == "length":
             if not event.text.startswith("(Stopped:"):
                 ops.append(Notice("(answer cut off at the model's length limit)", "warning"))

@@ -27,22 +27,29 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.dispatcher import ProgressFnT
 
 from ..config import McpServerConfig
+from ..escapes import escape_log_records
 from ..retry import Backoff
-from .naming import model_name, result_text, wanted
+from .capped_http import capped_client
+from .naming import TOO_LARGE, model_name, result_text, too_large, wanted
 
 __all__ = ["McpServer", "Progress", "ServerTool", "start_servers"]
 
 log = logging.getLogger("hermes_trio.mcp")
+# A server's words reach the log in our lines (its stderr, its errors) and
+# in the SDK's (a tool name, a header it sent): escaped in both.
+escape_log_records(log.name, "mcp")
 
 # Restarts wait 1 s, 2 s, 4 s … up to a minute; a connection that stayed up
 # this long counts as healthy and starts the waits over.
 RESTART_INITIAL = 1.0
 RESTART_MAX = 60.0
 STABLE_UPTIME = 60.0
+# A stderr "line" longer than this is logged in pieces: a child that never
+# writes a newline does not grow our buffer without end.
+STDERR_LINE_MAX = 8192
 # How often a connected server is pinged: an HTTP server that went away (or
 # forgot our session) is only noticed by asking.
 PING_INTERVAL = 30.0
@@ -159,8 +166,10 @@ class McpServer:
     def _transport(self, nursery: trio.Nursery) -> AbstractAsyncContextManager[Any]:
         config = self.config
         if config.url is not None:
-            http = create_mcp_http_client(headers=dict(config.headers))
-            return streamable_http_client(config.url, http_client=http)
+            http = capped_client(dict(config.headers), config.max_result_bytes)
+            return streamable_http_client(
+                config.url, http_client=http, max_sse_event_size=config.max_result_bytes
+            )
         return self._stdio(nursery)
 
     @asynccontextmanager
@@ -228,15 +237,23 @@ class McpServer:
                 progress_callback=progress,
             )
         except Exception as exc:
-            return False, f"error: {self.label}: {_describe(exc)}"
+            said = _describe(exc)
+            # An answer cut off at the cap (capped_http) reaches us inside
+            # the SDK's error text: the model gets our words alone.
+            cut = said.find(TOO_LARGE)
+            return False, f"error: {self.label}: {said[cut:] if cut >= 0 else said}"
         # By alias: the wire spelling (mimeType) that result_text reads.
         blocks = [block.model_dump(mode="json", by_alias=True) for block in result.content]
-        return not result.is_error, result_text(blocks, result.structured_content)
+        text = result_text(blocks, result.structured_content)
+        # A stdio server's answer arrives whole (the SDK reads a line of any
+        # length): the cap can only keep it from going further.
+        size = len(text.encode())
+        if size > self.config.max_result_bytes:
+            return False, f"error: {self.label}: {too_large(size, self.config.max_result_bytes)}"
+        return not result.is_error, text
 
 
-async def start_servers(
-    nursery: trio.Nursery, servers: Iterable[McpServer], wait: float
-) -> None:
+async def start_servers(nursery: trio.Nursery, servers: Iterable[McpServer], wait: float) -> None:
     """Start ``servers`` in ``nursery``; returns once each has come up or
     failed once, or after ``wait`` seconds (a server that hangs on start
     does not hold its caller up for its whole timeout)."""
@@ -284,6 +301,9 @@ async def _log_stderr(label: str, fd: int) -> None:
             if not chunk:
                 break
             *lines, buffer = (buffer + chunk).split(b"\n")
+            if len(buffer) > STDERR_LINE_MAX:
+                lines.append(buffer)
+                buffer = b""
             for line in lines:
                 log.info("[%s] %s", label, line.decode(errors="replace").rstrip())
     if buffer.strip():

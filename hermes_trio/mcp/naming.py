@@ -2,7 +2,7 @@
 
 Pure decisions, no I/O: the name rule (``<label>__<tool>``), the allow and
 exclude lists, the approval policy, the schema a tool reaches the model
-with, and the text a tool's result reads as.
+with, and the text a tool's result reads as (or why it does not).
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from typing import Any, Literal
 
 __all__ = [
     "SEPARATOR",
+    "TOO_LARGE",
     "input_schema",
     "model_name",
     "needs_approval",
     "result_text",
     "split_name",
+    "too_large",
     "wanted",
 ]
 
@@ -65,6 +67,20 @@ def input_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
         out = {"type": "object", "properties": {}}
     out.setdefault("properties", {})
     return out
+
+
+TOO_LARGE = "the tool's result was "
+"""How :func:`too_large` begins, to find it inside the SDK's error text."""
+
+
+def too_large(size: int | None, limit: int) -> str:
+    """What a call answers when its result passed ``max_result_bytes``
+    (``size`` None: it was not read to its end, so nobody knows it)."""
+    said = f"{size} bytes" if size is not None else f"more than {limit} bytes"
+    return (
+        f"{TOO_LARGE}{said}, over the limit of {limit} bytes "
+        "(max_result_bytes of the MCP server); it was not passed on"
+    )
 
 
 def result_text(blocks: Sequence[Mapping[str, Any]], structured: Any = None) -> str:

@@ -25,6 +25,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
+from ..escapes import escape_controls
+
 __all__ = [
     "ACCESS_LOG",
     "SCOPE_KEY",
@@ -33,7 +35,6 @@ __all__ = [
     "RequestRecord",
     "current_record",
     "current_request_id",
-    "escape_controls",
     "request_id",
     "session_hash",
 ]
@@ -68,26 +69,6 @@ def session_hash(session_id: str | None, key: bytes) -> str | None:
     if not session_id:
         return None
     return hmac.new(key, session_id.encode(), hashlib.sha256).hexdigest()[:12]
-
-
-def _escaped(char: str) -> str:
-    if char.isprintable():
-        return char
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def escape_controls(text: str) -> str:
-    """``text`` with every character that is not printable written as a
-    visible escape (``\\x0a``): a request's path and headers are the
-    client's words, and a newline (``%0a``), an escape sequence for the
-    terminal, a line separator a log shipper splits on (U+2028, U+0085) or
-    a bidirectional override must not forge or disguise a log line."""
-    if text.isprintable():
-        return text
-    return "".join(_escaped(char) for char in text)
 
 
 class RequestLogFields(TypedDict):

@@ -441,3 +441,40 @@ def test_a_resolution_in_the_same_batch_leaves_nothing_to_ask() -> None:
     plan = TerminalPlan()
     plan.feed([_asked(), ApprovalResolved("mcpr_1", "approved", "callback")], 0.0)
     assert not plan.awaiting("mcpr_1")
+
+
+def test_what_tools_and_servers_say_is_shown_escaped() -> None:
+    """A tool's name, its preview (an MCP tool's server-side name and
+    arguments), its progress message, an approval's reason, a denial and a
+    turn's error come from outside: a newline, an escape sequence, a C1
+    control or a bidirectional override in them is shown as an escape, never
+    written to the terminal raw."""
+    bad = "x\n12:00 forged\r\x1b[31mred\u202eevil\u2067\u200f\x9b2J\x85"
+    plan = TerminalPlan()
+    ops = plan.feed(
+        [
+            ToolCallChunk(f"srv__{bad}", f"peek{bad} {{}}", {}, 0),
+            ToolProgress(f"srv__{bad}", 0, 1, 3, bad),
+        ],
+        0.0,
+    )
+    running = plan.live().tools
+    ops += plan.feed(
+        [
+            ApprovalRequested("a1", bad, {}, bad, bad, 10.0, 10.0),
+            ApprovalResolved("a1", "denied", "me", bad),
+            ToolCallFinished(f"srv__{bad}", 1.0, False, 0),
+            TurnFinished("", Usage(), "error", error=bad),
+        ],
+        1.0,
+    )
+    shown = [
+        value
+        for item in (*ops, *running)
+        for value in (getattr(item, name) for name in getattr(item, "__slots__", ()))
+        if isinstance(value, str)
+    ]
+    assert len(shown) >= 8 and all(bad not in text for text in shown)
+    assert [text for text in shown if not text.isprintable()] == []
+    assert any("\\x1b[31mred\\u202eevil" in text for text in shown)
+    assert any("1/3 x\\x0a12:00" in tool.progress for tool in running)

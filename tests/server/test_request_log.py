@@ -90,7 +90,7 @@ async def test_json_request_lines_from_the_real_command(tmp_path: Path) -> None:
 
 
 def test_every_value_of_a_line_has_its_control_characters_escaped() -> None:
-    from hermes_trio.server.request_log import escape_controls
+    from hermes_trio.escapes import escape_controls
 
     nasty = "/v1/x\nFORGED 200\r\x1b[31m\u2028\x85\u202e"
     record = RequestRecord("req_1", "GET\n", nasty, 1.0, status=404, reason="host\nx")

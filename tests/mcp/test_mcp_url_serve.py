@@ -256,6 +256,9 @@ async def test_a_requests_secrets_are_its_own(tmp_path: Path) -> None:
         with trio.fail_after(5):
             await stack.served.wait_for('"request_id": "without"')
     served = stack.served
+    assert access_line(served, "with-secrets")["path"] == "<redacted>"
+    # The other request's line is its own: nothing it did not send is hidden.
+    assert access_line(served, "without")["path"] == PROBE
     (echoed,) = mine["tools"]
     assert echoed["server_url"].endswith("access_token=<redacted>"), echoed
     assert echoed.get("headers") is None
@@ -264,9 +267,6 @@ async def test_a_requests_secrets_are_its_own(tmp_path: Path) -> None:
     assert error and QUERY_SECRET not in error, error
     assert QUERY_SECRET not in stored and HEADER_SECRET not in stored
     assert QUERY_SECRET not in json.dumps(failed)
-    assert access_line(served, "with-secrets")["path"] == "<redacted>"
-    # The other request's line is its own: nothing it did not send is hidden.
-    assert access_line(served, "without")["path"] == PROBE
     log = "\n".join(served.output)
     assert HEADER_SECRET not in log and QUERY_SECRET not in log
 

@@ -25,6 +25,7 @@ import yaml
 
 from .approvals.book import DEFAULT_APPROVAL_TIMEOUT
 from .redaction import register_secret, register_url
+from .url_allowlist import UrlRefused, parse_prefix
 from .wire.think import DEFAULT_THINK_TAGS
 
 __all__ = [
@@ -311,8 +312,10 @@ class ApiServerConfig(_HoldsSecrets):
     (``name``, ``name:port``, ``.domain`` for it and its subdomains, ``*``
     for any). Empty: without a key loopback names only, with a key any."""
     mcp_allowed_urls: list[str] = field(default_factory=list)
-    """URL prefixes a request's ``mcp`` tool may name as its ``server_url``
-    (empty: none, so no request makes the server reach anywhere)."""
+    """URLs under which a request's ``mcp`` tool may name its ``server_url``:
+    the same scheme, host and port, a path under the entry's at a ``/``
+    (:mod:`hermes_trio.url_allowlist`; empty: none, so no request makes the
+    server reach anywhere)."""
     model_name: str = "hermes-agent"
     allow_model_override: bool = False
     upstream_models: bool = False
@@ -956,10 +959,15 @@ def _check_mcp(config: Config) -> None:
         if server.max_result_bytes < 1024:
             raise ConfigError(f"{key}.max_result_bytes: expected an integer of at least 1024")
     for i, prefix in enumerate(config.api_server.mcp_allowed_urls):
-        if not prefix.startswith(("http://", "https://")):
+        # Parsed as a request's server_url will be, so an entry means one
+        # scheme, host and port (and a path), never a string prefix.
+        try:
+            parse_prefix(prefix)
+        except UrlRefused as why:
             raise ConfigError(
-                f"api_server.mcp_allowed_urls[{i}]: expected an http:// or https:// URL prefix"
-            )
+                f"api_server.mcp_allowed_urls[{i}]: expected http(s)://host[:port][/path], "
+                f"without user, query or fragment: {why}"
+            ) from None
 
 
 def _check_approvals(config: Config) -> None:

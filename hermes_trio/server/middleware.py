@@ -34,6 +34,7 @@ from hypercorn.typing import (
     WWWScope,
 )
 
+from ..redaction import request_secrets_scope
 from ..serving.door import Knock
 from ..serving.errors import ErrorBody, error_body
 from . import request_log
@@ -219,17 +220,20 @@ class Front:
                     record.first_byte = trio.current_time()
             await send(message)
 
-        try:
-            await self._serve(scope, asked, receive, stamped, record)
-        except trio.Cancelled:
-            record.client_gone = True
-            raise
-        finally:
-            ended = trio.current_time()
-            record.settle()
-            ACCESS_LOG.info(record.line(ended, as_json=request_log.JSON_LINES))
-            current_record.reset(record_token)
-            current_request_id.reset(id_token)
+        # The request's own secrets (values it forwards) are redacted in
+        # its lines, its turn's and its recording's, and in no one else's.
+        with request_secrets_scope():
+            try:
+                await self._serve(scope, asked, receive, stamped, record)
+            except trio.Cancelled:
+                record.client_gone = True
+                raise
+            finally:
+                ended = trio.current_time()
+                record.settle()
+                ACCESS_LOG.info(record.line(ended, as_json=request_log.JSON_LINES))
+                current_record.reset(record_token)
+                current_request_id.reset(id_token)
 
     async def _serve(
         self,

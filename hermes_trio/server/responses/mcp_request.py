@@ -1,11 +1,14 @@
 """A Responses request's ``{"type": "mcp"}`` tools, validated (pure).
 
 OpenAI's request-level MCP tool names a remote server by URL. The server
-only ever reaches URLs that start with one of ``api_server.mcp_allowed_urls``
-(none by default), so no request can make it call an address the operator
-did not allow. ``connector_id`` (OpenAI's hosted connectors) is refused.
-The ``headers`` are credentials for that server: they join the redaction
-registry and are never echoed or stored.
+only ever reaches URLs under one of ``api_server.mcp_allowed_urls`` (none
+by default) — the same scheme, host and port, a path under the entry's,
+parsed and compared by :mod:`hermes_trio.url_allowlist` — so no request
+can make it call an address the operator did not allow; the URL it
+connects to is the text that check wrote. ``connector_id`` (OpenAI's
+hosted connectors) is refused. The ``headers``, and credentials in the
+URL's query, are that request's secrets: redacted in what the request
+writes (not in anyone else's lines), never echoed or stored.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ...redaction import register_secret, register_url
+from ...redaction import Secrets, register_request_secret, register_request_url
+from ...url_allowlist import UrlPrefix, UrlRefused, check_url, parse_prefix
 from ...wire.responses_types import McpToolEcho, McpToolFilter, McpToolNames
 from ..validation import a_bool, a_string, bad
 
@@ -41,6 +45,7 @@ class McpRequestTool:
 
     label: str
     url: str
+    """The URL as checked against the allow-list: the one connected to."""
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     allowed: tuple[str, ...] | None = None
     read_only_only: bool = False
@@ -75,7 +80,7 @@ class McpRequestTool:
         return {
             "type": "mcp",
             "server_label": self.label,
-            "server_url": self.url,
+            "server_url": _echoed_url(self.url),
             "allowed_tools": allowed,
             "require_approval": approval,
         }
@@ -99,18 +104,9 @@ def parse_mcp_tool(tool: dict[str, Any], where: str, allowed_urls: Sequence[str]
             f"'{where}.server_label' must be letters, digits, '-' and single '_' (at most 32)",
             f"{where}.server_label",
         )
-    url = tool.get("server_url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise bad(f"'{where}.server_url' must be an http:// or https:// URL", f"{where}.server_url")
-    if not any(url.startswith(prefix) for prefix in allowed_urls):
-        raise bad(
-            f"'{where}.server_url' is not allowed on this server: it must start with one of "
-            "api_server.mcp_allowed_urls" + ("" if allowed_urls else " (none are configured)"),
-            f"{where}.server_url",
-        )
-    # Credentials in the URL itself (user information, a key in the query)
-    # are masked in logs like the headers.
-    register_url(url)
+    url = _checked_url(tool.get("server_url"), f"{where}.server_url", allowed_urls)
+    # Credentials in the URL (a key in its query) are masked like the headers.
+    register_request_url(url)
     if tool.get("server_description") is not None:
         a_string(tool["server_description"], f"{where}.server_description")
     headers = _headers(tool.get("headers"), f"{where}.headers")
@@ -127,8 +123,48 @@ def _headers(value: Any, where: str) -> dict[str, str]:
     ):
         raise bad(f"'{where}' must be an object of strings", where)
     for secret in value.values():
-        register_secret(secret)
+        register_request_secret(secret)
     return dict(value)
+
+
+def _checked_url(url: Any, where: str, allowed_urls: Sequence[str]) -> str:
+    if not isinstance(url, str):
+        raise bad(f"'{where}' must be an http:// or https:// URL", where)
+    prefixes = _prefixes(allowed_urls)
+    if not prefixes:
+        raise bad(
+            f"'{where}' is not allowed on this server: it must be under one of "
+            "api_server.mcp_allowed_urls (none are configured)",
+            where,
+        )
+    try:
+        return check_url(url, prefixes).url
+    except UrlRefused as why:
+        raise bad(
+            f"'{where}' is not allowed on this server: {why} (allowed: the scheme, host and "
+            "port of an api_server.mcp_allowed_urls entry, and a path under its path)",
+            where,
+        ) from None
+
+
+def _prefixes(allowed_urls: Sequence[str]) -> list[UrlPrefix]:
+    """The entries as prefixes; one that does not parse admits nothing (the
+    config check refuses those, so only a library user's own settings can
+    have one)."""
+    prefixes: list[UrlPrefix] = []
+    for entry in allowed_urls:
+        try:
+            prefixes.append(parse_prefix(entry))
+        except UrlRefused:
+            continue
+    return prefixes
+
+
+def _echoed_url(url: str) -> str:
+    """``url`` as the response repeats it: a credential in its query redacted."""
+    mask = Secrets()
+    mask.add_url(url)
+    return mask.redact(url)
 
 
 def _names(value: Any, where: str) -> tuple[str, ...]:

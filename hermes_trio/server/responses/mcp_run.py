@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence, Set
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
 from ...config import McpServerConfig
 from ...mcp import McpServer, McpTool, ServerTool, start_servers
+from ...redaction import redact, register_request_secret, register_request_url
+from ...tools.base import ToolContext, ToolResult
 from ...tools.registry import ToolRegistry
 from ...wire.responses_types import McpListToolsTool, OutputItem
 from .mcp_request import McpRequestTool
@@ -37,6 +40,25 @@ class RequestMcpTool(McpTool):
 
     def asks(self) -> bool:
         return self.request.needs_approval(self.spec.tool)
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        result = await super().run(args, ctx)
+        if result.ok:
+            return result
+        # An error may quote what the request sent (its headers, its URL).
+        return ToolResult(False, redact(result.content))
+
+
+@dataclass(frozen=True)
+class RequestServerConfig(McpServerConfig):
+    """A request's server: its URL's credentials and its headers are the
+    request's secrets, not the process's (a configured server's join the
+    process-wide registry)."""
+
+    def __post_init__(self) -> None:
+        register_request_url(self.url)
+        for value in self.headers.values():
+            register_request_secret(value)
 
 
 @dataclass
@@ -72,7 +94,9 @@ async def open_request_servers(
         for request, server in servers:
             if not server.up:
                 why = server.error or f"no answer within {wait:g} s"
-                listings.append(Listing(request.label, error=f"could not list tools: {why}"))
+                # The error may quote what the request sent (a key in its URL).
+                error = redact(f"could not list tools: {why}")
+                listings.append(Listing(request.label, error=error))
                 continue
             specs = [s for s in server.tools.values() if s.read_only or not request.read_only_only]
             registry.set_group(
@@ -86,7 +110,7 @@ async def open_request_servers(
 
 
 def _config(request: McpRequestTool, timeout: float) -> McpServerConfig:
-    return McpServerConfig(
+    return RequestServerConfig(
         url=request.url,
         headers=dict(request.headers),
         tools=list(request.allowed) if request.allowed is not None else None,

@@ -144,6 +144,12 @@ class ContextKeeper:
             )
         return default
 
+    async def _knows_window(self, model: str | None) -> bool:
+        """The window is configured, learned or said, not assumed."""
+        if self.config.model.context_window or self._learned:
+            return True
+        return await self._ask_window(model) is not None
+
     async def _ask_window(self, model: str | None) -> int | None:
         ask = getattr(self.client, "context_window", None)
         if ask is None:
@@ -202,6 +208,10 @@ class ContextKeeper:
         if sizes.total <= limit:
             return None
         if policy.mode == "refuse":
+            if not await self._knows_window(model):
+                # An assumed window is no ground to refuse: the model server
+                # judges, and its refusal is the same error.
+                return None
             raise _too_long(sizes.total, window)
         if policy.mode == "truncate":
             event = self._truncate(body, sizes, window, limit, reason="", note=False)

@@ -184,10 +184,13 @@ class Store(Protocol):
         response: ResponseObject,
         messages: list[Message],
         events: Sequence[ResponseEvent] = (),
+        rebase: bool = False,
     ) -> None:
         """Store the final state and the last events, all at once.
         ``messages`` is the whole conversation; what the parent holds is
-        not stored again."""
+        not stored again, unless ``rebase`` (a compaction replaced the
+        start of the conversation): then all of it is this response's own,
+        and it no longer continues the parent."""
 
     async def get(self, response_id: str, owner: str) -> StoredResponse | None:
         """The stored response; one still running has the output its stored
@@ -210,6 +213,11 @@ class Store(Protocol):
 
     async def held_approval(self, approval_id: str) -> HeldApproval | None:
         """The held approval ``approval_id``, answered or not, whoever's."""
+
+    async def sealing_key(self) -> bytes:
+        """The install's key for ``compaction`` items (AES-256), made on
+        first use and kept in the store: the same for every process that
+        shares it (workers, instances on one PostgreSQL database)."""
 
     async def take_approval(self, approval_id: str, answered_by: str) -> bool:
         """Mark it answered by response ``answered_by``; False when it was

@@ -23,11 +23,12 @@ __all__ = [
     "migrate_from",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 9
 """2: events, reservations. 3: the item index. 4: runners, conversations,
 signals. 5: chat settings. 6: a response's own messages and a reference to the one it
 continues (``parent_id``, ``inherited``), instead of the whole conversation
-in every row. 7: the approvals a response holds."""
+in every row. 7: the approvals a response holds. 9: the install's keys
+(the sealing key of ``compaction`` items), shared by every process on the store."""
 
 Step = str | Callable[[sql.Db], None]
 Migration = tuple[int, list[Step]]
@@ -50,6 +51,14 @@ def migrate_from(
                     execute(step)
                 else:
                     step(db)
+
+
+# -- both --------------------------------------------------------------
+
+# Version 9 (8 is the conversation rows'): one row per key of the install.
+_INSTALL_KEYS = (
+    "CREATE TABLE IF NOT EXISTS install_keys (name TEXT PRIMARY KEY, secret TEXT NOT NULL)"
+)
 
 
 # -- SQLite ------------------------------------------------------------
@@ -171,6 +180,7 @@ SQLITE_MIGRATIONS: list[Migration] = [
     (5, [*_statements(_SCHEMA_V5_CHAT_SETTINGS)]),
     (6, [*_statements(_SCHEMA_V6), sql.compact_chains]),
     (7, [*_statements(_SCHEMA_V7)]),
+    (9, [_INSTALL_KEYS]),
 ]
 
 
@@ -264,4 +274,5 @@ POSTGRES_MIGRATIONS: list[Migration] = [
             "CREATE INDEX response_approvals_by_response ON response_approvals (response_id)",
         ],
     ),
+    (9, [_INSTALL_KEYS]),
 ]

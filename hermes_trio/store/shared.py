@@ -8,6 +8,7 @@ a conversation can be large, and the event loop must not wait for it.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TypeVar
@@ -15,6 +16,7 @@ from typing import TypeVar
 from ..wire.messages import Message
 from ..wire.responses_out import ResponseEvent
 from ..wire.responses_types import ResponseObject
+from ..wire.sealed import KEY_BYTES
 from . import statements as sql
 from .base import Claim, HeldApproval, Signal, StoredItem, StoredResponse, log
 from .grouped import GroupedWrites
@@ -81,6 +83,7 @@ class SQLStore:
         response: ResponseObject,
         messages: list[Message],
         events: Sequence[ResponseEvent] = (),
+        rebase: bool = False,
     ) -> None:
         await self._write(
             partial(
@@ -91,6 +94,7 @@ class SQLStore:
                 messages=messages,
                 rows=sql.event_rows(response_id, events),
                 now=self.clock(),
+                rebase=rebase,
             )
         )
 
@@ -120,6 +124,9 @@ class SQLStore:
 
     async def held_approval(self, approval_id: str) -> HeldApproval | None:
         return await self._read(partial(sql.held_approval, approval_id=approval_id))
+
+    async def sealing_key(self) -> bytes:
+        return await self._write(partial(sql.sealing_key, fresh=secrets.token_bytes(KEY_BYTES)))
 
     async def take_approval(self, approval_id: str, answered_by: str) -> bool:
         return await self._write(

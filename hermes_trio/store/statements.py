@@ -179,6 +179,7 @@ def finish(
     messages: list[Message],
     rows: Rows,
     now: float,
+    rebase: bool = False,
 ) -> None:
     # The row first: a response deleted while its turn ran gets no events or
     # items back. Locked: a delete of its parent may hand messages down.
@@ -186,7 +187,15 @@ def finish(
         "SELECT inherited FROM responses WHERE id = ?" + _locking(db, "UPDATE"), (response_id,)
     ).fetchone()
     if row is not None:
-        own = dumps(messages[row[0] :])
+        if rebase:
+            # A compaction replaced the start of the conversation: it no
+            # longer begins with the parent's messages, so it is stored
+            # whole, continuing from nothing.
+            db.execute(
+                "UPDATE responses SET parent_id = NULL, inherited = 0 WHERE id = ?",
+                (response_id,),
+            )
+        own = dumps(messages if rebase else messages[row[0] :])
         db.execute(FINISH_RESPONSE, (status, now, dumps(response), own, response_id))
         db.executemany(INSERT_EVENTS, rows)
         db.executemany(INDEX_OUTPUT, [(i, response_id) for i in item_ids(response.get("output"))])
@@ -353,6 +362,18 @@ def held_approval(db: Db, approval_id: str) -> HeldApproval | None:
         (approval_id,),
     ).fetchone()
     return None if row is None else HeldApproval(*row)
+
+
+def sealing_key(db: Db, fresh: bytes) -> bytes:
+    """The install's sealing key: the one stored, or ``fresh`` stored now
+    (several processes may ask at once; the first write wins)."""
+    db.execute(
+        "INSERT INTO install_keys (name, secret) VALUES ('sealing', ?) "
+        "ON CONFLICT (name) DO NOTHING",
+        (fresh.hex(),),
+    )
+    row = db.execute("SELECT secret FROM install_keys WHERE name = 'sealing'").fetchone()
+    return bytes.fromhex(row[0])
 
 
 def take_approval(db: Db, approval_id: str, answered_by: str) -> bool:

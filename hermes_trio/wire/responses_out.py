@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from ..events import (
     ApprovalRequested,
+    ContextCompacted,
     LongToolHint,
     MessageChunk,
     MessageStop,
@@ -67,6 +68,7 @@ from .mcp_items import (
     mcp_call_item,
 )
 from .responses_types import (
+    CompactionItem,
     ContentPartEvent,
     ErrorEvent,
     FunctionCallArgumentsDeltaEvent,
@@ -95,6 +97,7 @@ from .responses_types import (
     TextDeltaEvent,
     TextDoneEvent,
 )
+from .sealed import Sealer, compaction_item
 from .sse import encode_event
 from .tool_events import ToolEventFields, tool_event
 
@@ -191,7 +194,7 @@ class _Item:
         self.name = ""
         self.phase: Literal["commentary", "final_answer"] | None = None
         # The whole item, for kinds built at once (the MCP items).
-        self.fixed: McpListTools | McpToolCall | McpApprovalRequest | None = None
+        self.fixed: McpListTools | McpToolCall | McpApprovalRequest | CompactionItem | None = None
 
     @property
     def text(self) -> str:
@@ -254,6 +257,8 @@ class ResponseBuilder:
     (call id -> approval id) are the held calls this response runs, shown
     as ``mcp_call`` items; ``server_labels`` (tool name -> label) names the
     MCP server of a tool in its items, ``hermes`` for the agent's own.
+    ``sealer`` seals the summary of a compaction into a ``compaction`` item
+    (without one, a compaction shows no item).
     """
 
     def __init__(
@@ -269,8 +274,12 @@ class ResponseBuilder:
         approved_calls: Mapping[str, str] | None = None,
         server_labels: Mapping[str, str] | None = None,
         mcp_tools: Mapping[str, tuple[str, str]] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self.id = response_id
+        self.sealer = sealer
+        self.compacted = False
+        """A compaction replaced the start of the conversation in this turn."""
         self.created_at = created_at
         self.model = model
         self.echo: ResponseEcho = {**echo} if echo else {}
@@ -449,6 +458,8 @@ class ResponseBuilder:
                     out += self._mcp_call(event)
                 elif event.tool_name in self.mcp_tools and event.tool_name not in self.mcp_held:
                     out += self._request_mcp_call(event)
+        elif isinstance(event, ContextCompacted):
+            out += self._compaction(event)
         elif isinstance(event, TurnFinished):
             out += self._finish(event)
         # Commentary repeats text already streamed as MessageChunks; notices
@@ -530,6 +541,20 @@ class ResponseBuilder:
             out += self._done(item, "incomplete")
         self._request_mcp.clear()
         return out
+
+    def _compaction(self, event: ContextCompacted) -> list[ResponseEvent]:
+        """A summary now stands for the start of the conversation: a
+        ``compaction`` item carries it, sealed (dropped messages, a
+        truncation, have no item: OpenAI shows none either)."""
+        self.compacted = True
+        if self.sealer is None or event.how != "summary" or not event.summary:
+            return []
+        out = self._close()
+        item = self._add_item("compaction", "cmp")
+        item.fixed = compaction_item(self.sealer, item.id, event.summary)
+        # The next text after it needs an item of its own.
+        self._answered = False
+        return [*out, self._added(item), *self._done(item, "completed")]
 
     # -- the request's MCP tools ------------------------------------------------
 

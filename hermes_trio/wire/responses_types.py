@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
+    "CompactionItem",
     "ContentPartEvent",
     "EchoedTool",
     "ErrorEvent",
@@ -254,6 +255,15 @@ class McpApprovalRequest(TypedDict):
     arguments: str
 
 
+class CompactionItem(TypedDict):
+    """``CompactionBody``: a summary of the conversation before it, sealed
+    (:mod:`.sealed`)."""
+
+    type: Literal["compaction"]
+    id: str
+    encrypted_content: str
+
+
 OutputItem = (
     OutputMessage
     | FunctionToolCall
@@ -261,6 +271,7 @@ OutputItem = (
     | McpListTools
     | McpToolCall
     | McpApprovalRequest
+    | CompactionItem
 )
 """``OutputItem``: the kinds this project writes."""
 
@@ -309,6 +320,7 @@ InputItem = (
     | McpApprovalRequest
     | McpToolCall
     | ReasoningItem
+    | CompactionItem
 )
 """A stored input item (``GET /v1/responses/{id}/input_items``). Items given
 back from an earlier output (``mcp_call``, ``reasoning``) are kept as sent,

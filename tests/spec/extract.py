@@ -36,6 +36,8 @@ ROOTS = (
     "ListModelsResponse",
     "Model",
     "ErrorResponse",
+    "CompactResource",
+    "CompactResponseMethodPublicBody",
 )
 
 

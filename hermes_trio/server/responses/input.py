@@ -12,8 +12,10 @@ input is parsed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
+from ...wire.context import summary_message
 from ...wire.mcp_items import approval_request_item, approval_response_item
 from ...wire.messages import ChatTextPart, ChatToolCall, Message
 from ...wire.responses_out import new_item_id
@@ -26,15 +28,19 @@ from ...wire.responses_types import (
     McpToolCall,
     ReasoningItem,
 )
+from ...wire.sealed import Sealer
 from ..errors import APIError
 from ..validation import bad, role_of
 
 __all__ = [
     "MAX_ITEM_REFERENCES",
+    "SealedInput",
     "approval_answers",
     "check_tool_outputs",
     "item_references",
+    "open_sealed",
     "parse_input",
+    "parse_input_items",
     "resolve_references",
 ]
 
@@ -117,8 +123,28 @@ def _unknown_reference(ref: Any, where: str) -> APIError:
     return bad(f"Item with id '{ref}' not found.", where, code="item_not_found")
 
 
+@dataclass(frozen=True)
+class SealedInput:
+    """A ``compaction`` item of the input: its summary takes the place of
+    ``messages[position]`` once opened (:func:`open_sealed`)."""
+
+    where: str
+    id: str
+    content: str
+    position: int
+
+
 def parse_input(value: Any) -> tuple[list[Message], list[InputItem], list[str]]:
     """The input as chat messages, as stored items, and system text."""
+    messages, items, system, _ = parse_input_items(value)
+    return messages, items, system
+
+
+def parse_input_items(
+    value: Any,
+) -> tuple[list[Message], list[InputItem], list[str], list[SealedInput]]:
+    """The input as chat messages, as stored items, system text, and the
+    ``compaction`` items still to be opened."""
     if isinstance(value, str):
         if not value:
             raise bad("'input' must not be empty", "input")
@@ -129,12 +155,13 @@ def parse_input(value: Any) -> tuple[list[Message], list[InputItem], list[str]]:
             "status": "completed",
             "content": [{"type": "input_text", "text": value}],
         }
-        return [{"role": "user", "content": value}], [item], []
+        return [{"role": "user", "content": value}], [item], [], []
     if not isinstance(value, list) or not value:
         raise bad("'input' must be a string or a non-empty list of input items", "input")
     messages: list[Message] = []
     items: list[InputItem] = []
     system: list[str] = []
+    sealed: list[SealedInput] = []
     for i, raw in enumerate(value):
         where = f"input[{i}]"
         if not isinstance(raw, dict):
@@ -165,6 +192,11 @@ def parse_input(value: Any) -> tuple[list[Message], list[InputItem], list[str]]:
             # Given back from an earlier output (clients that resend the
             # whole output do): the stored conversation holds the call.
             items.append(_given_back(raw, where))
+        elif kind == "compaction":
+            sealed.append(_compaction(raw, where, len(messages)))
+            # Stands in for the summary until it is opened.
+            messages.append(summary_message(""))
+            items.append({"type": "compaction", "id": sealed[-1].id, "encrypted_content": ""})
         elif kind == "item_reference":
             # Resolved before parsing when the store has the item.
             raise _unknown_reference(raw.get("id"), where)
@@ -181,14 +213,52 @@ def parse_input(value: Any) -> tuple[list[Message], list[InputItem], list[str]]:
             raise bad(
                 f"'{where}.type' {kind!r} is not supported (supported: message, function_call, "
                 "function_call_output, mcp_approval_response, mcp_approval_request, mcp_call, "
-                "reasoning, item_reference)",
+                "reasoning, compaction, item_reference)",
                 f"{where}.type",
             )
     if not messages and not approval_answers(items):
         raise bad(
             "'input' must contain at least one message, tool output or approval response", "input"
         )
-    return messages, items, system
+    return messages, items, system, sealed
+
+
+def _compaction(raw: dict[str, Any], where: str, position: int) -> SealedInput:
+    item_id = raw.get("id")
+    if not isinstance(item_id, str) or not item_id:
+        raise bad(
+            f"'{where}.id' must be the id the compaction item came with: its "
+            "encrypted_content is sealed for that id",
+            f"{where}.id",
+        )
+    content = raw.get("encrypted_content")
+    if not isinstance(content, str) or not content:
+        raise bad(
+            f"'{where}.encrypted_content' must be a non-empty string", f"{where}.encrypted_content"
+        )
+    return SealedInput(where, item_id, content, position)
+
+
+def open_sealed(
+    sealer: Sealer, sealed: list[SealedInput], messages: list[Message], items: list[InputItem]
+) -> None:
+    """Put each ``compaction`` item's summary in its place in ``messages``
+    (and its content in the stored ``items``); 400 naming the item whose
+    content does not open: altered, or sealed by another install."""
+    for entry in sealed:
+        text = sealer.open(entry.id, entry.content)
+        if text is None:
+            raise bad(
+                f"'{entry.where}.encrypted_content' could not be opened: the compaction item "
+                "was altered, or it was made by another server (or for another item id)",
+                f"{entry.where}.encrypted_content",
+                code="invalid_encrypted_content",
+            )
+        messages[entry.position] = summary_message(text)
+    by_id = {entry.id: entry.content for entry in sealed}
+    for item in items:
+        if item["type"] == "compaction" and item["id"] in by_id:
+            item["encrypted_content"] = by_id[item["id"]]
 
 
 def approval_answers(items: list[InputItem]) -> list[McpApprovalResponse]:

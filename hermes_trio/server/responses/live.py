@@ -50,6 +50,7 @@ from ...tools.registry import ToolRegistry
 from ...turn import INTERNAL_ERROR, HeldCalls, Turn, TurnResult
 from ...wire.messages import Message
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
+from ...wire.sealed import Sealer
 from ..bodies import StreamedBody
 from ..state import ServerState
 from ..turn_reservation import TurnReservation
@@ -126,6 +127,7 @@ class LiveResponses:
         self.running: dict[str, LiveResponse] = {}
         self.unstored: dict[str, LiveResponse] = {}
         """Ended responses whose end the store refused (see the module doc)."""
+        self._sealer: Sealer | None = None
         # Other processes sharing the store ask for these by response id.
         state.signals.on("cancel_response", self._cancel_asked)
         state.signals.on("stop_response", self._stop_asked)
@@ -141,6 +143,13 @@ class LiveResponses:
         if live is not None:
             self.unstored.pop(live.id, None)
             live.turn.cancel("the response was deleted")
+
+    async def sealer(self) -> Sealer:
+        """What seals ``compaction`` items: the install's key, from the
+        store (asked once)."""
+        if self._sealer is None:
+            self._sealer = Sealer(await self.state.store.sealing_key())
+        return self._sealer
 
     def find(self, response_id: str, owner: str) -> LiveResponse | None:
         live = self.running.get(response_id) or self.unstored.get(response_id)
@@ -183,6 +192,7 @@ class LiveResponses:
             )
         if held is not None:
             opts = replace(opts, held=held)
+        opts = replace(opts, context=req.context)
         builder = ResponseBuilder(
             response_id or new_response_id(),
             created_at=int(wall_clock()),
@@ -191,6 +201,7 @@ class LiveResponses:
             clock=wall_clock,
             tool_events=tool_events,
             approved_calls=approved,
+            sealer=await self.sealer() if req.context.mode == "compact" else None,
         )
         live = LiveResponse(
             builder.id,
@@ -415,6 +426,9 @@ class LiveResponses:
                         response=builder.snapshot(),
                         messages=live.conversation,
                         events=live.log.events[live.persisted :] + live.held,
+                        # Compacted: the conversation no longer starts with
+                        # the previous response's messages.
+                        rebase=builder.compacted,
                     )
                     refusal = None
                 except StoreError as exc:

@@ -14,6 +14,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...wire.context import ContextPolicy
 from ...wire.messages import ChatTool, ChatToolFunction, Message
 from ...wire.responses_types import EchoedTool, InputItem, ResponseEcho
 from ..forwarded import FORWARDED
@@ -34,7 +35,7 @@ from ..validation import (
     stream_options,
 )
 from ..validation import metadata as check_metadata
-from .input import parse_input
+from .input import SealedInput, parse_input_items
 from .mcp_request import McpRequestTool, parse_mcp_tool
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ __all__ = [
     "ItemsQuery",
     "ResponsesRequest",
     "RetrieveQuery",
+    "context_policy",
     "parse_items_query",
     "parse_responses_request",
     "parse_retrieve_query",
@@ -57,7 +59,6 @@ _UNSUPPORTED = {
     "prompt": "reusable prompts are not supported; send 'input' and 'instructions'",
     "conversation": "conversations are not supported; chain turns with 'previous_response_id'",
     "max_tool_calls": "'max_tool_calls' is not supported; the agent's own step limit applies",
-    "context_management": "'context_management' is not supported",
     "background_options": "'background_options' is not supported",
     "moderation": "'moderation' is not supported",
     "image": "'image' is not supported",
@@ -87,6 +88,7 @@ _USED = set(_UNSUPPORTED) | {
     "text",
     "reasoning",
     "truncation",
+    "context_management",
     "include",
     "stream_options",
     "metadata",
@@ -113,6 +115,11 @@ class ResponsesRequest:
     parameters passed on as the client sent them)."""
     echo: ResponseEcho = field(default_factory=lambda: ResponseEcho())
     """Settings the response object repeats."""
+    context: ContextPolicy = field(default_factory=lambda: ContextPolicy("refuse"))
+    """What the turn does with a conversation too long for the model's
+    window: ``truncation`` and ``context_management``."""
+    sealed: list[SealedInput] = field(default_factory=list)
+    """``compaction`` items of the input, to be opened before the turn."""
 
 
 def parse_responses_request(
@@ -164,12 +171,8 @@ def parse_responses_request(
             raise bad("'parallel_tool_calls' must be true or false", "parallel_tool_calls")
         params["parallel_tool_calls"] = parallel
         echo["parallel_tool_calls"] = parallel
-    truncation = body.get("truncation")
-    if truncation not in (None, "disabled", "auto"):
-        raise bad("'truncation' must be 'auto' or 'disabled'", "truncation")
-    # "auto" allows dropping context when it overflows; this server never
-    # has to, so both settings behave the same.
-    echo["truncation"] = truncation
+    echo["truncation"] = truncation = body.get("truncation")
+    context = context_policy(truncation, body.get("context_management"))
     check_include(body.get("include"), "include")
     options = stream_options(body, stream)
     if options is not None:
@@ -198,7 +201,7 @@ def parse_responses_request(
         params["tool_choice"] = _tool_choice(choice)
         echo["tool_choice"] = choice
 
-    messages, items, system_parts = parse_input(body.get("input"))
+    messages, items, system_parts, sealed = parse_input_items(body.get("input"))
     if instructions:
         system_parts.insert(0, instructions)
     return ResponsesRequest(
@@ -214,7 +217,41 @@ def parse_responses_request(
         mcp=mcp,
         params=params,
         echo=echo,
+        context=context,
+        sealed=sealed,
     )
+
+
+def context_policy(truncation: Any, management: Any) -> ContextPolicy:
+    """What a turn does when its conversation outgrows the window, as
+    OpenAI documents it: ``context_management`` compaction entries compact
+    (past their ``compact_threshold``); ``truncation: "auto"`` drops the
+    oldest whole items; ``"disabled"`` (the default) refuses with
+    ``context_length_exceeded`` rather than send what cannot fit."""
+    if truncation not in (None, "disabled", "auto"):
+        raise bad("'truncation' must be 'auto' or 'disabled'", "truncation")
+    if management is not None:
+        if not isinstance(management, list):
+            raise bad("'context_management' must be a list", "context_management")
+        threshold: int | None = None
+        for i, entry in enumerate(management):
+            where = f"context_management[{i}]"
+            if not isinstance(entry, dict):
+                raise bad(f"'{where}' must be an object", where)
+            _refuse_unknown(entry, {"type", "compact_threshold"}, where)
+            if entry.get("type") != "compaction":
+                raise bad(f"'{where}.type' must be 'compaction'", f"{where}.type")
+            value = entry.get("compact_threshold")
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1000:
+                    raise bad(
+                        f"'{where}.compact_threshold' must be an integer of at least 1000",
+                        f"{where}.compact_threshold",
+                    )
+                threshold = value if threshold is None else min(threshold, value)
+        if management:
+            return ContextPolicy("compact", compact_at=threshold)
+    return ContextPolicy("truncate" if truncation == "auto" else "refuse")
 
 
 def _text_settings(text: Any, params: dict[str, Any], echo: ResponseEcho) -> None:

@@ -14,6 +14,10 @@ and resumable streams.
 - ``GET /v1/responses/{id}`` returns the response object, or with
   ``stream=true`` replays its events after ``starting_after`` and then
   follows the turn while it runs.
+- ``POST /v1/responses/compact`` summarises a conversation into one
+  sealed ``compaction`` item (:mod:`.compact`); ``context_management``
+  compacts inside a turn, and ``truncation`` says what a turn does with a
+  conversation too long for the window (:func:`.request.context_policy`).
 - ``DELETE /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items`` and
   ``POST /v1/responses/{id}/cancel`` (background responses).
 
@@ -47,8 +51,15 @@ from ..bodies import (
 from ..errors import APIError, error_status
 from ..state import ServerState
 from ..validation import bad
+from .compact import compact_conversation, parse_compact_request
 from .held import answered_twice, check_answer, held_ids, open_calls, settle
-from .input import approval_answers, check_tool_outputs, item_references, resolve_references
+from .input import (
+    approval_answers,
+    check_tool_outputs,
+    item_references,
+    open_sealed,
+    resolve_references,
+)
 from .live import STOP_WAIT, LiveResponses
 from .mcp_run import listed_labels
 from .remote import StoredFollowBody, stop_elsewhere
@@ -84,6 +95,8 @@ class _Responses:
         self.live = LiveResponses(state)
         self.store = state.store
         self.keepalive = state.settings.keepalive_interval
+        self.settings = state.settings
+        self.agent = state.agent
 
     async def create(self, body: JsonBody, parse: Callable[[Any], ResponsesRequest]) -> Response:
         owner = request_owner()
@@ -92,6 +105,8 @@ class _Responses:
         if isinstance(value, dict):
             value = await self._resolve_references(value, owner)
         req = await validate_body(parse, value, body.size)
+        if req.sealed:
+            open_sealed(await self.live.sealer(), req.sealed, req.messages, req.input_items)
         answers = _answers(req)
         checked: dict[str, HeldApproval] = {}
         for approval_id in answers:
@@ -141,6 +156,21 @@ class _Responses:
                 code=builder.error_code,
             )
         return json_response(builder.snapshot())
+
+    async def compact(self, body: Any) -> Response:
+        owner = request_owner()
+        req = parse_compact_request(body)
+        sealer = await self.live.sealer()
+        if req.sealed:
+            open_sealed(sealer, req.sealed, req.messages, [])
+        conversation: list[Message] = []
+        if req.previous_response_id is not None:
+            conversation = list((await self._previous(req.previous_response_id, owner)).messages)
+        conversation += req.messages
+        if req.instructions:
+            conversation.insert(0, {"role": "system", "content": req.instructions})
+        model = req.model if (self.settings.allow_model_override and req.model) else None
+        return json_response(await compact_conversation(self.agent, sealer, conversation, model))
 
     async def _mcp_listed(self, req: ResponsesRequest, owner: str) -> frozenset[str]:
         """The MCP servers whose tools this conversation has listed already:
@@ -214,13 +244,7 @@ class _Responses:
         conversation: list[Message] = []
         previous: StoredResponse | None = None
         if req.previous_response_id is not None:
-            previous = await self.store.get(req.previous_response_id, owner)
-            if previous is None:
-                raise bad(
-                    f"Previous response with id '{req.previous_response_id}' not found.",
-                    "previous_response_id",
-                    code="previous_response_not_found",
-                )
+            previous = await self._previous(req.previous_response_id, owner)
             live = self.live.find(req.previous_response_id, owner)
             if live is not None and live.store_error is not None:
                 # The row still says in_progress: the store refused its end.
@@ -244,6 +268,16 @@ class _Responses:
         # The held calls get their results when the turn settles them.
         check_tool_outputs(conversation)
         return conversation, inherited, previous
+
+    async def _previous(self, response_id: str, owner: str) -> StoredResponse:
+        previous = await self.store.get(response_id, owner)
+        if previous is None:
+            raise bad(
+                f"Previous response with id '{response_id}' not found.",
+                "previous_response_id",
+                code="previous_response_not_found",
+            )
+        return previous
 
     async def retrieve(self, response_id: str) -> Response:
         owner = request_owner()
@@ -358,6 +392,10 @@ def register_responses_routes(app: QuartTrio, state: ServerState) -> None:
         # References are resolved against the store before the body is
         # checked, so the stored items they stand for are checked too.
         return await responses.create(await read_json(), parse)
+
+    @app.post("/v1/responses/compact")
+    async def compact_response() -> Response:
+        return await responses.compact((await read_json()).value)
 
     @app.get("/v1/responses/<response_id>")
     async def retrieve_response(response_id: str) -> Response:

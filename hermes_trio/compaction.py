@@ -213,10 +213,16 @@ class ContextKeeper:
                 # judges, and its refusal is the same error.
                 return None
             raise _too_long(sizes.total, window)
-        if policy.mode == "truncate":
-            event = self._truncate(body, sizes, window, limit, reason="", note=False)
-        else:
-            event = await self._compact(body, sizes, window, limit, harder=harder, model=model)
+        try:
+            if policy.mode == "truncate":
+                event = self._truncate(body, sizes, window, limit, reason="", note=False)
+            else:
+                event = await self._compact(body, sizes, window, limit, harder=harder, model=model)
+        except ContextTooLarge:
+            if await self._knows_window(model):
+                raise
+            # Too large only for an assumed window: the model server judges.
+            return None
         messages[lead:] = body
         return event
 

@@ -259,3 +259,18 @@ async def test_requests_of_one_chat_repeat_the_last_ones_prefix_byte_for_byte(
         bases += 1
         assert after.json["messages"][1]["content"].startswith(SUMMARY_MARK)
     assert compactions >= 3 and bases == compactions
+
+
+async def test_a_message_larger_than_an_assumed_window_is_sent_for_the_server_to_judge(
+    autojump_clock: MockClock,
+) -> None:
+    # Nothing says the window: the default is a guess, no ground to refuse.
+    async with agent_on_double([TextReply("read it")], agent=NO_TOOLS, **SECTIONS) as (
+        agent,
+        double,
+    ):
+        huge: Message = {"role": "user", "content": "word " * 40_000}
+        seen = await run(agent, [huge])
+    end = seen[-1][1]
+    assert isinstance(end, TurnFinished) and end.text == "read it"
+    assert len(double.model_requests) == 1

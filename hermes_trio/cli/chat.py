@@ -106,6 +106,7 @@ async def _main(config: Config, args: argparse.Namespace) -> int:
     settings = TerminalSettings(
         show_reasoning=config.display.show_reasoning,
         show_tools=config.display.show_tools,
+        show_compaction=config.display.show_compaction,
         plain=not stdout_tty,
     )
     view = TerminalView(console, settings)

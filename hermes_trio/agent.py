@@ -282,7 +282,8 @@ class Agent:
         record = o.record or self.record
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
-        with send, record_turn(record, self.config, messages, shown, send) as out:
+        learned = self.context.learned() if record is not None else None
+        with send, record_turn(record, self.config, messages, shown, send, learned) as out:
             # Held calls' results go in before what this request added.
             start = len(messages) if held is None else min(len(messages), held.position)
             marks = _Marks()

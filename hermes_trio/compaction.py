@@ -24,6 +24,7 @@ from . import metrics
 from .config import Config
 from .events import ContextCompacted
 from .llm import ModelClient, ModelError, ModelRequest
+from .recording.document import RecordedContext
 from .wire.context import (
     Calibration,
     ContextPolicy,
@@ -152,6 +153,16 @@ class ContextKeeper:
             return None
         answer = await ask(model, self.config.compaction.default_window)
         return int(answer.tokens) if answer.source != "default" else None
+
+    def learned(self) -> RecordedContext:
+        """What this keeper learned of the window, for a recording."""
+        return {"ratio": self.calibration.ratio, "window": self._learned}
+
+    def resume(self, learned: RecordedContext) -> None:
+        """Start from what a recorded turn's keeper had learned (replay)."""
+        if "ratio" in learned:
+            self.calibration.ratio = float(learned["ratio"])
+        self._learned = learned.get("window")
 
     def sizes(
         self, head: Sequence[Message], messages: Sequence[Message], schemas: Sequence[ChatTool]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..events import ContextCompacted
 
-__all__ = ["compaction_line", "compact_reply", "context_line", "short_tokens"]
+__all__ = ["compact_reply", "compaction_line", "context_line", "short_tokens"]
 
 
 def short_tokens(tokens: int) -> str:

@@ -43,12 +43,12 @@ import trio
 
 from ..agent import Agent
 from ..config import Config
-from ..consumers.context_lines import compact_reply, context_line
 from ..consumers.approval_prompts import (
     ApprovalPrompts,
     parse_typed_answer,
     with_approval_prompts,
 )
+from ..consumers.context_lines import compact_reply, context_line
 from ..consumers.editor import EditorControl, run_editor
 from ..consumers.editor_plan import EditorReport, EditorSettings
 from ..consumers.messenger import Messenger, PlatformError

@@ -22,6 +22,8 @@ __all__ = [
     "ExchangeRecord",
     "PieceRecord",
     "RecordedAgent",
+    "RecordedCompaction",
+    "RecordedContext",
     "RecordedFallback",
     "RecordedModel",
     "RecordedOptions",
@@ -29,8 +31,6 @@ __all__ = [
     "RecordedTurn",
     "RecordingDocument",
     "ToolRecord",
-    "RecordedCompaction",
-    "RecordedContext",
     "TurnSettings",
 ]
 

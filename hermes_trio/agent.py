@@ -209,6 +209,36 @@ class Agent:
             )
         return end.text
 
+    def _head(self) -> list[Message]:
+        prompt = self.config.agent.system_prompt
+        return [{"role": "system", "content": prompt}] if prompt else []
+
+    async def compact(
+        self, messages: list[Message], *, model: str | None = None
+    ) -> ContextCompacted | None:
+        """Summarise ``messages`` now, in place, whatever their size (a
+        person's ``/compact``): everything before the newest exchange
+        becomes one summary. None when there is nothing before it; raises
+        :class:`ModelError` when no summary could be had, leaving
+        ``messages`` as they were."""
+        return await self.context.fit(
+            messages,
+            head=self._head(),
+            schemas=self.tools.schemas(),
+            policy=ContextPolicy(),
+            model=model,
+            force=True,
+        )
+
+    async def context_size(
+        self, messages: list[Message], *, model: str | None = None
+    ) -> tuple[int, int]:
+        """``(tokens, window)``: the estimated size of the next request over
+        ``messages`` (the system prompt and tool schemas included) and the
+        model's context window."""
+        window = await self.context.window(model)
+        return self.context.estimate(self._head(), messages, self.tools.schemas()), window
+
     async def run_turn(
         self,
         messages: list[Message],
@@ -252,7 +282,8 @@ class Agent:
         record = o.record or self.record
         # Synchronous close: `async with` could replace a producer error with
         # Cancelled at close (a trio trap; see docs/architecture.md).
-        with send, record_turn(record, self.config, messages, shown, send) as out:
+        learned = self.context.learned() if record is not None else None
+        with send, record_turn(record, self.config, messages, shown, send, learned) as out:
             # Held calls' results go in before what this request added.
             start = len(messages) if held is None else min(len(messages), held.position)
             marks = _Marks()

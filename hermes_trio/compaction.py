@@ -24,12 +24,15 @@ from . import metrics
 from .config import Config
 from .events import ContextCompacted
 from .llm import ModelClient, ModelError, ModelRequest
+from .recording.document import RecordedContext
 from .wire.context import (
     Calibration,
     ContextPolicy,
     Overflow,
     choose_cut,
     drop_oldest,
+    exchange_starts,
+    is_summary,
     message_tokens,
     schemas_tokens,
     summary_message,
@@ -157,6 +160,16 @@ class ContextKeeper:
         answer = await ask(model, self.config.compaction.default_window)
         return int(answer.tokens) if answer.source != "default" else None
 
+    def learned(self) -> RecordedContext:
+        """What this keeper learned of the window, for a recording."""
+        return {"ratio": self.calibration.ratio, "window": self._learned}
+
+    def resume(self, learned: RecordedContext) -> None:
+        """Start from what a recorded turn's keeper had learned (replay)."""
+        if "ratio" in learned:
+            self.calibration.ratio = float(learned["ratio"])
+        self._learned = learned.get("window")
+
     def sizes(
         self, head: Sequence[Message], messages: Sequence[Message], schemas: Sequence[ChatTool]
     ) -> _Sizes:
@@ -192,15 +205,26 @@ class ContextKeeper:
         policy: ContextPolicy,
         model: str | None = None,
         harder: bool = False,
+        force: bool = False,
     ) -> ContextCompacted | None:
         """Make ``messages`` fit before a request, in place; the event that
-        says what was done, or None when it fits as it is."""
+        says what was done, or None when it fits as it is.
+
+        ``force`` (a person's ``/compact``): summarise everything before
+        the newest exchange whatever the size, or nothing (None) when there
+        is nothing before it; a summary that fails raises the
+        :class:`ModelError` and leaves ``messages`` as they were."""
         window = await self.window(model)
         # A client's own system messages lead the conversation: they stay,
         # as the configured prompt does.
         lead = next((i for i, m in enumerate(messages) if m["role"] != "system"), len(messages))
         body = messages[lead:]
         sizes = self.sizes([*head, *messages[:lead]], body, schemas)
+        if force:
+            forced = await self._forced(body, sizes, window, model=model)
+            if forced is not None:
+                messages[lead:] = body
+            return forced
         share = self.config.compaction.threshold * (0.7 if harder else 1.0)
         limit = int(window * share)
         if policy.compact_at is not None and policy.mode == "compact" and not harder:
@@ -261,6 +285,11 @@ class ContextKeeper:
         if reason:
             log.warning("compaction: %s; dropping the oldest messages instead", reason)
             return self._truncate(messages, sizes, window, limit, reason=reason, note=True)
+        return self._summarised(messages, sizes, window, cut, text)
+
+    def _summarised(
+        self, messages: list[Message], sizes: _Sizes, window: int, cut: int, text: str
+    ) -> ContextCompacted:
         summary = summary_message(text)
         after = sizes.head + round(message_tokens(summary) * self.calibration.ratio)
         after += sum(sizes.messages[cut:])
@@ -268,6 +297,27 @@ class ContextKeeper:
         messages[:cut] = [summary]
         metrics.CONTEXT_COMPACTIONS.labels("summary").inc()
         return ContextCompacted("summary", sizes.total, after, cut, window, summary=text.strip())
+
+    async def _forced(
+        self, messages: list[Message], sizes: _Sizes, window: int, *, model: str | None
+    ) -> ContextCompacted | None:
+        cut = max(exchange_starts(messages), default=0)
+        if cut <= 0 or (cut == 1 and is_summary(messages[0])):
+            return None  # nothing before the newest exchange but a summary
+        timeout = self.config.compaction.summary_timeout
+        text: str | None = None
+        with trio.move_on_after(timeout):
+            text = await summarize(
+                self.client,
+                self.config,
+                messages[:cut],
+                window=window,
+                ratio=self.calibration.ratio,
+                model=model,
+            )
+        if text is None:
+            raise ModelError(f"the summary took longer than {timeout:g} s", code="timeout")
+        return self._summarised(messages, sizes, window, cut, text)
 
     def _truncate(
         self,

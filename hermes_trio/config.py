@@ -378,6 +378,9 @@ class StoreConfig(_HoldsSecrets):
 class DisplayConfig:
     show_reasoning: bool = False
     show_tools: bool = True
+    show_compaction: bool = True
+    """A line in chats and the terminal when the conversation was compacted
+    to fit the model's context window."""
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,10 @@ from rich.text import Text
 from ..agent import Agent
 from ..approvals import ApprovalChannel, Refused, answer_approval
 from ..config import Config
+from ..consumers.context_lines import compact_reply, context_line
 from ..consumers.terminal import TerminalSettings, TerminalView
 from ..events import ApprovalRequested, StreamEvent, TurnFinished
-from ..llm import NO_MODEL_SERVER
+from ..llm import NO_MODEL_SERVER, ModelError
 from ..redaction import shown_url
 from ..tools import ApprovalDecision, ToolContext
 from ..turn import INTERNAL_ERROR, Turn, run_turn
@@ -62,6 +63,8 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 SLASH_COMMANDS: dict[str, str] = {
     "/new": "start a fresh conversation",
+    "/compact": "summarise the conversation so far, to free the model's context",
+    "/context": "how much of the model's context the conversation uses",
     "/model": "show the model, or switch to another: /model NAME",
     "/yolo": "toggle running dangerous commands without asking",
     "/help": "show this help",
@@ -106,6 +109,7 @@ async def _main(config: Config, args: argparse.Namespace) -> int:
     settings = TerminalSettings(
         show_reasoning=config.display.show_reasoning,
         show_tools=config.display.show_tools,
+        show_compaction=config.display.show_compaction,
         plain=not stdout_tty,
     )
     view = TerminalView(console, settings)
@@ -409,6 +413,9 @@ class Chat:
             text = line.strip()
             if not text:
                 continue
+            if text.lower() in ("/compact", "/context"):
+                await self.context_command(text.lower())
+                continue
             if text.startswith("/") and text.split()[0].lower() in (*SLASH_COMMANDS, *_ALIASES):
                 if not self.command(text):
                     return 0
@@ -421,6 +428,31 @@ class Chat:
                 return self.exit_code
             if reader.interactive:
                 self.console.print()
+
+    async def context_command(self, name: str) -> None:
+        """``/context``: how full the window is; ``/compact``: summarise
+        now (Ctrl-C stops it and leaves the conversation as it was)."""
+        if name == "/context":
+            tokens, window = await self.agent.context_size(self.messages, model=self.model)
+            self._say(escape(context_line(tokens, window, len(self.messages))), "dim")
+            return
+        self._say("summarising the conversation…", "dim")
+        text, color = "stopped: the conversation is as it was", "yellow"
+        with trio.open_signal_receiver(signal.SIGINT) as signals, _echo(self.input_fd, False):
+            async with trio.open_nursery() as nursery:
+
+                async def stop_on_ctrl_c() -> None:
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+
+                nursery.start_soon(stop_on_ctrl_c)
+                try:
+                    event = await self.agent.compact(self.messages, model=self.model)
+                    text, color = compact_reply(event), "dim"
+                except ModelError as exc:
+                    text, color = f"could not summarise: {exc.message}", "red"
+                nursery.cancel_scope.cancel()
+        self._say(escape(text), color)
 
     def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""

@@ -46,10 +46,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from hermes_trio.consumers.context_lines import compaction_line
 from hermes_trio.consumers.messenger import Capabilities, measure
 from hermes_trio.consumers.splitting import Paginator, split_all
 from hermes_trio.events import (
     Commentary,
+    ContextCompacted,
     GatewayNotice,
     LongToolHint,
     MessageChunk,
@@ -88,6 +90,8 @@ class EditorSettings:
     final_retry_limit: int = 8
     """Failed attempts at final text before giving up with a note."""
     show_tool_progress: bool = True
+    show_compaction: bool = True
+    """A line when the conversation was compacted to fit the model's window."""
     long_tool_hint: str | None = None
     """A note shown once, at the first ``LongToolHint`` of a turn whose tool
     progress is hidden, on a platform that edits (``{tool}``: the tool's
@@ -282,6 +286,8 @@ class EditorPlan:
                 self._tool_progress(event, now)
             case GatewayNotice(text=text):
                 self._add_message("note", text, now)
+            case ContextCompacted():
+                self._compacted(event, now)
             case TurnFinished():
                 self._turn_finished(event, now)
             case _:
@@ -537,6 +543,17 @@ class EditorPlan:
         elif not self._show_tools and self._s.long_tool_hint and self._hint is None:
             hint = self._s.long_tool_hint.replace("{tool}", event.tool_name)
             self._hint = self._new_slot("note", self._fit(hint), True, now)
+
+    def _compacted(self, event: ContextCompacted, now: float) -> None:
+        if not self._s.show_compaction:
+            return
+        line = self._fit(compaction_line(event))
+        # Before a model request: any text of the step before is complete.
+        self._close_segment(now)
+        if self._hold:
+            self._held.append(("text", line))
+        else:
+            self._new_slot("note", line, True, now)
 
     def _turn_finished(self, event: TurnFinished, now: float) -> None:
         if event.finish_reason == "interrupted":

@@ -22,6 +22,7 @@ from ..channels import drain_after_cancel, receive_batch
 from ..events import (
     ApprovalRequested,
     ApprovalResolved,
+    ContextCompacted,
     LongToolHint,
     MessageChunk,
     MessageStop,
@@ -35,6 +36,7 @@ from ..events import (
 )
 from ..wire.approval_events import approval_event
 from ..wire.chat_out import ChatStreamFrames
+from ..wire.context_events import context_event
 from ..wire.sse import KEEPALIVE
 from ..wire.tool_events import tool_event
 
@@ -48,7 +50,7 @@ __all__ = [
 ]
 
 # Opt-in stream extensions a client can ask for with X-Hermes-Stream-Extensions.
-EXTENSIONS = frozenset({"tools", "reasoning", "approvals"})
+EXTENSIONS = frozenset({"tools", "reasoning", "approvals", "context"})
 
 # How long a cancelled writer may take to send the approvals' last word.
 _CANCEL_GRACE = 1.0
@@ -207,6 +209,7 @@ class _Writer:
         self.tools = "tools" in options.extensions
         self.reasoning = "reasoning" in options.extensions
         self.approvals = "approvals" in options.extensions
+        self.context = "context" in options.extensions
         self.wall_clock = options.wall_clock
         self.emitted = False
         self.ended = False
@@ -255,6 +258,9 @@ class _Writer:
                 if shown is not None:
                     name, fields = shown
                     parts.append(frames.extension(name, fields))
+            elif isinstance(event, ContextCompacted):
+                if self.context:
+                    parts.append(frames.extension(*context_event(event)))
             elif isinstance(event, ApprovalRequested | ApprovalResolved):
                 if self.approvals:
                     # A wall-clock moment for the client; the event's

@@ -83,6 +83,7 @@ by the request's deadline at the latest."""
 class TerminalSettings:
     show_reasoning: bool = False
     show_tools: bool = True
+    show_compaction: bool = True
     plain: bool = False
     """Plain text only (output is not a terminal): no box, colours or spinner."""
     title: str = "Hermes"
@@ -430,7 +431,9 @@ class TerminalView:
         channel in the cancelled turn's last second).
         """
         plan = TerminalPlan(
-            show_reasoning=self.settings.show_reasoning, show_tools=self.settings.show_tools
+            show_reasoning=self.settings.show_reasoning,
+            show_tools=self.settings.show_tools,
+            show_compaction=self.settings.show_compaction,
         )
         painter = self.painter
         painter.begin()

@@ -28,6 +28,7 @@ from ..events import (
     ApprovalRequested,
     ApprovalResolved,
     Commentary,
+    ContextCompacted,
     GatewayNotice,
     LongToolHint,
     MessageChunk,
@@ -41,6 +42,7 @@ from ..events import (
     coalesce,
 )
 from ..markdown_fence import Fence, open_fence
+from .context_lines import compaction_line
 
 __all__ = [
     "SPINNER_FRAMES",
@@ -299,9 +301,12 @@ class TerminalPlan:
     nothing of them was streamed.
     """
 
-    def __init__(self, *, show_reasoning: bool = False, show_tools: bool = True) -> None:
+    def __init__(
+        self, *, show_reasoning: bool = False, show_tools: bool = True, show_compaction: bool = True
+    ) -> None:
         self.show_reasoning = show_reasoning
         self.show_tools = show_tools
+        self.show_compaction = show_compaction
         self._text = BlockSplitter()
         self._reasoning = BlockSplitter()
         self._box = False
@@ -396,6 +401,9 @@ class TerminalPlan:
                 self._tools[event.index] = replace(running, progress=progress)
         elif isinstance(event, GatewayNotice):
             ops.append(Notice(escape_controls(event.text), "info"))
+        elif isinstance(event, ContextCompacted):
+            if self.show_compaction:
+                ops.append(Notice(compaction_line(event), "info"))
         elif isinstance(event, ApprovalRequested):
             self._asked[event.id] = event.timeout
             self._flush_reasoning(ops)

@@ -10,8 +10,10 @@ the running turn (``gateway.on_new_message: interrupt``, the default) or
 waits behind it (``queue``). ``/stop`` cancels the turn and drops what
 waits; ``/new`` also starts a new conversation. ``/verbose`` turns tool
 progress on or off for the chat (kept across restarts; the running turn
-follows at once). Command replies are queued with the turns, so a chat sees
-them in the order it asked.
+follows at once). ``/compact`` summarises the conversation now (all but its
+newest exchange) and ``/context`` says how full the model's window is; both
+wait for a running turn to end. Command replies are queued with the turns,
+so a chat sees them in the order it asked.
 
 Besides the turn's own events, a chat is told (``GatewayNotice``, shown by
 the message editor like the rest of the turn) when its message waited
@@ -46,11 +48,13 @@ from ..consumers.approval_prompts import (
     parse_typed_answer,
     with_approval_prompts,
 )
+from ..consumers.context_lines import compact_reply, context_line
 from ..consumers.editor import EditorControl, run_editor
 from ..consumers.editor_plan import EditorReport, EditorSettings
 from ..consumers.messenger import Messenger, PlatformError
 from ..consumers.rate_limits import waiting_out_rate_limits
 from ..events import GatewayNotice, StreamEvent
+from ..llm import ModelError
 from ..platforms.base import ButtonPress, InboundMessage
 from ..platforms.registry import edit_interval_for
 from ..tools import ToolContext
@@ -84,6 +88,8 @@ HELP_TEXT = (
     "Send me a message and I'll answer.\n"
     "/stop: stop the answer in progress\n"
     "/new: start a new conversation\n"
+    "/compact: summarise the conversation so far to free the model's context\n"
+    "/context: how much of the model's context the conversation uses\n"
     "/verbose: show or hide what the tools are doing"
 )
 
@@ -141,6 +147,16 @@ class _Verbose:
         self.on = on
 
 
+class _Context:
+    """``/compact`` (``compact`` True) or ``/context`` in the queue: done on
+    the conversation as the turn before it left it."""
+
+    __slots__ = ("compact",)
+
+    def __init__(self, compact: bool) -> None:
+        self.compact = compact
+
+
 def _key_of(session: Session) -> str:
     return chat_key(session.platform, session.chat_id, session.thread_id)
 
@@ -154,7 +170,9 @@ class Session:
     messages: list[Message]
     tool_context: ToolContext
     thread_id: str | None = None
-    pending: deque[InboundMessage | _Reply | _Forget | _Verbose] = field(default_factory=deque)
+    pending: deque[InboundMessage | _Reply | _Forget | _Verbose | _Context] = field(
+        default_factory=deque
+    )
     turn: Turn | None = None
     """The running turn; cancelling it interrupts the turn."""
     show_tools: bool | None = None
@@ -243,6 +261,8 @@ class ChatSessions:
             session.pending.append(_Reply(HELP_TEXT))
         elif command == "/verbose":
             self._verbose(session, message.text)
+        elif command in ("/compact", "/context"):
+            session.pending.append(_Context(command == "/compact"))
         elif not message.text.strip() and not message.attachments:
             return
         else:
@@ -345,6 +365,9 @@ class ChatSessions:
                 if isinstance(item, _Verbose):
                     await self._set_verbose(session, item.on)
                     continue
+                if isinstance(item, _Context):
+                    await self._context(session, compact=item.compact)
+                    continue
                 batch = [item]
                 if self.config.gateway.on_new_message == "interrupt":
                     # Messages that piled up while a cancelled turn cleaned up
@@ -358,6 +381,35 @@ class ChatSessions:
         finally:
             session.working = False
             self._notify()
+
+    async def _context(self, session: Session, *, compact: bool) -> None:
+        """``/compact`` or ``/context`` on the chat's stored conversation;
+        a compacted one is stored as the new start."""
+        key = _key_of(session)
+        token, stored = await self._history.begin(key)
+        if stored is not None:
+            session.messages = stored
+        messages = session.messages
+        try:
+            if compact:
+                before = len(messages)
+                event = await self.agent.compact(messages)
+                log.info(
+                    "%s chat %s: /compact folded %d of %d messages",
+                    session.platform,
+                    session.chat_id,
+                    event.folded if event else 0,
+                    before,
+                )
+                text = compact_reply(event)
+            else:
+                tokens, window = await self.agent.context_size(messages)
+                text = context_line(tokens, window, len(messages))
+        except ModelError as exc:
+            text = f"⚠️ Could not summarise the conversation: {exc.message}"
+        finally:
+            await self._history.end(key, token, messages)
+        await self.say(session.platform, session.chat_id, text, session.thread_id)
 
     def editor_settings(
         self,
@@ -378,6 +430,7 @@ class ChatSessions:
             cursor=streaming.cursor,
             streaming=stream,
             show_tool_progress=self.config.display.show_tools if show_tools is None else show_tools,
+            show_compaction=self.config.display.show_compaction,
             long_tool_hint=long_tool_hint,
         )
 

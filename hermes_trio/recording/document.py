@@ -22,6 +22,8 @@ __all__ = [
     "ExchangeRecord",
     "PieceRecord",
     "RecordedAgent",
+    "RecordedCompaction",
+    "RecordedContext",
     "RecordedFallback",
     "RecordedModel",
     "RecordedOptions",
@@ -135,6 +137,7 @@ class RecordedModel(TypedDict, total=False):
     max_answer_bytes: int
     fallbacks: list[RecordedFallback]
     timeouts: RecordedTimeouts
+    context_window: int | None
 
 
 class RecordedAgent(TypedDict, total=False):
@@ -147,9 +150,31 @@ class RecordedAgent(TypedDict, total=False):
     channel_size: int
 
 
+class RecordedCompaction(TypedDict, total=False):
+    """The ``compaction`` settings (a turn may summarise its conversation)."""
+
+    enabled: bool
+    threshold: float
+    keep_recent: int
+    summary_timeout: float
+    summary_max_tokens: int
+    default_window: int
+
+
+class RecordedContext(TypedDict, total=False):
+    """What the agent had learned of the model's window before the turn:
+    the calibration ``ratio`` of its estimates and a ``window`` a refusal
+    told (None: none). They decide when the turn compacts."""
+
+    ratio: float
+    window: int | None
+
+
 class TurnSettings(TypedDict, total=False):
     model: RecordedModel
     agent: RecordedAgent
+    compaction: RecordedCompaction
+    context: RecordedContext
 
 
 class RecordedTurn(TypedDict, total=False):

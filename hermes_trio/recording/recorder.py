@@ -32,6 +32,7 @@ from .document import (
     EventRecord,
     ExchangeEnd,
     ExchangeRecord,
+    RecordedContext,
     RecordedOptions,
     RecordedTurn,
     RecordingDocument,
@@ -240,10 +241,11 @@ class _RecordingSend:
         return getattr(self._inner, name)
 
 
-def turn_settings(config: Config) -> TurnSettings:
-    """The settings that shape a turn's events, for the replay to run under."""
-    model, agent = config.model, config.agent
-    return {
+def turn_settings(config: Config, context: RecordedContext | None = None) -> TurnSettings:
+    """The settings that shape a turn's events, for the replay to run under
+    (``context``: what the agent had learned of the model's window)."""
+    model, agent, compaction = config.model, config.agent, config.compaction
+    settings: TurnSettings = {
         "model": {
             "name": model.name,
             "api_mode": model.api_mode,
@@ -260,6 +262,7 @@ def turn_settings(config: Config) -> TurnSettings:
                 "request": model.timeouts.request,
                 "total": model.timeouts.total,
             },
+            "context_window": model.context_window,
         },
         "agent": {
             "system_prompt": agent.system_prompt,
@@ -268,7 +271,18 @@ def turn_settings(config: Config) -> TurnSettings:
             "think_tags": list(agent.think_tags),
             "channel_size": agent.channel_size,
         },
+        "compaction": {
+            "enabled": compaction.enabled,
+            "threshold": compaction.threshold,
+            "keep_recent": compaction.keep_recent,
+            "summary_timeout": compaction.summary_timeout,
+            "summary_max_tokens": compaction.summary_max_tokens,
+            "default_window": compaction.default_window,
+        },
     }
+    if context is not None:
+        settings["context"] = context
+    return settings
 
 
 def _snapshot(value: Any) -> Any:
@@ -283,6 +297,7 @@ def record_turn(
     messages: Sequence[Message],
     options: RecordedOptions,
     send: trio.MemorySendChannel[StreamEvent],
+    context: RecordedContext | None = None,
 ) -> Iterator[trio.MemorySendChannel[StreamEvent]]:
     """Record the turn run in this block (nothing without ``recorder``):
     use the channel it gives for the turn's events."""
@@ -293,7 +308,7 @@ def record_turn(
         {
             "messages": _snapshot(list(messages)),
             "options": _snapshot(dict(options)),
-            "settings": turn_settings(config),
+            "settings": turn_settings(config, context),
         },
         max_bytes=recorder.max_file_bytes,
     )

@@ -189,6 +189,7 @@ async def replay_turn(recording: Recording) -> Replay:
 
     tools = recorded_tools(recording, clock=clock)
     async with open_agent(config, transport=model, tools=tools) as agent:
+        agent.context.resume(recording.context)
         clock.start = model.recorded.start = trio.current_time()
         async with trio.open_nursery() as nursery:
             if cancel is not None:

@@ -8,11 +8,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import AgentConfig, Config, FallbackModel, ModelConfig, TimeoutsConfig
+from ..config import (
+    AgentConfig,
+    CompactionConfig,
+    Config,
+    FallbackModel,
+    ModelConfig,
+    TimeoutsConfig,
+)
 from ..recording.document import (
     CancelRecord,
     EventRecord,
     ExchangeRecord,
+    RecordedContext,
     RecordedOptions,
     RecordingDocument,
     ToolRecord,
@@ -73,6 +81,12 @@ class Recording:
         return copy.deepcopy(list(self.document["turn"].get("messages") or []))
 
     @property
+    def context(self) -> RecordedContext:
+        """What the agent had learned of the model's window before the turn."""
+        settings = self.document["turn"].get("settings") or {}
+        return copy.deepcopy(settings.get("context") or {})
+
+    @property
     def options(self) -> RecordedOptions:
         """``Agent.run_turn`` options the turn ran with (stream, model, …)."""
         return copy.deepcopy(self.document["turn"].get("options") or {})
@@ -84,6 +98,7 @@ class Recording:
         # their own signatures judge them (a TypeError names what is wrong).
         model: dict[str, Any] = dict(settings.get("model") or {})
         agent: dict[str, Any] = dict(settings.get("agent") or {})
+        compaction: dict[str, Any] = dict(settings.get("compaction") or {})
         if not model.get("name"):
             # The process had picked the server's model before the turn
             # (serve asks at startup): the one its requests named.
@@ -107,6 +122,7 @@ class Recording:
                     **model,
                 ),
                 agent=AgentConfig(**agent),
+                compaction=CompactionConfig(**compaction),
             )
         except TypeError as exc:
             raise RecordingError(f"{self.path}: turn.settings: {exc}") from None

@@ -24,6 +24,7 @@ from .chat_types import (
     ChatCompletionMessage,
     ChatUsage,
 )
+from .context_events import ContextCompactedFields
 from .messages import ChatToolCall
 from .sse import encode_event
 from .tool_events import ToolEventFields
@@ -174,7 +175,9 @@ class ChatStreamFrames:
         self._seq += 1
         return error_frame(message, type=type, code=code, id=str(self._seq))
 
-    def extension(self, event: str, fields: ToolEventFields | ApprovalEventFields) -> bytes:
+    def extension(
+        self, event: str, fields: ToolEventFields | ApprovalEventFields | ContextCompactedFields
+    ) -> bytes:
         """A named event of our documented stream extension (opt-in only):
         its ``type`` and ``fields``."""
         self._seq += 1

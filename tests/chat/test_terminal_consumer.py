@@ -13,6 +13,7 @@ from rich.console import Console
 from hermes_trio.consumers.terminal import TerminalSettings, TerminalView, run_terminal
 from hermes_trio.consumers.terminal_plan import LiveView, Op, TextDelta
 from hermes_trio.events import (
+    ContextCompacted,
     MessageChunk,
     MessageStop,
     StreamEvent,
@@ -218,3 +219,27 @@ async def test_a_fast_producer_is_coalesced_into_few_paints(
     assert 20 <= len(spy.calls) <= 45
     text = "".join(op.text for ops, _ in spy.calls for op in ops if isinstance(op, TextDelta))
     assert text == "tok " * 1000
+
+
+async def test_a_compaction_is_a_dim_line_before_the_answer() -> None:
+    compacted = ContextCompacted("summary", 41_000, 9_000, 12, 32_768, summary="secret")
+    line = (
+        "🗜 Summarised the earlier conversation to stay within the model's context "
+        "(41k → 9k tokens)."
+    )
+    console, out = rich_console()
+    console.width = 120
+    _, receive = await feed([compacted, *answer_events("Hi.")])
+    await run_terminal(receive, console, TerminalSettings())
+    raw = out.getvalue()
+    assert "\x1b[2m" + line in raw  # dim
+    assert "secret" not in raw
+    # Plain output: on stderr with the other notices; display can hide it.
+    for show in (True, False):
+        out_p, err = io.StringIO(), io.StringIO()
+        plain = Console(file=out_p, force_terminal=False, no_color=True)
+        _, receive = await feed([compacted, *answer_events("Hi.")])
+        settings = TerminalSettings(plain=True, err=err, show_compaction=show)
+        await run_terminal(receive, plain, settings)
+        assert err.getvalue() == (line + "\n" if show else "")
+        assert out_p.getvalue() == "Hi.\n"

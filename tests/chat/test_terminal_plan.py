@@ -30,6 +30,7 @@ from hermes_trio.events import (
     ApprovalRequested,
     ApprovalResolved,
     Commentary,
+    ContextCompacted,
     GatewayNotice,
     MessageChunk,
     MessageStop,
@@ -339,6 +340,16 @@ def test_interrupt_while_a_tool_runs() -> None:
         ToolLine("terminal", "sleep 30", 2.0, "interrupted"),
         Notice("⏹ interrupted", "interrupted"),
     ]
+
+
+def test_a_compaction_is_an_info_notice_unless_hidden() -> None:
+    dropped = ContextCompacted("truncation", 12_345, 950, 3, 4096, "the summary request failed")
+    line = (
+        "🗜 Dropped the oldest messages to stay within the model's context "
+        "(12k → 950 tokens): the summary request failed"
+    )
+    assert TerminalPlan().feed([dropped], 0) == [Notice(line, "info")]
+    assert TerminalPlan(show_compaction=False).feed([dropped], 0) == []
 
 
 def test_gateway_notice_and_length_warning() -> None:

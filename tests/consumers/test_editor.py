@@ -20,6 +20,7 @@ from hermes_trio.consumers.editor_plan import EditorReport, EditorSettings
 from hermes_trio.consumers.messenger import Capabilities, PlatformError, RateLimited, measure
 from hermes_trio.events import (
     Commentary,
+    ContextCompacted,
     GatewayNotice,
     LongToolHint,
     MessageChunk,
@@ -448,3 +449,48 @@ async def test_a_platform_with_its_own_indicator_gets_no_cursor_and_a_final_edit
     assert all(b.startswith(a.strip()) for a, b in pairwise(texts))
     assert [c.final for c in m.message_calls()] == [False] * (len(texts) - 1) + [True]
     assert m.visible() == [final]
+
+
+COMPACTED = ContextCompacted("summary", 41_234, 9_020, 14, 32_768, summary="what came before")
+SUMMARY_LINE = (
+    "🗜 Summarised the earlier conversation to stay within the model's context "
+    "(41k → 9k tokens)."
+)
+
+
+async def test_a_compaction_is_one_short_line_before_the_answer(autojump_clock: MockClock) -> None:
+    script: Script = [
+        (0.0, ToolCallChunk("terminal", "date", {}, 0)),
+        (0.5, ToolCallFinished("terminal", 0.5, True, 0)),
+        (0.0, MessageStop(False)),
+        (0.1, COMPACTED),
+        *tokens(words(5)),
+        (0.1, finished("".join(words(5)))),
+    ]
+    m = FakeMessenger(TELEGRAM)
+    await run(script, m)
+    shown = m.visible()
+    assert SUMMARY_LINE in shown
+    assert shown.index(SUMMARY_LINE) == len(shown) - 2  # just above the answer
+    assert "what came before" not in " ".join(shown)
+
+
+async def test_a_truncation_line_says_why_and_display_can_hide_it(
+    autojump_clock: MockClock,
+) -> None:
+    dropped = ContextCompacted("truncation", 41_000, 30_500, 6, 32_768, "the summary took 60 s")
+    line = (
+        "🗜 Dropped the oldest messages to stay within the model's context "
+        "(41k → 30k tokens): the summary took 60 s"
+    )
+    no_edits = Capabilities(can_edit=False, max_length=500, can_delete=False, can_type=False)
+    for caps, show, expected in (
+        (TELEGRAM, True, [line, "ok"]),
+        # A platform without edits gets it folded into its one answer.
+        (no_edits, True, [f"{line}\n\nok"]),
+        (TELEGRAM, False, ["ok"]),
+    ):
+        m = FakeMessenger(caps)
+        settings = EditorSettings(show_compaction=show, typing_interval=0)
+        await run([(0.0, dropped), (0.1, finished("ok"))], m, settings)
+        assert m.visible() == expected

@@ -19,6 +19,7 @@ from hermes_trio.consumers.sse import (
 from hermes_trio.events import (
     ApprovalRequested,
     ApprovalResolved,
+    ContextCompacted,
     MessageChunk,
     MessageStop,
     StreamEvent,
@@ -209,3 +210,34 @@ async def test_a_cancelled_writer_still_tells_the_question_was_cancelled(
     assert len(rest) == 1 and isinstance(rest[0], bytes)
     ((name, data),) = _events_of(rest[0])
     assert name == "hermes.approval.resolved" and data["outcome"] == "cancelled"
+
+
+async def test_a_compaction_is_a_context_event_with_the_opt_in(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    compacted = ContextCompacted("summary", 41_000, 9_000, 12, 32_768, summary="secret talk")
+    for extensions, expected in ((frozenset(), []), (frozenset({"context"}), [compacted])):
+        send, receive = trio.open_memory_channel[StreamEvent](16)
+        out_send, out_receive = trio.open_memory_channel[WriterOutput](16)
+        send.send_nowait(compacted)
+        send.send_nowait(MessageChunk("hi"))
+        send.send_nowait(TurnFinished("hi", Usage(), "stop"))
+        send.close()
+        await write_chat_sse(receive, out_send, frames(), SSEOptions(extensions=extensions))
+        pieces = [p async for p in out_receive]
+        data = b"".join(p.data if isinstance(p, LastPiece) else p for p in pieces)  # type: ignore[misc]
+        shown = _events_of(data)
+        assert len(shown) == len(expected)
+        if expected:
+            name, fields = shown[0]
+            assert name == "hermes.context.compacted"
+            assert fields == {
+                "type": "hermes.context.compacted",
+                "how": "summary",
+                "tokens_before": 41_000,
+                "tokens_after": 9_000,
+                "folded": 12,
+                "window": 32_768,
+            }
+            # The summary is what the conversation said: not for a status event.
+            assert b"secret talk" not in data

@@ -33,7 +33,7 @@ def test_without_a_browser_the_page_tests_are_skipped_and_say_why(tmp_path: Path
     ran = run_page_tests(tmp_path)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     summary = ran.stdout.strip().splitlines()[-1]
-    assert "5 skipped" in summary and "error" not in summary, ran.stdout
+    assert "6 skipped" in summary and "error" not in summary, ran.stdout
     assert f"SKIPPED [1] {PAGE_TESTS}" in ran.stdout
     assert f"no browser at {tmp_path / 'no-such-chromium'}" in ran.stdout
 
@@ -41,5 +41,5 @@ def test_without_a_browser_the_page_tests_are_skipped_and_say_why(tmp_path: Path
 def test_under_ci_a_missing_browser_fails_the_page_tests(tmp_path: Path) -> None:
     ran = run_page_tests(tmp_path, CI="true")
     assert ran.returncode == 1, ran.stdout + ran.stderr
-    assert "5 errors" in ran.stdout.strip().splitlines()[-1], ran.stdout
+    assert "6 errors" in ran.stdout.strip().splitlines()[-1], ran.stdout
     assert "CI is set, so the browser tests are required" in ran.stdout

@@ -5,7 +5,8 @@ activity, Markdown, Stop, the session, the API key prompt.
 Screenshots go to the test artefacts directory (``tests/.artifacts`` or
 ``HERMES_TEST_ARTIFACTS``): ``chat-page-mid-stream.png``,
 ``chat-page-done.png``, ``chat-page-stopped.png``, ``chat-page-key.png``,
-``chat-page-approval.png``, ``chat-page-approval-done.png``.
+``chat-page-approval.png``, ``chat-page-approval-done.png``,
+``chat-page-compacted.png``.
 """
 
 from __future__ import annotations
@@ -457,3 +458,37 @@ async def test_markdown_is_rendered_as_elements_never_as_html(browser: Browser) 
 async def test_unmatched_delimiters_stay_text(browser: Browser) -> None:
     texts = await browser.call(render_markdown, browser, PATHOLOGICAL, "textContent")
     assert texts == [text.strip() for text in PATHOLOGICAL]
+
+
+async def test_a_compaction_shows_as_a_divider(browser: Browser, tmp_path: Path) -> None:
+    # A small window: the third long question makes the server summarise
+    # the first two exchanges before it asks the model.
+    question = "Please remember this: " + "lorem ipsum " * 230
+    script = [
+        TextReply("Noted, the first."),
+        TextReply("Noted, the second."),
+        TextReply("The user asked me to remember two long notes."),
+        TextReply("Both are remembered."),
+    ]
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "model:\n  context_window: 2400\nagent:\n  tools: []\n"
+        "compaction:\n  keep_recent: 200\n  summary_max_tokens: 100\n"
+    )
+    env = {"HERMES_CONFIG": str(config)}
+    async with serving(script, tmp_path, **env) as (_, model, url):
+        tab = await browser.call(open_tab, browser, url)
+        call = browser.call
+        for n in (1, 2):
+            await call(ask, tab, f"{n}: {question}")
+            await call(wait_answer, tab, n)
+        await call(ask, tab, f"3: {question}")
+        assert (await call(wait_answer, tab, 3)).endswith("Both are remembered.")
+        divider = await call(tab.page.inner_text, ".msg.assistant:nth-of-type(6) .context-divider")
+        assert divider.startswith("Earlier conversation summarised (")
+        assert divider.endswith(" tokens)") and " → " in divider
+        assert await call(tab.page.get_attribute, ".context-divider", "role") == "separator"
+        await call(tab.page.screenshot, path=str(artifacts_dir() / "chat-page-compacted.png"))
+        assert "remember" in str(model.model_requests[2].json["messages"])
+        assert tab.errors == []
+        await call(close_tab, tab)

@@ -2,7 +2,9 @@
 // like any other client. Each question is one streamed POST to
 // /v1/chat/completions carrying the conversation's X-Session-ID (the server
 // keeps the history, so only the new message is sent) and asking for the
-// hermes.tool.* events, which show the server's own tool runs, and the
+// hermes.tool.* events, which show the server's own tool runs, the
+// hermes.context.compacted event (a divider where the conversation was
+// summarised to fit the model's context), and the
 // hermes.approval.* events: a command that needs a person's yes shows with
 // Approve / Deny buttons, which answer with POST /v1/approvals/{id} while the
 // turn waits. Stop aborts the fetch: closing the connection is what cancels
@@ -207,6 +209,19 @@ function scrollDown() {
   ui.log.scrollTop = ui.log.scrollHeight;
 }
 
+/** 950, 1.2k, 41k, 1.5M: as the chats and the terminal say it. */
+function shortTokens(value) {
+  let n = Math.max(0, Math.floor(Number(value) || 0));
+  for (const [size, unit] of [[1e6, "M"], [1e3, "k"]]) {
+    if (n >= size) {
+      const v = n / size;
+      if (unit === "k" && Math.round(v) >= 1000) return shortTokens(1e6);
+      return v < 9.95 ? `${+v.toFixed(1)}${unit}` : `${Math.round(v)}${unit}`;
+    }
+  }
+  return String(n);
+}
+
 function seconds(value) {
   return value < 10 ? `${value.toFixed(2)} s` : `${Math.round(value)} s`;
 }
@@ -248,7 +263,29 @@ class Exchange {
       } catch {
         // As above.
       }
+    } else if (event.type === "hermes.context.compacted") {
+      try {
+        this.compacted(JSON.parse(event.data));
+      } catch {
+        // As above.
+      }
     }
+  }
+
+  compacted(data) {
+    this.render();
+    // What the model says next comes below the divider.
+    this.segment = null;
+    const sizes = `${shortTokens(data.tokens_before)} → ${shortTokens(data.tokens_after)} tokens`;
+    const text =
+      data.how === "truncation"
+        ? `Oldest messages dropped to fit the model's context (${sizes})`
+        : `Earlier conversation summarised (${sizes})`;
+    const divider = element("div", "context-divider");
+    divider.setAttribute("role", "separator");
+    divider.append(element("span", "", text));
+    this.body.append(divider);
+    if (nearBottom()) scrollDown();
   }
 
   approval(kind, data) {
@@ -519,7 +556,7 @@ async function ask(question) {
       headers: {
         "Content-Type": "application/json",
         "X-Session-ID": state.sessionId,
-        "X-Hermes-Stream-Extensions": "tools,approvals",
+        "X-Hermes-Stream-Extensions": "tools,approvals,context",
       },
       body: JSON.stringify(body),
       signal: controller.signal,

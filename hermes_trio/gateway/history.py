@@ -4,7 +4,9 @@
 tests); :class:`StoredHistory` keeps it in the shared store, so
 ``hermes-trio gateway`` continues every chat after a restart. Either way a
 turn's messages are written back only when the turn ends: a process that
-dies mid-turn leaves the history as it was before that turn.
+dies mid-turn leaves the history as it was before that turn. The store
+gets only the messages a turn added to what it claimed, or, after a
+compaction, the whole new history as the base the next turns add to.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Protocol
 
 import trio
 
-from ..store import Store, StoreError
+from ..store import Store, StoreError, kept_messages
 from ..wire.messages import Message
 
 __all__ = ["ChatHistory", "MemoryHistory", "StoredHistory", "chat_key"]
@@ -38,8 +40,9 @@ class ChatHistory(Protocol):
         """Take the conversation for a turn: the turn's token, and the
         stored history (None: keep what this process has)."""
 
-    async def end(self, key: str, token: str, messages: Messages) -> None:
-        """The turn ended with ``messages`` as the whole history."""
+    async def end(self, key: str, token: str, messages: Messages, *, compacted: bool) -> None:
+        """The turn ended with ``messages`` as the whole history;
+        ``compacted``: it replaced the history's start (a new base)."""
 
     async def forget(self, key: str) -> None:
         """``/new``: the conversation is gone for good."""
@@ -51,7 +54,7 @@ class MemoryHistory:
     async def begin(self, key: str) -> tuple[str, Messages | None]:
         return "", None
 
-    async def end(self, key: str, token: str, messages: Messages) -> None:
+    async def end(self, key: str, token: str, messages: Messages, *, compacted: bool) -> None:
         pass
 
     async def forget(self, key: str) -> None:
@@ -64,6 +67,9 @@ class StoredHistory:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # What each running turn claimed, by its token: a copy, as the
+        # session extends (or a compaction replaces) the list it is given.
+        self._claimed: dict[str, Messages] = {}
 
     async def begin(self, key: str) -> tuple[str, Messages | None]:
         token = secrets.token_hex(8)
@@ -75,12 +81,18 @@ class StoredHistory:
             # One gateway per bot token: another live process holding the
             # chat is a second gateway on the same token.
             log.warning("chat %s is held by another process (%s)", key, claim.busy)
+        else:
+            self._claimed[token] = list(claim.messages)
         return token, claim.messages
 
-    async def end(self, key: str, token: str, messages: Messages) -> None:
+    async def end(self, key: str, token: str, messages: Messages, *, compacted: bool) -> None:
+        claimed = self._claimed.pop(token, None)
+        # Nothing claimed (the store failed): what this process holds is
+        # written whole, should the claim have gone through after all.
+        kept = 0 if claimed is None else kept_messages(claimed, messages, compacted=compacted)
         with trio.move_on_after(SAVE_GRACE, shield=True):
             try:
-                await self.store.release_conversation(key, token, messages)
+                await self.store.release_conversation(key, token, messages, kept=kept)
             except StoreError:
                 pass
 

@@ -545,7 +545,8 @@ class ChatSessions:
             session.control = None
             session.turns_done += 1
             session.last_report = reports[0] if reports else None
-            await self._history.end(key, token, messages)
+            compacted = turn.result is not None and turn.result.compacted
+            await self._history.end(key, token, messages, compacted=compacted)
             # From the control, not the report: a turn cut off right after
             # the hint still counts it as seen.
             if control.hinted:

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import trio
 
-from ..store import Signal, Store, StoreError
+from ..store import Signal, Store, StoreError, kept_messages
 from ..tools import ToolContext
 from ..turn import Turn
 from ..wire.messages import Message
@@ -189,20 +189,35 @@ class SessionStore:
                 )
             await trio.sleep(CLAIM_POLL)
 
-    def add(self, session: Session, history: list[Message], sent: list[Message]) -> None:
+    def add(self, session: Session, history: list[Message], sent: list[Message]) -> int:
         """``session``'s history becomes the stored ``history`` and the new part
         of a request's messages, without its oldest turns beyond
-        ``max_bytes``."""
+        ``max_bytes``; returns how many messages of ``history`` went."""
         messages = history + new_messages(history, sent)
         drop = turns_to_drop(messages, self.max_bytes)
         session.messages = messages[drop:]
+        return min(drop, len(history))
 
-    async def release(self, key: str, turn: str, messages: list[Message]) -> None:
-        """Store the history a turn ended with and let the session go.
-        Shielded and bounded: it runs as the turn ends, also on shutdown."""
+    async def release(
+        self,
+        key: str,
+        turn: str,
+        messages: list[Message],
+        *,
+        claimed: Sequence[Message] = (),
+        dropped: int = 0,
+        compacted: bool = False,
+    ) -> None:
+        """Store the history a turn ended with and let the session go: only
+        what it added to the ``claimed`` history without its ``dropped``
+        oldest messages (all of it after a compaction). Shielded and
+        bounded: it runs as the turn ends, also on shutdown."""
+        kept = kept_messages(claimed, messages, dropped=dropped, compacted=compacted)
         with trio.move_on_after(RELEASE_GRACE, shield=True):
             try:
-                if not await self.store.release_conversation(key, turn, messages):
+                if not await self.store.release_conversation(
+                    key, turn, messages, kept=kept, dropped=dropped
+                ):
                     # Not the key: it holds the client's session id. The
                     # line's request id leads to the request's hashed one.
                     log.warning("a session was taken over; this turn's history is dropped")

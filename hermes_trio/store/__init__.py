@@ -37,10 +37,13 @@ events ahead of the store and wrote a *reservation* instead; recovery still
 numbers above one such a process left.)
 
 Conversations. One row per API session (``api:<owner>:<session id>``) or
-chat (``chat:<platform>:<chat>:<thread>``): the history up to the last
-finished turn, and the turn holding it. A turn claims the conversation,
-and its end writes the whole history back at once, so a process that dies
-mid-turn leaves the history as it was before that turn.
+chat (``chat:<platform>:<chat>:<thread>``) with the turn holding it, and
+one row per message of its history up to the last finished turn. A turn
+claims the conversation, and its end writes, in one transaction, the
+messages it added (and deletes the oldest turns it dropped): a turn's cost
+does not grow with the chat's length, and a process that dies mid-turn
+leaves the history as it was before that turn. A compaction writes its
+new, shorter history whole, the base later turns add to.
 
 A refused operation raises :class:`StoreError`, with a code saying why
 (the server answers it as a 503); a store that cannot be opened raises
@@ -61,6 +64,7 @@ from .base import (
     StoredResponse,
     StoreError,
     StoreOpenError,
+    kept_messages,
     owner_scope,
     wall_clock,
 )
@@ -85,6 +89,7 @@ __all__ = [
     "StoredResponse",
     "install_secret",
     "keep_store",
+    "kept_messages",
     "open_store",
     "owner_scope",
     "store_failure",

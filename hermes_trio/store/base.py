@@ -31,6 +31,7 @@ __all__ = [
     "StoredItem",
     "StoredResponse",
     "dumps",
+    "kept_messages",
     "owner_scope",
     "wall_clock",
 ]
@@ -142,6 +143,26 @@ class Claim:
         return self.busy is None
 
 
+def kept_messages(
+    claimed: Sequence[Message],
+    messages: Sequence[Message],
+    *,
+    dropped: int = 0,
+    compacted: bool = False,
+) -> int:
+    """The ``kept`` of :meth:`Store.release_conversation`: how many of
+    ``messages`` are, at their start, the ``claimed`` history after its
+    first ``dropped`` — or 0, writing ``messages`` whole, after a compaction
+    (which may have changed the claimed messages in place) or when they no
+    longer start so. ``claimed`` is the list the claim returned, or a copy
+    of it taken before the turn: a compaction may replace a list's start."""
+    if compacted:
+        return 0
+    kept = max(0, len(claimed) - dropped)
+    # Mostly the same objects: compared by identity first, not by content.
+    return kept if list(messages[:kept]) == list(claimed[dropped:]) else 0
+
+
 @dataclass(frozen=True)
 class Signal:
     """A request from another process to this one: ``stop`` the turn of a
@@ -237,10 +258,22 @@ class Store(Protocol):
         a live process's turn holds it; a new conversation starts empty."""
 
     async def release_conversation(
-        self, key: str, turn: str, messages: list[Message] | None
+        self,
+        key: str,
+        turn: str,
+        messages: list[Message] | None,
+        *,
+        kept: int = 0,
+        dropped: int = 0,
     ) -> bool:
         """End the turn's hold, storing ``messages`` as the history (None
-        keeps it); False when another turn took the conversation over."""
+        keeps it); False when another turn took the conversation over.
+        ``messages`` is the claimed history without its first ``dropped``
+        (the oldest turns, gone), of which the first ``kept`` are unchanged,
+        then the turn's own: only those are written and only the dropped
+        deleted, so a turn costs what it added, not the history's length
+        (:func:`kept_messages` finds ``kept``). ``kept=0`` (a compaction)
+        replaces the whole history with ``messages``, a new base."""
 
     async def conversation(self, key: str) -> list[Message] | None:
         """The stored history of ``key``, or None."""

@@ -27,8 +27,10 @@ SCHEMA_VERSION = 9
 """2: events, reservations. 3: the item index. 4: runners, conversations,
 signals. 5: chat settings. 6: a response's own messages and a reference to the one it
 continues (``parent_id``, ``inherited``), instead of the whole conversation
-in every row. 7: the approvals a response holds. 9: the install's keys
-(the sealing key of ``compaction`` items), shared by every process on the store."""
+in every row. 7: the approvals a response holds. 8: a conversation's
+messages as rows (``conversation_messages``), so a turn writes only its own
+messages, not the whole history again. 9: the install's keys (the sealing
+key of ``compaction`` items), shared by every process on the store."""
 
 Step = str | Callable[[sql.Db], None]
 Migration = tuple[int, list[Step]]
@@ -143,6 +145,36 @@ CREATE TABLE response_approvals (
 CREATE INDEX response_approvals_by_response ON response_approvals (response_id);
 """
 
+# A conversation's messages, one row each, numbered on from ``first_seq``
+# (the ``conversations`` row keeps the claim and how many there are), so
+# dropping the oldest turns deletes rows and renumbers none. SQLite drops a
+# column only from 3.35 on: the table is built again without ``messages``.
+_SCHEMA_V8_BEFORE = """
+CREATE TABLE conversation_messages (
+    key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (key, seq)
+) WITHOUT ROWID;
+ALTER TABLE conversations ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN first_seq INTEGER NOT NULL DEFAULT 0
+"""
+_SCHEMA_V8_AFTER = """
+CREATE TABLE conversations_v8 (
+    key TEXT PRIMARY KEY,
+    updated_at REAL NOT NULL,
+    runner TEXT,
+    turn TEXT,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    first_seq INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO conversations_v8
+    SELECT key, updated_at, runner, turn, message_count, first_seq FROM conversations;
+DROP TABLE conversations;
+ALTER TABLE conversations_v8 RENAME TO conversations;
+CREATE INDEX conversations_by_age ON conversations (updated_at)
+"""
+
 # The gateway's small settings that outlive a restart (``/verbose`` per chat,
 # the long-tool hint a user has seen), by key.
 _SCHEMA_V5_CHAT_SETTINGS = """
@@ -180,6 +212,14 @@ SQLITE_MIGRATIONS: list[Migration] = [
     (5, [*_statements(_SCHEMA_V5_CHAT_SETTINGS)]),
     (6, [*_statements(_SCHEMA_V6), sql.compact_chains]),
     (7, [*_statements(_SCHEMA_V7)]),
+    (
+        8,
+        [
+            *_statements(_SCHEMA_V8_BEFORE),
+            sql.split_conversations,
+            *_statements(_SCHEMA_V8_AFTER),
+        ],
+    ),
     (9, [_INSTALL_KEYS]),
 ]
 
@@ -272,6 +312,17 @@ POSTGRES_MIGRATIONS: list[Migration] = [
             "response_id TEXT NOT NULL, call_id TEXT NOT NULL, reason TEXT NOT NULL, "
             "expires_at DOUBLE PRECISION NOT NULL, answered_by TEXT)",
             "CREATE INDEX response_approvals_by_response ON response_approvals (response_id)",
+        ],
+    ),
+    (
+        8,
+        [
+            "CREATE TABLE conversation_messages (key TEXT NOT NULL, seq BIGINT NOT NULL, "
+            "message TEXT NOT NULL, PRIMARY KEY (key, seq))",
+            "ALTER TABLE conversations ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE conversations ADD COLUMN first_seq BIGINT NOT NULL DEFAULT 0",
+            sql.split_conversations,
+            "ALTER TABLE conversations DROP COLUMN messages",
         ],
     ),
     (9, [_INSTALL_KEYS]),

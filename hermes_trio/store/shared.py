@@ -159,11 +159,23 @@ class SQLStore:
         )
 
     async def release_conversation(
-        self, key: str, turn: str, messages: list[Message] | None
+        self,
+        key: str,
+        turn: str,
+        messages: list[Message] | None,
+        *,
+        kept: int = 0,
+        dropped: int = 0,
     ) -> bool:
         return await self._write(
             partial(
-                sql.release_conversation, key=key, turn=turn, messages=messages, now=self.clock()
+                sql.release_conversation,
+                key=key,
+                turn=turn,
+                messages=messages,
+                kept=kept,
+                dropped=dropped,
+                now=self.clock(),
             )
         )
 

@@ -549,11 +549,26 @@ def recover(db: Db, me: Runner, now: float) -> int:
 
 
 # -- conversations -----------------------------------------------------------
+# A conversation is its ``conversations`` row (the claim, ``message_count``,
+# ``first_seq``) and one ``conversation_messages`` row per message, numbered
+# on from ``first_seq``: a turn that only added messages writes those, and
+# one that dropped the oldest deletes theirs, whatever the history's length.
+
+INSERT_MESSAGE = "INSERT INTO conversation_messages (key, seq, message) VALUES (?, ?, ?)"
+FORGET_MESSAGES = "DELETE FROM conversation_messages WHERE key = ?"
+
+
+def _messages(db: Db, key: str) -> list[Message]:
+    rows = db.execute(
+        "SELECT message FROM conversation_messages WHERE key = ? ORDER BY seq", (key,)
+    ).fetchall()
+    return [json.loads(row[0]) for row in rows]
 
 
 def claim_conversation(db: Db, key: str, me: Runner, turn: str, now: float) -> Claim:
     db.execute(
-        "INSERT INTO conversations VALUES (?, '[]', ?, NULL, NULL) ON CONFLICT (key) DO NOTHING",
+        "INSERT INTO conversations (key, updated_at, runner, turn, message_count, first_seq) "
+        "VALUES (?, ?, NULL, NULL, 0, 0) ON CONFLICT (key) DO NOTHING",
         (key, now),
     )
     (runner,) = db.execute("SELECT runner FROM conversations WHERE key = ?", (key,)).fetchone()
@@ -562,39 +577,74 @@ def claim_conversation(db: Db, key: str, me: Runner, turn: str, now: float) -> C
     # Only if nobody took it meanwhile (PostgreSQL runs claims side by side).
     row = db.execute(
         "UPDATE conversations SET runner = ?, turn = ?, updated_at = ? "
-        "WHERE key = ? AND runner IS NOT DISTINCT FROM ? RETURNING messages",
+        "WHERE key = ? AND runner IS NOT DISTINCT FROM ? RETURNING key",
         (me.id, turn, now, key, runner),
     ).fetchone()
     if row is None:
         (holder,) = db.execute("SELECT runner FROM conversations WHERE key = ?", (key,)).fetchone()
         return Claim(None, busy=holder or "unknown")
-    return Claim(json.loads(row[0]))
+    return Claim(_messages(db, key))
 
 
 def release_conversation(
-    db: Db, key: str, turn: str, messages: list[Message] | None, now: float
+    db: Db,
+    key: str,
+    turn: str,
+    messages: list[Message] | None,
+    *,
+    kept: int,
+    dropped: int,
+    now: float,
 ) -> bool:
+    """End ``turn``'s hold. With ``messages``, they are the history now:
+    the claimed history without its first ``dropped``, of which ``kept``
+    stay as they were, then new ones. Only those are written and only the
+    dropped are deleted; ``kept=0`` replaces the whole history (a new base)."""
     if messages is None:
         cursor = db.execute(
             "UPDATE conversations SET runner = NULL, turn = NULL, updated_at = ? "
             "WHERE key = ? AND turn = ?",
             (now, key, turn),
         )
+        return bool(cursor.rowcount)
+    row = db.execute(
+        "SELECT first_seq, message_count FROM conversations WHERE key = ? AND turn = ?"
+        + _locking(db, "UPDATE"),
+        (key, turn),
+    ).fetchone()
+    if row is None:
+        return False
+    first, count = int(row[0]), int(row[1])
+    dropped = max(0, min(dropped, count))
+    kept = max(0, min(kept, count - dropped, len(messages)))
+    if kept == 0:
+        db.execute(FORGET_MESSAGES, (key,))
+        first = 0
     else:
-        cursor = db.execute(
-            "UPDATE conversations SET messages = ?, runner = NULL, turn = NULL, updated_at = ? "
-            "WHERE key = ? AND turn = ?",
-            (dumps(messages), now, key, turn),
+        first += dropped
+        db.execute(
+            "DELETE FROM conversation_messages WHERE key = ? AND (seq < ? OR seq >= ?)",
+            (key, first, first + kept),
         )
-    return bool(cursor.rowcount)
+    db.executemany(
+        INSERT_MESSAGE,
+        [(key, seq, dumps(m)) for seq, m in enumerate(messages[kept:], first + kept)],
+    )
+    db.execute(
+        "UPDATE conversations SET first_seq = ?, message_count = ?, runner = NULL, turn = NULL, "
+        "updated_at = ? WHERE key = ?",
+        (first, len(messages), now, key),
+    )
+    return True
 
 
 def conversation(db: Db, key: str) -> list[Message] | None:
-    row = db.execute("SELECT messages FROM conversations WHERE key = ?", (key,)).fetchone()
-    return None if row is None else list(json.loads(row[0]))
+    row = db.execute("SELECT 1 FROM conversations WHERE key = ?", (key,)).fetchone()
+    return None if row is None else _messages(db, key)
 
 
 def delete_conversation(db: Db, key: str) -> bool:
+    db.execute(FORGET_MESSAGES, (key,))
     return bool(db.execute("DELETE FROM conversations WHERE key = ?", (key,)).rowcount)
 
 
@@ -608,8 +658,26 @@ def prune_conversations(db: Db, prefix: str, cutoff: float, keep: int) -> int:
         "ORDER BY updated_at DESC LIMIT ? OFFSET ?))",
         (*scope, cutoff, *scope, _ALL, keep),
     ).fetchall()
-    db.executemany("DELETE FROM conversations WHERE key = ?", [(row[0],) for row in old])
+    keys = [(row[0],) for row in old]
+    db.executemany(FORGET_MESSAGES, keys)
+    db.executemany("DELETE FROM conversations WHERE key = ?", keys)
     return len(old)
+
+
+def split_conversations(db: Db) -> None:
+    """Schema 8: a conversation stored before it is one JSON list in
+    ``conversations.messages``; its messages become rows. One conversation
+    at a time, so a large store is never in memory at once."""
+    keys = [row[0] for row in db.execute("SELECT key FROM conversations").fetchall()]
+    for key in keys:
+        (messages_json,) = db.execute(
+            "SELECT messages FROM conversations WHERE key = ?", (key,)
+        ).fetchone()
+        messages = json.loads(messages_json)
+        if not isinstance(messages, list):
+            messages = []
+        db.executemany(INSERT_MESSAGE, [(key, seq, dumps(m)) for seq, m in enumerate(messages)])
+        db.execute("UPDATE conversations SET message_count = ? WHERE key = ?", (len(messages), key))
 
 
 # -- chat settings ---------------------------------------------------------------

@@ -234,3 +234,87 @@ async def test_a_turn_that_cannot_start_lets_its_session_go(monkeypatch: Any) ->
         with trio.fail_after(1):
             reply = await http.post(URL, json=body, headers=headers)
         assert reply.status_code == 200, reply.text
+
+
+# -- what the store holds (issue 35) -------------------------------------------
+
+
+async def _stored(api: Any) -> tuple[list[dict[str, Any]], list[int]]:
+    """The one stored session's history, and its rows' numbers."""
+    store = api.state.store
+    (key,) = [
+        row[0]
+        for row in await store._read(
+            lambda db: db.execute("SELECT key FROM conversations").fetchall()
+        )
+    ]
+    seqs = await store._read(
+        lambda db: db.execute(
+            "SELECT seq FROM conversation_messages WHERE key = ? ORDER BY seq", (key,)
+        ).fetchall()
+    )
+    return await store.conversation(key), [int(row[0]) for row in seqs]
+
+
+async def test_a_session_at_its_limit_stores_what_it_keeps_without_rewriting_it() -> None:
+    """Dropping the oldest turns deletes their rows; the rest keep their
+    numbers (not written again), and the store holds what the session does."""
+    turns = 12
+    script = [TextReply(f"answer {i} " + "a" * 400) for i in range(turns)]
+    async with (
+        api_stack(script, api={"session_max_bytes": 4096}) as (api, _),
+        _client(api) as http,
+    ):
+        with trio.fail_after(30):
+            for i in range(turns):
+                reply = await http.post(
+                    URL,
+                    json={"messages": [{"role": "user", "content": f"question {i} " + "q" * 400}]},
+                    headers={"X-Session-ID": "long"},
+                )
+                assert reply.status_code == 200, reply.text
+                stored, seqs = await _stored(api)
+                assert stored == _history(api)
+                assert seqs == list(range(seqs[0], seqs[0] + len(stored)))
+    # Turns went, and nothing was numbered again from 0.
+    assert seqs[0] > 0
+
+
+async def test_a_compacted_turn_is_stored_as_the_new_base(monkeypatch: Any) -> None:
+    """A turn that compacted (``TurnResult.compacted``) replaced the start of
+    the list it was given: that list is stored whole, and the next turn (which
+    reads the store, as another process or a restart would) continues it."""
+    script = [TextReply(f"answer {i}") for i in range(4)]
+    headers = {"X-Session-ID": "compacting"}
+    async with api_stack(script) as (api, model), _client(api) as http:
+        agent = api.state.agent
+        real = agent.run_turn
+        compact = [False, False, True, False]
+
+        async def run_turn(messages: list[Any], send: Any, *args: Any, **kwargs: Any) -> Any:
+            result = await real(messages, send, *args, **kwargs)
+            if compact.pop(0):
+                messages[:] = [{"role": "user", "content": "summary of it all"}, *messages[-2:]]
+                result.compacted = True
+            return result
+
+        monkeypatch.setattr(agent, "run_turn", run_turn)
+        with trio.fail_after(10):
+            for i in range(4):
+                body = {"messages": [{"role": "user", "content": f"question {i}"}]}
+                reply = await http.post(URL, json=body, headers=headers)
+                assert reply.status_code == 200, reply.text
+        stored, seqs = await _stored(api)
+    base = [
+        {"role": "user", "content": "summary of it all"},
+        {"role": "user", "content": "question 2"},
+        {"role": "assistant", "content": "answer 2"},
+    ]
+    assert stored == [
+        *base,
+        {"role": "user", "content": "question 3"},
+        {"role": "assistant", "content": "answer 3"},
+    ]
+    assert seqs == list(range(5))
+    sent = [m for m in model.model_requests[-1].json["messages"] if m["role"] != "system"]
+    assert sent == [*base, {"role": "user", "content": "question 3"}]

@@ -104,9 +104,9 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
             history = await sessions.claim(key, holder)
             # A request refused (a 429) leaves the history as it was; once
             # the turn runs, its end stores the history it made.
-            reserved.on_release(partial(sessions.release, key, holder, history))
+            reserved.on_release(partial(sessions.release, key, holder, history, claimed=history))
             reserved.take_hold(state.slots)
-            sessions.add(session, history, chat.messages)
+            dropped = sessions.add(session, history, chat.messages)
             opts = replace(opts, tool_context=session.tool_context)
             messages = session.messages
 
@@ -114,7 +114,11 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
                 try:
                     await run_turn()
                 finally:
-                    await sessions.release(key, holder, messages)
+                    # Only what the turn added is written (a compaction: all).
+                    compacted = turn.result is not None and turn.result.compacted
+                    await sessions.release(
+                        key, holder, messages, claimed=history, dropped=dropped, compacted=compacted
+                    )
 
             session.running = run.begin(messages, opts, reserved, around=around)
     return await run.respond()

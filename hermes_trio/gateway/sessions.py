@@ -390,10 +390,12 @@ class ChatSessions:
         if stored is not None:
             session.messages = stored
         messages = session.messages
+        compacted = False
         try:
             if compact:
                 before = len(messages)
                 event = await self.agent.compact(messages)
+                compacted = event is not None
                 log.info(
                     "%s chat %s: /compact folded %d of %d messages",
                     session.platform,
@@ -408,7 +410,7 @@ class ChatSessions:
         except ModelError as exc:
             text = f"⚠️ Could not summarise the conversation: {exc.message}"
         finally:
-            await self._history.end(key, token, messages)
+            await self._history.end(key, token, messages, compacted=compacted)
         await self.say(session.platform, session.chat_id, text, session.thread_id)
 
     def editor_settings(

@@ -13,7 +13,9 @@ holding a question runs one) or an answer waits for its reply here.
 
 A question belongs to the API key whose request asked it (its name; with
 no key configured, every client is ``anonymous``); ``approvals.approvers``
-(key names) may answer too.
+(key names) may answer too. Any other key gets the 404 of an id never
+issued, whether the question waits or ended: only those who may answer
+learn how it ended.
 """
 
 from __future__ import annotations
@@ -110,18 +112,24 @@ def answer_body(approval_id: str, decision: Decision) -> ApprovalAnswerBody:
 
 
 def answer_error(approval_id: str, refused: Refused) -> APIError:
-    """The OpenAI error for an answer not taken: 404 for an id nobody holds,
-    400 for one already ended (answered, expired, cancelled) or not this
-    key's to answer; the message names the id."""
-    if refused.code == "unknown":
+    """The OpenAI error for an answer not taken: 400 for one already ended
+    (answered, expired, cancelled), and for every other refusal the 404 an
+    id never issued gets, word for word: a key that may not answer an
+    approval learns neither that it exists nor how it ended (like another
+    key's stored responses). The message names the id."""
+    if refused.code == "ended":
         return APIError(
-            404,
-            f"no pending approval '{approval_id}' (never asked, or ended long ago)",
+            400,
+            f"approval '{approval_id}': {refused.message}",
             param="id",
-            code="approval_not_found",
+            code="approval_not_pending",
         )
-    code = "approval_not_allowed" if refused.code == "not_allowed" else "approval_not_pending"
-    return APIError(400, f"approval '{approval_id}': {refused.message}", param="id", code=code)
+    return APIError(
+        404,
+        f"no pending approval '{approval_id}' (never asked, or ended long ago)",
+        param="id",
+        code="approval_not_found",
+    )
 
 
 # -- across processes -----------------------------------------------------------

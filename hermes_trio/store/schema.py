@@ -23,11 +23,12 @@ __all__ = [
     "migrate_from",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """2: events, reservations. 3: the item index. 4: runners, conversations,
 signals. 5: chat settings. 6: a response's own messages and a reference to the one it
 continues (``parent_id``, ``inherited``), instead of the whole conversation
-in every row. 7: the approvals a response holds."""
+in every row. 7: the approvals a response holds. 8: which process asked
+each waiting approval."""
 
 Step = str | Callable[[sql.Db], None]
 Migration = tuple[int, list[Step]]
@@ -134,6 +135,18 @@ CREATE TABLE response_approvals (
 CREATE INDEX response_approvals_by_response ON response_approvals (response_id);
 """
 
+# Which process asked each approval a turn waits on, so an answer that
+# reaches another process goes to that one alone, and an id nobody asked is
+# known to be unknown at once.
+_SCHEMA_V8 = """
+CREATE TABLE approval_holders (
+    id TEXT PRIMARY KEY,
+    runner TEXT NOT NULL,
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX approval_holders_by_expiry ON approval_holders (expires_at);
+"""
+
 # The gateway's small settings that outlive a restart (``/verbose`` per chat,
 # the long-tool hint a user has seen), by key.
 _SCHEMA_V5_CHAT_SETTINGS = """
@@ -171,6 +184,7 @@ SQLITE_MIGRATIONS: list[Migration] = [
     (5, [*_statements(_SCHEMA_V5_CHAT_SETTINGS)]),
     (6, [*_statements(_SCHEMA_V6), sql.compact_chains]),
     (7, [*_statements(_SCHEMA_V7)]),
+    (8, [*_statements(_SCHEMA_V8)]),
 ]
 
 
@@ -262,6 +276,14 @@ POSTGRES_MIGRATIONS: list[Migration] = [
             "response_id TEXT NOT NULL, call_id TEXT NOT NULL, reason TEXT NOT NULL, "
             "expires_at DOUBLE PRECISION NOT NULL, answered_by TEXT)",
             "CREATE INDEX response_approvals_by_response ON response_approvals (response_id)",
+        ],
+    ),
+    (
+        8,
+        [
+            "CREATE TABLE approval_holders (id TEXT PRIMARY KEY, runner TEXT NOT NULL, "
+            "expires_at DOUBLE PRECISION NOT NULL)",
+            "CREATE INDEX approval_holders_by_expiry ON approval_holders (expires_at)",
         ],
     ),
 ]

@@ -12,6 +12,7 @@ a marker file says whether it ran."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,6 +34,7 @@ from support import (
 from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.approvals import Answer, parse_answer
 from hermes_trio.server.errors import APIError
+from hermes_trio.store.sqlite import DB_FILENAME
 from hermes_trio.testing import (
     ScriptedModelServer,
     TextReply,
@@ -454,3 +456,51 @@ async def test_another_key_learns_nothing_of_an_approval_not_its_own(tmp_path: P
             assert "expired" in alice.json()["error"]["message"]
             assert answered.exists() and not expired.exists()
 
+
+def signals_written(data_dir: Path) -> int:
+    """How many signals the store has ever had (SQLite's AUTOINCREMENT
+    counter: a signal taken and deleted since still counts)."""
+    conn = sqlite3.connect(data_dir / DB_FILENAME)
+    try:
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'signals'").fetchone()
+    finally:
+        conn.close()
+    return int(row[0]) if row else 0
+
+
+async def test_an_unknown_id_is_answered_without_asking_the_other_workers(
+    tmp_path: Path,
+) -> None:
+    """Under ``--workers 2`` an id the store never heard of is a 404 at
+    once: no signal to every worker, no wait for their replies. An id the
+    store knows still reaches the worker holding it; another key there gets
+    the same 404 as for an id never issued."""
+    marker = tmp_path / "ran"
+    async with serving(tool_turn(marker), tmp_path, workers=2) as (served, _):
+        data = tmp_path / "data"
+        for worker in ("0", "1"):
+            async with client_on(served.base_url, worker, ALICE) as there:
+                before = signals_written(data)
+                unknown = await there.post("/approvals/mcpr_nope", json={"approve": True})
+                assert unknown.headers["X-Hermes-Worker"] == worker
+                assert unknown.status_code == 404, unknown.text
+                assert unknown.json()["error"]["code"] == "approval_not_found"
+                assert signals_written(data) == before
+        async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+            async with http.stream(
+                "POST", "/chat/completions", json=chat(), headers={**ALICE, **OPT_IN}
+            ) as reply:
+                worker = reply.headers["X-Hermes-Worker"]
+                events = Events(reply)
+                asked = await events.until("hermes.approval.request")
+                other = "1" if worker == "0" else "0"
+                async with client_on(served.base_url, other, BOB) as there:
+                    nothing = await never_issued(there, BOB)
+                    bob = await there.post(f"/approvals/{asked['id']}", json={"approve": True})
+                    assert same_answer(bob, asked["id"]) == nothing
+                async with client_on(served.base_url, other, ALICE) as there:
+                    yes = await there.post(f"/approvals/{asked['id']}", json={"approve": True})
+                    assert yes.status_code == 200, yes.text
+                    assert (yes.json()["outcome"], yes.json()["by"]) == ("approved", "alice")
+                await events.rest()
+            assert marker.exists()

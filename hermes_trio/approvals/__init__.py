@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         CLEANUP_GRACE,
         PENDING,
         ApprovalHandle,
+        Listing,
         PendingApprovals,
         Publish,
         answer_approval,
@@ -43,6 +44,7 @@ __all__ = [
     "ApprovalHandle",
     "ApprovalQuestion",
     "Decision",
+    "Listing",
     "Outcome",
     "PendingApprovals",
     "Publish",
@@ -54,7 +56,15 @@ __all__ = [
 ]
 
 _PENDING_NAMES = frozenset(
-    {"CLEANUP_GRACE", "PENDING", "ApprovalHandle", "PendingApprovals", "Publish", "answer_approval"}
+    {
+        "CLEANUP_GRACE",
+        "PENDING",
+        "ApprovalHandle",
+        "Listing",
+        "PendingApprovals",
+        "Publish",
+        "answer_approval",
+    }
 )
 
 if not TYPE_CHECKING:

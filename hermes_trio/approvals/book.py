@@ -203,7 +203,8 @@ class ApprovalBook:
         self._new_id = new_id
         self._open: dict[str, ApprovalQuestion] = {}
         self._decided: dict[str, Decision] = {}
-        self._ended: OrderedDict[str, Decision] = OrderedDict()
+        # How each ended, with its question: who may learn that still counts.
+        self._ended: OrderedDict[str, tuple[ApprovalQuestion, Decision]] = OrderedDict()
 
     # -- reading -----------------------------------------------------------
 
@@ -213,7 +214,8 @@ class ApprovalBook:
 
     def decision(self, approval_id: str) -> Decision | None:
         """How it ended, if it has (open or remembered); None while pending."""
-        return self._decided.get(approval_id) or self._ended.get(approval_id)
+        ended = self._ended.get(approval_id)
+        return self._decided.get(approval_id) or (ended[1] if ended is not None else None)
 
     def pending(self) -> list[ApprovalQuestion]:
         """The questions still waiting for an answer, oldest first."""
@@ -265,16 +267,18 @@ class ApprovalBook:
     ) -> Decision | Refused:
         """A person's answer, checked: the decision it made, or why it was
         not taken. An answer at or after the deadline (``now``) finds the
-        question expired."""
+        question expired.
+
+        Who may answer is checked first, whether the question waits or
+        ended: only they learn how it ended (``not_allowed`` says nothing
+        of that)."""
         question = self._open.get(approval_id)
-        if question is None:
-            ended = self._ended.get(approval_id)
-            if ended is not None:
-                return _ended(ended)
-            return Refused("unknown", "no longer pending: no approval with this id is waiting")
         decided = self._decided.get(approval_id)
-        if decided is not None:
-            return _ended(decided)
+        if question is None:
+            remembered = self._ended.get(approval_id)
+            if remembered is None:
+                return Refused("unknown", "no longer pending: no approval with this id is waiting")
+            question, decided = remembered
         if not question.may_answer(by):
             return Refused(
                 "not_allowed",
@@ -282,6 +286,8 @@ class ApprovalBook:
                 + (" or an approver" if question.approvers else "")
                 + " may",
             )
+        if decided is not None:
+            return _ended(decided)
         if now is not None and now >= question.deadline:
             return _ended(self.expire(approval_id))
         return self._decide(approval_id, Decision.answered(approve, by, reason, always))
@@ -306,10 +312,10 @@ class ApprovalBook:
         if approval_id not in self._open:
             return self._remembered(approval_id)
         decision = self._decided.get(approval_id) or self.cancel(approval_id)
-        del self._open[approval_id]
+        question = self._open.pop(approval_id)
         del self._decided[approval_id]
         if self._memory:
-            self._ended[approval_id] = decision
+            self._ended[approval_id] = (question, decision)
             while len(self._ended) > self._memory:
                 self._ended.popitem(last=False)
         return decision
@@ -323,7 +329,7 @@ class ApprovalBook:
         known = self._ended.get(approval_id)
         if known is None:
             raise KeyError(approval_id)
-        return known
+        return known[1]
 
 
 def _ended(decision: Decision) -> Refused:

@@ -23,7 +23,7 @@ can update the prompt it showed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import trio
@@ -40,6 +40,7 @@ __all__ = [
     "CLEANUP_GRACE",
     "PENDING",
     "ApprovalHandle",
+    "Listing",
     "PendingApprovals",
     "Publish",
     "answer_approval",
@@ -50,6 +51,10 @@ CLEANUP_GRACE = 1.0
 
 Publish = Callable[[StreamEvent], Awaitable[object]]
 """Sends an event into the turn's channel (the agent's ``send.send``)."""
+
+Listing = Callable[[ApprovalQuestion, float], Awaitable[object]]
+"""Told of each question (and its wait in seconds) as it is asked, before
+anyone sees its id: where other processes look up which one holds it."""
 
 
 class ApprovalHandle:
@@ -92,6 +97,16 @@ class PendingApprovals:
     def __init__(self, book: ApprovalBook | None = None) -> None:
         self.book = book if book is not None else ApprovalBook()
         self._wakers: dict[str, trio.Event] = {}
+        self._listings: list[Listing] = []
+
+    @contextlib.contextmanager
+    def listed_with(self, listing: Listing) -> Iterator[None]:
+        """Tell ``listing`` of every question asked while the block runs."""
+        self._listings.append(listing)
+        try:
+            yield
+        finally:
+            self._listings.remove(listing)
 
     def answer(
         self,
@@ -150,6 +165,10 @@ class PendingApprovals:
         woken = self._wakers[question.id] = trio.Event()
         try:
             try:
+                # Listed first: an answer to the id the event shows may
+                # reach another process at once.
+                for listing in list(self._listings):
+                    await listing(question, seconds)
                 if publish is not None:
                     await publish(question.requested(seconds, index, call_id))
                 with trio.move_on_at(question.deadline):

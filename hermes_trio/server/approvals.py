@@ -5,15 +5,20 @@ opt in with ``X-Hermes-Stream-Extensions: approvals``).
 An answer is taken by this process's registry
 (:func:`hermes_trio.approvals.answer_approval`) when the question waits
 here. Under ``serve --workers N`` (or several instances on one store) it
-may wait in another process: then the answer goes to every other live
-process as an ``approval`` signal, the one holding the question takes it
-and sends back an ``approval_reply`` with how it went, and the POST answers
-with that. Signals are polled every 20 ms while a turn runs (the process
-holding a question runs one) or an answer waits for its reply here.
+may wait in another process: every process sharing the store notes in it
+which one asked each question (:meth:`RemoteApprovals.note`, before the
+question's id is shown), so the answer goes as an ``approval`` signal to
+that process alone, which takes it and sends back an ``approval_reply``
+with how it went, and the POST answers with that. An id the store does not
+know is a 404 at once, with no signal. Signals are polled every 20 ms while
+a turn runs (the process holding a question runs one) or an answer waits
+for its reply here.
 
 A question belongs to the API key whose request asked it (its name; with
 no key configured, every client is ``anonymous``); ``approvals.approvers``
-(key names) may answer too.
+(key names) may answer too. Any other key gets the 404 of an id never
+issued, whether the question waits or ended: only those who may answer
+learn how it ended.
 """
 
 from __future__ import annotations
@@ -28,8 +33,15 @@ import trio
 from quart import Response
 from quart_trio import QuartTrio
 
-from ..approvals import Decision, Outcome, Refused, RefusedCode, answer_approval
-from ..store import Signal, Store, StoreError
+from ..approvals import (
+    ApprovalQuestion,
+    Decision,
+    Outcome,
+    Refused,
+    RefusedCode,
+    answer_approval,
+)
+from ..store import Signal, Store, StoreError, wall_clock
 from .bodies import json_response, read_json_body
 from .errors import APIError
 from .keys import current_key
@@ -110,18 +122,24 @@ def answer_body(approval_id: str, decision: Decision) -> ApprovalAnswerBody:
 
 
 def answer_error(approval_id: str, refused: Refused) -> APIError:
-    """The OpenAI error for an answer not taken: 404 for an id nobody holds,
-    400 for one already ended (answered, expired, cancelled) or not this
-    key's to answer; the message names the id."""
-    if refused.code == "unknown":
+    """The OpenAI error for an answer not taken: 400 for one already ended
+    (answered, expired, cancelled), and for every other refusal the 404 an
+    id never issued gets, word for word: a key that may not answer an
+    approval learns neither that it exists nor how it ended (like another
+    key's stored responses). The message names the id."""
+    if refused.code == "ended":
         return APIError(
-            404,
-            f"no pending approval '{approval_id}' (never asked, or ended long ago)",
+            400,
+            f"approval '{approval_id}': {refused.message}",
             param="id",
-            code="approval_not_found",
+            code="approval_not_pending",
         )
-    code = "approval_not_allowed" if refused.code == "not_allowed" else "approval_not_pending"
-    return APIError(400, f"approval '{approval_id}': {refused.message}", param="id", code=code)
+    return APIError(
+        404,
+        f"no pending approval '{approval_id}' (never asked, or ended long ago)",
+        param="id",
+        code="approval_not_found",
+    )
 
 
 # -- across processes -----------------------------------------------------------
@@ -185,16 +203,32 @@ class RemoteApprovals:
         """An answer waits for replies: poll signals often."""
         return bool(self._waits)
 
+    async def note(self, question: ApprovalQuestion, seconds: float) -> None:
+        """A question is asked here: note it in the store, so an answer
+        another process gets comes here. A store that refuses leaves the
+        question answerable in this process only."""
+        try:
+            await self.store.note_approval(question.id, wall_clock() + seconds)
+        except StoreError:
+            log.warning(
+                "could not note approval %s in the store: only this process takes its answer",
+                question.id,
+            )
+
     async def answer(self, approval_id: str, answer: Answer, by: str) -> Decision | Refused:
-        """Answer here, or in whichever live process holds the question."""
+        """Answer here, or in the live process that holds the question."""
         result = answer_approval(approval_id, answer.approve, by=by, reason=answer.reason)
         if not (isinstance(result, Refused) and result.code == "unknown"):
             return result
-        others = await self.store.live_runners()
-        if not others:
+        # Looked up first: an id nobody asked costs one read, not a signal
+        # to every process and a wait for all their replies.
+        holder = await self.store.approval_holder(approval_id)
+        if holder is None or holder == self.store.runner.id:
+            return result
+        if holder not in await self.store.live_runners():
             return result
         ticket = secrets.token_hex(12)
-        wait = self._waits[ticket] = _Wait(set(others))
+        wait = self._waits[ticket] = _Wait({holder})
         try:
             payload = {
                 "id": approval_id,
@@ -204,8 +238,7 @@ class RemoteApprovals:
                 "reply_to": self.store.runner.id,
                 "ticket": ticket,
             }
-            for runner in others:
-                await self.store.send_signal(runner, Signal("approval", json.dumps(payload)))
+            await self.store.send_signal(holder, Signal("approval", json.dumps(payload)))
             with trio.move_on_after(REPLY_WAIT):
                 await wait.done.wait()
         finally:

@@ -24,6 +24,7 @@ from hypercorn.utils import wrap_app
 
 from .. import metrics
 from ..agent import Agent, open_agent
+from ..approvals import PENDING
 from ..config import ApiServerConfig, Config, ConfigError
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
@@ -265,7 +266,8 @@ async def open_shared_store(config: Config) -> AsyncIterator[StoreInUse]:
         signals.on("approval_reply", remote.on_reply)
         await duties.start(keep_store, store, signals)
         try:
-            yield StoreInUse(store, signals, remote)
+            with PENDING.listed_with(remote.note):
+                yield StoreInUse(store, signals, remote)
         finally:
             duties.cancel_scope.cancel()
 

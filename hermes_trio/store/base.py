@@ -244,6 +244,15 @@ class Store(Protocol):
         """Mark it answered by response ``answered_by``; False when it was
         answered already (by this or any other process): one answer counts."""
 
+    async def note_approval(self, approval_id: str, expires_at: float) -> None:
+        """Record that a turn of this process waits on approval
+        ``approval_id`` until ``expires_at`` (Unix seconds). Forgotten an
+        hour after that, or when this process is gone."""
+
+    async def approval_holder(self, approval_id: str) -> str | None:
+        """The process that asked approval ``approval_id`` (a runner id),
+        or None when no process sharing the store did (lately)."""
+
     async def recover_interrupted(self) -> int:
         """End the responses left ``in_progress`` by processes that are gone
         as ``incomplete``, with their events; returns how many."""

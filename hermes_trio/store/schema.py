@@ -23,14 +23,15 @@ __all__ = [
     "migrate_from",
 ]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """2: events, reservations. 3: the item index. 4: runners, conversations,
 signals. 5: chat settings. 6: a response's own messages and a reference to the one it
 continues (``parent_id``, ``inherited``), instead of the whole conversation
 in every row. 7: the approvals a response holds. 8: a conversation's
 messages as rows (``conversation_messages``), so a turn writes only its own
 messages, not the whole history again. 9: the install's keys (the sealing
-key of ``compaction`` items), shared by every process on the store."""
+key of ``compaction`` items), shared by every process on the store. 10: which process asked
+each waiting approval."""
 
 Step = str | Callable[[sql.Db], None]
 Migration = tuple[int, list[Step]]
@@ -175,6 +176,18 @@ ALTER TABLE conversations_v8 RENAME TO conversations;
 CREATE INDEX conversations_by_age ON conversations (updated_at)
 """
 
+# Which process asked each approval a turn waits on, so an answer that
+# reaches another process goes to that one alone, and an id nobody asked is
+# known to be unknown at once.
+_SCHEMA_V10 = """
+CREATE TABLE approval_holders (
+    id TEXT PRIMARY KEY,
+    runner TEXT NOT NULL,
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX approval_holders_by_expiry ON approval_holders (expires_at);
+"""
+
 # The gateway's small settings that outlive a restart (``/verbose`` per chat,
 # the long-tool hint a user has seen), by key.
 _SCHEMA_V5_CHAT_SETTINGS = """
@@ -221,6 +234,7 @@ SQLITE_MIGRATIONS: list[Migration] = [
         ],
     ),
     (9, [_INSTALL_KEYS]),
+    (10, [*_statements(_SCHEMA_V10)]),
 ]
 
 
@@ -326,4 +340,12 @@ POSTGRES_MIGRATIONS: list[Migration] = [
         ],
     ),
     (9, [_INSTALL_KEYS]),
+    (
+        10,
+        [
+            "CREATE TABLE approval_holders (id TEXT PRIMARY KEY, runner TEXT NOT NULL, "
+            "expires_at DOUBLE PRECISION NOT NULL)",
+            "CREATE INDEX approval_holders_by_expiry ON approval_holders (expires_at)",
+        ],
+    ),
 ]

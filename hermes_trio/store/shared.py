@@ -133,6 +133,19 @@ class SQLStore:
             partial(sql.take_approval, approval_id=approval_id, answered_by=answered_by)
         )
 
+    async def note_approval(self, approval_id: str, expires_at: float) -> None:
+        await self._write(
+            partial(
+                sql.note_approval,
+                approval_id=approval_id,
+                runner=self.runner.id,
+                expires_at=expires_at,
+            )
+        )
+
+    async def approval_holder(self, approval_id: str) -> str | None:
+        return await self._read(partial(sql.approval_holder, approval_id=approval_id))
+
     async def recover_interrupted(self) -> int:
         count = await self._write(partial(sql.recover, me=self.runner, now=self.clock()))
         if count:

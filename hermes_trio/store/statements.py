@@ -385,6 +385,33 @@ def take_approval(db: Db, approval_id: str, answered_by: str) -> bool:
     return cursor.rowcount == 1
 
 
+# -- approvals a turn waits on, by the process that asked -------------------------
+
+APPROVAL_MEMORY = 3600.0
+"""Seconds past its deadline a waiting approval's process is still known:
+a late answer there hears how it ended, as that process remembers."""
+
+
+def note_approval(db: Db, approval_id: str, runner: str, expires_at: float) -> None:
+    db.execute(
+        "INSERT INTO approval_holders (id, runner, expires_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (id) DO NOTHING",
+        (approval_id, runner, expires_at),
+    )
+
+
+def approval_holder(db: Db, approval_id: str) -> str | None:
+    row = db.execute("SELECT runner FROM approval_holders WHERE id = ?", (approval_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def forget_approval_holders(db: Db, gone: Sequence[tuple[str]], now: float) -> None:
+    """Forget the approvals of processes that are gone, and those long past
+    their deadline."""
+    db.executemany("DELETE FROM approval_holders WHERE runner = ?", gone)
+    db.execute("DELETE FROM approval_holders WHERE expires_at < ?", (now - APPROVAL_MEMORY,))
+
+
 def prune(db: Db, cutoff: float, keep: int) -> int:
     # Live responses stay whatever their age: their turn still writes to them.
     old = db.execute(
@@ -529,6 +556,7 @@ def heartbeat(db: Db, me: Runner, now: float) -> None:
 def retire(db: Db, me: Runner) -> None:
     db.execute("DELETE FROM runners WHERE id = ?", (me.id,))
     db.execute("DELETE FROM signals WHERE runner = ?", (me.id,))
+    db.execute("DELETE FROM approval_holders WHERE runner = ?", (me.id,))
 
 
 def recover(db: Db, me: Runner, now: float) -> int:
@@ -545,6 +573,7 @@ def recover(db: Db, me: Runner, now: float) -> int:
     gone = [(runner_id,) for runner_id, row in _runner_rows(db).items() if is_dead(row, me, now)]
     db.executemany("DELETE FROM runners WHERE id = ?", gone)
     db.executemany("DELETE FROM signals WHERE runner = ?", gone)
+    forget_approval_holders(db, gone, now)
     return count
 
 

@@ -63,6 +63,24 @@ def test_only_the_requester_or_an_approver_may_answer() -> None:
     assert b.answer(qid, False, by="telegram:9") == Decision(Outcome.DENIED, "telegram:9")
 
 
+def test_only_those_who_may_answer_hear_how_it_ended() -> None:
+    b = book()
+    for end in ("answer", "expire", "close"):
+        qid = ask(b, requester="alice", approvers=["carol"])
+        if end == "answer":
+            assert isinstance(b.answer(qid, True, by="carol"), Decision)
+        elif end == "expire":
+            b.expire(qid)
+        b.close(qid)  # "close": closed while pending, so cancelled
+        refused = b.answer(qid, False, by="bob")
+        assert isinstance(refused, Refused) and refused.code == "not_allowed"
+        assert refused.decision is None
+        assert "approved" not in refused.message and "carol" not in refused.message
+        for allowed in ("alice", "carol"):
+            ended = b.answer(qid, False, by=allowed)
+            assert isinstance(ended, Refused) and ended.code == "ended"
+
+
 def test_without_requester_or_approvers_anyone_may_answer() -> None:
     b = book()
     qid = ask(b)
@@ -168,6 +186,10 @@ class BookMachine(RuleBasedStateMachine):
             assert self.requester[qid] in (None, by)
             assert result.outcome is (Outcome.APPROVED if approve else Outcome.DENIED)
             self.final[qid] = result
+        elif result.code == "not_allowed":
+            # Waiting or ended: someone who may not answer learns no more.
+            assert self.requester[qid] not in (None, by)
+            assert result.decision is None and result.message
         elif qid in self.final and result.code != "unknown":
             assert result.code == "ended" and result.decision == self.final[qid]
         elif result.code == "ended":
@@ -176,7 +198,7 @@ class BookMachine(RuleBasedStateMachine):
             assert result.decision.outcome is Outcome.EXPIRED
             self.final[qid] = result.decision
         else:
-            assert result.code in ("not_allowed", "unknown")
+            assert result.code == "unknown"
             assert result.message
 
     @precondition(lambda self: self.requester)

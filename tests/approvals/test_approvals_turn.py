@@ -20,6 +20,7 @@ from hermes_trio import turn as turns
 from hermes_trio.approvals import (
     PENDING,
     ApprovalChannel,
+    ApprovalQuestion,
     Decision,
     Outcome,
     PendingApprovals,
@@ -451,6 +452,29 @@ async def test_every_question_gets_its_ending_even_when_the_channel_was_full(
     assert [type(e) for e in got] == [ApprovalRequested, ApprovalResolved]
     assert isinstance(got[1], ApprovalResolved) and got[1].outcome == "approved"
     assert len(pending.book) == 0
+
+
+async def test_a_question_is_listed_before_anyone_sees_its_id(
+    autojump_clock: MockClock,
+) -> None:
+    # The store's note of which process asked: an answer to the id the
+    # event shows may reach another process at once.
+    pending = PendingApprovals()
+    order: list[str] = []
+
+    async def listing(question: ApprovalQuestion, seconds: float) -> None:
+        order.append(f"listed {question.id} {seconds:g}")
+
+    async def publish(event: StreamEvent) -> None:
+        if isinstance(event, ApprovalRequested):
+            order.append(f"shown {event.id}")
+            pending.answer(event.id, True, by="a")
+
+    with pending.listed_with(listing):
+        await pending.ask(tool_name="t", command="c", reason="r", seconds=60, publish=publish)
+    await pending.ask(tool_name="t", command="c", reason="r", seconds=5)  # expires unlisted
+    qid = order[0].split()[1]
+    assert order == [f"listed {qid} 60", f"shown {qid}"]
 
 
 async def test_a_surface_gets_its_channel_from_the_config(autojump_clock: MockClock) -> None:

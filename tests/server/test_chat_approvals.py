@@ -2,7 +2,8 @@
 an opted-in stream (``X-Hermes-Stream-Extensions: approvals``) shows
 ``hermes.approval.request`` and waits; ``POST /v1/approvals/{id}`` answers
 it (approve: the command runs; deny: it never does and the model reads
-why); a second answer, another key's, an unknown id are refused; a client
+why); a second answer, another key's, an unknown id are refused (another
+key's as if the id were unknown, even once it ended); a client
 gone or a newer request on the session cancels the wait; with
 ``--workers 2`` the answer lands on the other worker and still tells the
 real outcome. The command is flagged (``reboot``) but never reaches it:
@@ -11,6 +12,7 @@ a marker file says whether it ran."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +34,7 @@ from support import (
 from hermes_trio.llm.http_body import open_body
 from hermes_trio.server.approvals import Answer, parse_answer
 from hermes_trio.server.errors import APIError
+from hermes_trio.store.sqlite import DB_FILENAME
 from hermes_trio.testing import (
     ScriptedModelServer,
     TextReply,
@@ -174,12 +177,13 @@ async def test_approve_deny_refusals_and_a_client_gone(tmp_path: Path) -> None:
                 assert asked["timeout"] == 300
                 assert time.time() + 250 < asked["expires_at"] < time.time() + 301
                 assert not ran.exists()
-                # Another key may not answer it, and an unknown id is a 404.
+                # Another key may not answer it (to it, no such approval),
+                # and an unknown id is a 404.
                 other = await http.post(
                     f"/approvals/{approval_id}", json={"approve": True}, headers=BOB
                 )
-                assert other.status_code == 400, other.text
-                assert other.json()["error"]["code"] == "approval_not_allowed"
+                assert other.status_code == 404, other.text
+                assert other.json()["error"]["code"] == "approval_not_found"
                 assert approval_id in other.json()["error"]["message"]
                 unknown = await http.post(
                     "/approvals/mcpr_nope", json={"approve": True}, headers=ALICE
@@ -375,7 +379,7 @@ async def test_the_answer_crosses_workers(tmp_path: Path) -> None:
                         bob = await there.post(
                             f"/approvals/{asked['id']}", json={"approve": True}, headers=BOB
                         )
-                        assert bob.status_code == 400
+                        assert bob.status_code == 404
                         unknown = await there.post("/approvals/mcpr_nope", json={"approve": True})
                         assert unknown.status_code == 404
                     resolved = await events.until("hermes.approval.resolved")
@@ -383,3 +387,120 @@ async def test_the_answer_crosses_workers(tmp_path: Path) -> None:
                     await events.rest()
             assert marker.exists() is approve
     assert "was not run" in tool_results(model, 4)[0]
+
+
+def same_answer(reply: httpx.Response, approval_id: str) -> tuple[int, Any]:
+    """A reply's status and whole JSON body, its approval id written as
+    ``<id>``: what tells two answers apart apart from the id asked about."""
+    return reply.status_code, json.loads(reply.text.replace(approval_id, "<id>"))
+
+
+async def never_issued(http: httpx.AsyncClient, headers: dict[str, str]) -> tuple[int, Any]:
+    made_up = "mcpr_" + "0" * 48
+    reply = await http.post(f"/approvals/{made_up}", json={"approve": True}, headers=headers)
+    assert reply.status_code == 404, reply.text
+    return same_answer(reply, made_up)
+
+
+async def test_another_key_learns_nothing_of_an_approval_not_its_own(tmp_path: Path) -> None:
+    """Bob may not answer Alice's approval: whether it waits, was answered
+    or expired, his answer gets the very 404 an id never issued gets; only
+    Alice hears how it ended."""
+    answered, expired = tmp_path / "answered", tmp_path / "expired"
+    script = [*tool_turn(answered, "Tidied."), *tool_turn(expired, "Too late.")]
+    extra = "approvals:\n  per_platform: {api_server: 4}\n"
+    async with serving(script, tmp_path, extra=extra) as (served, _):
+        async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+            nothing = await never_issued(http, BOB)
+            assert nothing[1]["error"]["code"] == "approval_not_found"
+
+            async def bob_on(approval_id: str) -> None:
+                reply = await http.post(
+                    f"/approvals/{approval_id}",
+                    json={"approve": True, "reason": "me"},
+                    headers=BOB,
+                )
+                assert same_answer(reply, approval_id) == nothing
+
+            async with http.stream(
+                "POST", "/chat/completions", json=chat(), headers={**ALICE, **OPT_IN}
+            ) as reply:
+                events = Events(reply)
+                asked = await events.until("hermes.approval.request")
+                await bob_on(asked["id"])  # pending
+                yes = await http.post(
+                    f"/approvals/{asked['id']}", json={"approve": True}, headers=ALICE
+                )
+                assert yes.status_code == 200, yes.text
+                await events.rest()
+            await bob_on(asked["id"])  # approved by alice
+            alice = await http.post(
+                f"/approvals/{asked['id']}", json={"approve": True}, headers=ALICE
+            )
+            assert alice.status_code == 400
+            assert "approved by alice" in alice.json()["error"]["message"]
+
+            async with http.stream(
+                "POST", "/chat/completions", json=chat(), headers={**ALICE, **OPT_IN}
+            ) as reply:
+                events = Events(reply)
+                asked = await events.until("hermes.approval.request")
+                resolved = await events.until("hermes.approval.resolved")
+                assert resolved["outcome"] == "expired"
+                await events.rest()
+            await bob_on(asked["id"])  # expired
+            alice = await http.post(
+                f"/approvals/{asked['id']}", json={"approve": True}, headers=ALICE
+            )
+            assert alice.status_code == 400
+            assert "expired" in alice.json()["error"]["message"]
+            assert answered.exists() and not expired.exists()
+
+
+def signals_written(data_dir: Path) -> int:
+    """How many signals the store has ever had (SQLite's AUTOINCREMENT
+    counter: a signal taken and deleted since still counts)."""
+    conn = sqlite3.connect(data_dir / DB_FILENAME)
+    try:
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'signals'").fetchone()
+    finally:
+        conn.close()
+    return int(row[0]) if row else 0
+
+
+async def test_an_unknown_id_is_answered_without_asking_the_other_workers(
+    tmp_path: Path,
+) -> None:
+    """Under ``--workers 2`` an id the store never heard of is a 404 at
+    once: no signal to every worker, no wait for their replies. An id the
+    store knows still reaches the worker holding it; another key there gets
+    the same 404 as for an id never issued."""
+    marker = tmp_path / "ran"
+    async with serving(tool_turn(marker), tmp_path, workers=2) as (served, _):
+        data = tmp_path / "data"
+        for worker in ("0", "1"):
+            async with client_on(served.base_url, worker, ALICE) as there:
+                before = signals_written(data)
+                unknown = await there.post("/approvals/mcpr_nope", json={"approve": True})
+                assert unknown.headers["X-Hermes-Worker"] == worker
+                assert unknown.status_code == 404, unknown.text
+                assert unknown.json()["error"]["code"] == "approval_not_found"
+                assert signals_written(data) == before
+        async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+            async with http.stream(
+                "POST", "/chat/completions", json=chat(), headers={**ALICE, **OPT_IN}
+            ) as reply:
+                worker = reply.headers["X-Hermes-Worker"]
+                events = Events(reply)
+                asked = await events.until("hermes.approval.request")
+                other = "1" if worker == "0" else "0"
+                async with client_on(served.base_url, other, BOB) as there:
+                    nothing = await never_issued(there, BOB)
+                    bob = await there.post(f"/approvals/{asked['id']}", json={"approve": True})
+                    assert same_answer(bob, asked["id"]) == nothing
+                async with client_on(served.base_url, other, ALICE) as there:
+                    yes = await there.post(f"/approvals/{asked['id']}", json={"approve": True})
+                    assert yes.status_code == 200, yes.text
+                    assert (yes.json()["outcome"], yes.json()["by"]) == ("approved", "alice")
+                await events.rest()
+            assert marker.exists()

@@ -370,3 +370,37 @@ async def test_held_approvals_are_answered_once_by_any_process_and_go_with_their
     assert await one.delete("resp_held", OWNER)
     assert await two.held_approval("mcpr_1") is None
     assert await two.held_approval("mcpr_2") is None
+
+
+async def test_the_store_knows_which_process_asked_an_approval(
+    stores: Stores, backend: str
+) -> None:
+    clock = [1_000.0]
+    first = await stores.open(clock=lambda: clock[0])
+    second = await stores.open(clock=lambda: clock[0])
+    assert await second.approval_holder("mcpr_1") is None
+    await first.note_approval("mcpr_1", expires_at=1_300.0)
+    await first.note_approval("mcpr_1", expires_at=9_999.0)  # noted once
+    assert await second.approval_holder("mcpr_1") == first.runner.id
+    # An hour past its deadline it is forgotten (at the next reap)...
+    clock[0] = 1_300.0 + 3_599.0
+    await first.heartbeat()
+    await second.reap()
+    assert await second.approval_holder("mcpr_1") == first.runner.id
+    clock[0] = 1_300.0 + 3_601.0
+    await first.heartbeat()
+    await second.reap()
+    assert await second.approval_holder("mcpr_1") is None
+    # ...and at once when its process leaves or dies.
+    await first.note_approval("mcpr_2", expires_at=1e12)
+    await first.aclose()
+    assert await second.approval_holder("mcpr_2") is None
+    ghost = make_store(backend, runner=Runner(GONE, "elsewhere/boot", 4242), clock=lambda: clock[0])
+    await ghost.open()
+    await ghost.note_approval("mcpr_3", expires_at=1e12)
+    await trio.to_thread.run_sync(_close_silently, ghost)
+    await second.reap()
+    assert await second.approval_holder("mcpr_3") == GONE  # fresh: maybe alive elsewhere
+    clock[0] += 60
+    await second.reap()
+    assert await second.approval_holder("mcpr_3") is None

@@ -31,9 +31,7 @@ def answer(n: int) -> str:
 
 def is_summary_request(request: RecordedRequest) -> bool:
     messages = request.json.get("messages") or []
-    return bool(messages) and str(messages[0].get("content", "")).startswith(
-        "You write the memory"
-    )
+    return bool(messages) and str(messages[0].get("content", "")).startswith("You write the memory")
 
 
 def reply(request: RecordedRequest) -> TextReply:
@@ -46,7 +44,9 @@ def reply(request: RecordedRequest) -> TextReply:
 
 def turns_asked(requests: list[RecordedRequest]) -> list[RecordedRequest]:
     """The model requests that answer a question (not summaries)."""
-    return [r for r in requests if r.path.endswith("/chat/completions") and not is_summary_request(r)]
+    return [
+        r for r in requests if r.path.endswith("/chat/completions") and not is_summary_request(r)
+    ]
 
 
 def check_the_model_saw(requests: list[RecordedRequest], turns: int) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import os
 import re
 import types
@@ -25,7 +26,7 @@ import yaml
 
 from .approvals.book import DEFAULT_APPROVAL_TIMEOUT
 from .redaction import register_secret, register_url
-from .wire.think import DEFAULT_THINK_TAGS
+from .wire.think import DEFAULT_THINK_TAGS, is_tag_name
 
 __all__ = [
     "DEFAULT_EDIT_INTERVAL",
@@ -874,6 +875,13 @@ def _check(config: Config) -> None:
     _check_mcp(config)
     if config.agent.channel_size < 1:
         raise ConfigError("agent.channel_size: expected an integer of at least 1")
+    for i, tag in enumerate(config.agent.think_tags):
+        # Checked here, not when the first turn builds its think filter.
+        if not is_tag_name(tag):
+            raise ConfigError(
+                f"agent.think_tags[{i}]: expected a tag name (no spaces, '<', '>' or '/'), "
+                f"got {json.dumps(tag)}"
+            )
     for key in ("connect", "first_token", "idle", "request", "total"):
         if getattr(config.model.timeouts, key) <= 0:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")

@@ -54,6 +54,7 @@ __all__ = [
     "UserId",
     "WhatsAppConfig",
     "check_keys",
+    "config_from_sections",
     "load_config",
     "load_keys_file",
 ]
@@ -628,6 +629,16 @@ def load_config(
     config = _resolve_api_key(config, env)
     _check(config)
     return dataclasses.replace(config, source=str(file_path) if file_path else None)
+
+
+def config_from_sections(sections: Mapping[str, Any]) -> Config:
+    """A config from sections already read (``{"model": {...}, "agent":
+    {...}}``, as config.yaml holds them; a recorded turn's settings),
+    checked as :func:`load_config` checks a file: ``ConfigError`` names the
+    key. No environment, no file."""
+    config: Config = _build(Config, copy.deepcopy(dict(sections)), "")
+    _check(config)
+    return config
 
 
 @dataclass(frozen=True)

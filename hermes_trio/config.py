@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import os
 import re
 import types
@@ -26,7 +27,7 @@ import yaml
 from .approvals.book import DEFAULT_APPROVAL_TIMEOUT
 from .redaction import register_secret, register_url
 from .url_allowlist import UrlRefused, parse_prefix
-from .wire.think import DEFAULT_THINK_TAGS
+from .wire.think import DEFAULT_THINK_TAGS, is_tag_name
 
 __all__ = [
     "DEFAULT_EDIT_INTERVAL",
@@ -56,6 +57,7 @@ __all__ = [
     "UserId",
     "WhatsAppConfig",
     "check_keys",
+    "config_from_sections",
     "load_config",
     "load_keys_file",
 ]
@@ -671,6 +673,16 @@ def load_config(
     return dataclasses.replace(config, source=str(file_path) if file_path else None)
 
 
+def config_from_sections(sections: Mapping[str, Any]) -> Config:
+    """A config from sections already read (``{"model": {...}, "agent":
+    {...}}``, as config.yaml holds them; a recorded turn's settings),
+    checked as :func:`load_config` checks a file: ``ConfigError`` names the
+    key. No environment, no file."""
+    config: Config = _build(Config, copy.deepcopy(dict(sections)), "")
+    _check(config)
+    return config
+
+
 @dataclass(frozen=True)
 class _EnvValue:
     """A string from the environment, parsed to the field's type on build."""
@@ -916,6 +928,13 @@ def _check(config: Config) -> None:
     _check_mcp(config)
     if config.agent.channel_size < 1:
         raise ConfigError("agent.channel_size: expected an integer of at least 1")
+    for i, tag in enumerate(config.agent.think_tags):
+        # Checked here, not when the first turn builds its think filter.
+        if not is_tag_name(tag):
+            raise ConfigError(
+                f"agent.think_tags[{i}]: expected a tag name (no spaces, '<', '>' or '/'), "
+                f"got {json.dumps(tag)}"
+            )
     for key in ("connect", "first_token", "idle", "request", "total"):
         if getattr(config.model.timeouts, key) <= 0:
             raise ConfigError(f"model.timeouts.{key}: expected a number of seconds above 0")

@@ -1,26 +1,31 @@
 """The recording document's shapes (:mod:`.tape` describes the layout).
 
-The recorder writes every field; a file read back is checked only for what
-a replay cannot do without (``turn``, ``exchanges``, ``tools``,
-``events``), so the rest is ``NotRequired`` here: a file may be older, or
-edited by hand. What stays open JSON: a request's body (what the model
-client sent), an event's fields (whichever event it is), the client's
-sampling parameters.
+A file read back is checked against these shapes, the whole of it, before
+anything replays (:mod:`.schema`): every field's type, the required ones,
+and the bounds a ``Range`` gives a number. The recorder writes every field;
+what a replay can do without is ``NotRequired`` here: a file may be older,
+or edited by hand. What stays open JSON: a request's body (what the model
+client sent; :mod:`.schema` checks the little of it a replay reads), an
+event's fields (checked against the event's class), the client's sampling
+parameters.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias, TypedDict
 
 from ..wire.messages import ChatTool, Message
 
 __all__ = [
+    "MAX_SECONDS",
     "BodyPiece",
     "CancelRecord",
     "EventRecord",
     "ExchangeEnd",
     "ExchangeRecord",
     "PieceRecord",
+    "Range",
     "RecordedAgent",
     "RecordedCompaction",
     "RecordedContext",
@@ -30,9 +35,27 @@ __all__ = [
     "RecordedTimeouts",
     "RecordedTurn",
     "RecordingDocument",
+    "Seconds",
     "ToolRecord",
     "TurnSettings",
 ]
+
+
+@dataclass(frozen=True)
+class Range:
+    """The bounds (inclusive) of a number in the document."""
+
+    low: float
+    high: float
+
+
+#: The latest time a recording may name: far beyond any turn, near enough
+#: that a replay on ``MockClock`` still reaches it.
+MAX_SECONDS = 1e7
+
+Seconds: TypeAlias = Annotated[float, Range(0, MAX_SECONDS)]
+"""A time since the turn (or a request, or a tool call) began, or a
+duration: on the turn's virtual clock, which starts at 0."""
 
 
 class BodyPiece(TypedDict, total=False):
@@ -45,7 +68,7 @@ class BodyPiece(TypedDict, total=False):
 class PieceRecord(TypedDict):
     """One piece of an answer's body, ``after`` seconds since its request."""
 
-    after: float
+    after: Seconds
     text: NotRequired[str]
     base64: NotRequired[str]
 
@@ -54,8 +77,8 @@ class ExchangeEnd(TypedDict):
     """How an answer ended: ``eom``, ``closed`` by the client, or ``error``
     (the transport error's class and message)."""
 
-    after: float
-    how: str
+    after: Seconds
+    how: Literal["eom", "closed", "error"]
     error: NotRequired[str]
     message: NotRequired[str]
 
@@ -64,13 +87,13 @@ class ExchangeRecord(TypedDict):
     """One HTTP request of the turn and its answer; ``body`` is the JSON
     the model client sent (or its text, when it was not JSON)."""
 
-    at: float
+    at: Seconds
     method: str
     url: str
     body: Any
     pieces: list[PieceRecord]
-    head_after: NotRequired[float]
-    status: NotRequired[int]
+    head_after: NotRequired[Seconds]
+    status: NotRequired[Annotated[int, Range(100, 599)]]
     headers: NotRequired[list[list[str]]]
     end: NotRequired[ExchangeEnd]
 
@@ -78,26 +101,26 @@ class ExchangeRecord(TypedDict):
 class ToolRecord(TypedDict):
     """One tool call: what it was given, what it answered, how long it took."""
 
-    at: float
-    index: int
+    at: Seconds
+    index: Annotated[int, Range(0, 2**31 - 1)]
     id: str
     name: str
     arguments: str
     ok: bool
     result: str
-    duration: float
+    duration: Seconds
 
 
 class EventRecord(TypedDict):
     """One event of the turn: its time, its class's name, its fields."""
 
-    at: float
+    at: Seconds
     type: str
     data: dict[str, Any]
 
 
 class CancelRecord(TypedDict):
-    at: float
+    at: Seconds
     cause: str
 
 
@@ -131,7 +154,9 @@ class RecordedModel(TypedDict, total=False):
     name: str | None
     api_mode: Literal["chat_completions", "responses"]
     include_usage: bool
-    max_retries: int
+    # Each retry of a request past the recorded ones is answered at once:
+    # the bound keeps a replay from spinning through millions of them.
+    max_retries: Annotated[int, Range(0, 100)]
     backoff_base: float
     backoff_max: float
     max_answer_bytes: int

@@ -1,4 +1,5 @@
-"""Where recordings go: one private file per turn, the oldest pruned."""
+"""Where recordings go: one private file per turn, the oldest pruned; and
+reading one back."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import time
 from pathlib import Path
 
 from ..private_files import FILE_MODE, private_dir
+from .document import RecordingDocument
+from .schema import MAX_BYTES
+from .tape import parse
 
-__all__ = ["PREFIX", "Recorder"]
+__all__ = ["PREFIX", "Recorder", "read_recording"]
 
 PREFIX = "turn-"
 
@@ -69,3 +73,13 @@ class Recorder:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             total -= size
+
+
+def read_recording(path: str | os.PathLike[str]) -> RecordingDocument:
+    """The recording in the file at ``path``, checked whole before anything
+    uses it: :class:`~.tape.RecordingError` names what is wrong (``OSError``
+    when it cannot be read). Reads at most ``MAX_BYTES`` (and one more, to
+    tell a larger file)."""
+    with open(path, "rb") as file:
+        data = file.read(MAX_BYTES + 1)
+    return parse(data, where=str(path))

@@ -18,7 +18,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import httpx
 import trio
@@ -212,7 +212,9 @@ class Exchange:
         if self.tape._room(len(data)):
             self.record["pieces"].append({"after": after, **piece_to_json(data)})
 
-    def end(self, how: str, exc: BaseException | None = None) -> None:
+    def end(
+        self, how: Literal["eom", "closed", "error"], exc: BaseException | None = None
+    ) -> None:
         if "end" in self.record:
             return
         end: ExchangeEnd = {"after": self._after(by_client=how == "closed"), "how": how}

@@ -37,11 +37,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from ..redaction import REDACTED, redact
 from ..wire.sse import SSEDecoder, SSEError, SSEEvent
 from .document import BodyPiece, EventRecord, PieceRecord, RecordingDocument
+from .schema import check_document, read_json
 
 __all__ = [
     "FORMAT",
@@ -229,31 +230,42 @@ def serialize(recording: RecordingDocument) -> str:
     return json.dumps(document, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
 
 
-def parse(text: str, *, where: str = "recording") -> RecordingDocument:
-    """The document in ``text``; :class:`RecordingError` naming what is wrong."""
+def parse(data: str | bytes, *, where: str = "recording") -> RecordingDocument:
+    """The document in ``data`` (a file's bytes, or its text), checked
+    whole against its shapes (:mod:`.schema`); :class:`RecordingError` in
+    one line naming the file and where it is wrong."""
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordingError(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        document = read_json(data)
+    except ValueError as exc:
+        raise RecordingError(f"{where}: {exc}") from None
+    if not isinstance(document, dict):
+        raise RecordingError(f"{where}: top level: expected a recording's object, got an array")
+    if document.get("format") != FORMAT:
         raise RecordingError(f'{where}: not a hermes-trio recording (no "format": {FORMAT!r})')
     if document.get("version") != VERSION:
         raise RecordingError(
-            f"{where}: recording version {document.get('version')!r}; "
+            f"{where}: recording version {_shown_value(document.get('version'))}; "
             f"this hermes-trio replays version {VERSION}"
         )
     if document.get("removed"):
+        # One line, whatever the file says.
+        removed = json.dumps(str(document["removed"]), ensure_ascii=False)[1:-1]
         raise RecordingError(
-            f"{where}: {document['removed']} was taken out of the recording; it cannot be replayed"
+            f"{where}: {removed} was taken out of the recording; it cannot be replayed"
         )
     if document.get("truncated"):
         raise RecordingError(
             f"{where}: the recording was cut at record.max_file_bytes and cannot be replayed"
         )
-    for key, kind in (("turn", dict), ("exchanges", list), ("tools", list), ("events", list)):
-        if not isinstance(document.get(key), kind):
-            raise RecordingError(f"{where}: {key!r} is missing or not a {kind.__name__}")
-    return cast("RecordingDocument", document)
+    try:
+        return check_document(document)
+    except ValueError as exc:
+        raise RecordingError(f"{where}: {exc}") from None
+
+
+def _shown_value(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 class VirtualClock:

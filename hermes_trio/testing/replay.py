@@ -31,7 +31,14 @@ from .. import events as event_types
 from ..agent import open_agent
 from ..events import StreamEvent, TurnFinished
 from ..recording.document import EventRecord, ToolRecord
-from ..recording.tape import Difference, event_record, first_difference, timeline_lines
+from ..recording.schema import check_document
+from ..recording.tape import (
+    Difference,
+    RecordingError,
+    event_record,
+    first_difference,
+    timeline_lines,
+)
 from ..tools import ToolContext, ToolRegistry, ToolResult, default_registry
 from ..turn import Turn, run_turn
 from .replay_data import Recording
@@ -160,7 +167,13 @@ def recorded_tools(recording: Recording, *, clock: Any = None) -> ToolRegistry:
 
 async def replay_turn(recording: Recording) -> Replay:
     """Replay ``recording`` in this trio run (which should use
-    ``MockClock(autojump_threshold=0)``; :func:`replay` makes one)."""
+    ``MockClock(autojump_threshold=0)``; :func:`replay` makes one).
+    ``RecordingError`` names what is wrong with a document (edited since it
+    was loaded, or built by hand) that is not a recording."""
+    try:
+        check_document(recording.document)
+    except ValueError as exc:
+        raise RecordingError(f"{recording.path}: {exc}") from None
     clock = _Clock()
     model = ModelDouble.from_recording(recording)
     assert model.recorded is not None

@@ -5,17 +5,9 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ..config import (
-    AgentConfig,
-    CompactionConfig,
-    Config,
-    FallbackModel,
-    ModelConfig,
-    TimeoutsConfig,
-)
+from ..config import Config, ConfigError, config_from_sections
 from ..recording.document import (
     CancelRecord,
     EventRecord,
@@ -25,6 +17,7 @@ from ..recording.document import (
     RecordingDocument,
     ToolRecord,
 )
+from ..recording.files import read_recording
 from ..recording.tape import RecordingError, parse, serialize
 from ..wire.messages import Message
 
@@ -41,10 +34,10 @@ class Recording:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Recording:
-        """Read a recording; ``RecordingError`` (a ``ValueError``) names
-        what is wrong with a file that is not one."""
-        where = str(path)
-        return cls(parse(Path(path).read_text(encoding="utf-8"), where=where), where)
+        """Read a recording, checked whole before anything uses it;
+        ``RecordingError`` (a ``ValueError``) names what is wrong with a
+        file that is not one, and where."""
+        return cls(read_recording(path), str(path))
 
     @classmethod
     def from_text(cls, text: str, *, path: str = "recording") -> Recording:
@@ -94,35 +87,25 @@ class Recording:
     def config(self, base_url: str) -> Config:
         """A config that runs the turn as it was run, against ``base_url``."""
         settings = self.document["turn"].get("settings") or {}
-        # Keyword arguments of the config's classes, as the file gives them:
-        # their own signatures judge them (a TypeError names what is wrong).
         model: dict[str, Any] = dict(settings.get("model") or {})
-        agent: dict[str, Any] = dict(settings.get("agent") or {})
-        compaction: dict[str, Any] = dict(settings.get("compaction") or {})
         if not model.get("name"):
             # The process had picked the server's model before the turn
             # (serve asks at startup): the one its requests named.
             bodies = [e.get("body") for e in self.exchanges if e.get("method") == "POST"]
             named = [b["model"] for b in bodies if isinstance(b, dict) and b.get("model")]
             model["name"] = named[0] if named else None
+        # Every model of the chain is the double; no pause of its own before
+        # a retry: the double answers it when the recording says.
+        model["fallbacks"] = [{**f, "base_url": base_url} for f in model.get("fallbacks") or []]
+        model |= {"base_url": base_url, "backoff_base": 0.0, "backoff_max": 0.0}
         try:
-            timeouts = TimeoutsConfig(**dict(model.pop("timeouts", None) or {}))
-            # Every model of the chain is the double; no pause of its own
-            # before a retry: the double answers it when the recording says.
-            fallbacks = [
-                FallbackModel(base_url=base_url, **dict(f)) for f in model.pop("fallbacks", [])
-            ]
-            model |= {"backoff_base": 0.0, "backoff_max": 0.0}
-            return Config(
-                model=ModelConfig(
-                    base_url=base_url,
-                    api_key=None,
-                    timeouts=timeouts,
-                    fallbacks=fallbacks,
-                    **model,
-                ),
-                agent=AgentConfig(**agent),
-                compaction=CompactionConfig(**compaction),
+            # Judged as config.yaml's settings are (parse checked them too).
+            return config_from_sections(
+                {
+                    "model": model,
+                    "agent": settings.get("agent") or {},
+                    "compaction": settings.get("compaction") or {},
+                }
             )
-        except TypeError as exc:
-            raise RecordingError(f"{self.path}: turn.settings: {exc}") from None
+        except ConfigError as exc:
+            raise RecordingError(f"{self.path}: turn.settings.{exc}") from None

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["DEFAULT_THINK_TAGS", "Filtered", "ThinkFilter", "strip_think_blocks"]
+__all__ = ["DEFAULT_THINK_TAGS", "Filtered", "ThinkFilter", "is_tag_name", "strip_think_blocks"]
 
 DEFAULT_THINK_TAGS: tuple[str, ...] = (
     "think",
@@ -34,13 +34,19 @@ class Filtered:
 _EMPTY = Filtered()
 
 
+def is_tag_name(name: str) -> bool:
+    """Whether ``name`` can be a think tag's: not empty, no ``<``, ``>``,
+    ``/`` or white space."""
+    return bool(name) and not any(c in name for c in "<>/") and not any(c.isspace() for c in name)
+
+
 @lru_cache(maxsize=32)
 def _tag_tables(
     tags: tuple[str, ...],
 ) -> tuple[dict[str, str], frozenset[str], list[int], int, frozenset[str], frozenset[str]]:
     names = {tag.lower() for tag in tags}
     for name in names:
-        if not name or any(c in name for c in "<>/") or any(c.isspace() for c in name):
+        if not is_tag_name(name):
             raise ValueError(f"invalid think tag name: {name!r}")
     # Lowercase open tag -> the closing tag that ends its block.
     opens = {f"<{name}>": f"</{name}>" for name in names}

@@ -71,6 +71,7 @@ def test_hermes_config_env_names_the_file(tmp_path) -> None:
         ),
         ("api_server: {port: 70000}\n", "api_server.port: expected 0-65535"),
         ("agent: {max_iterations: 0}\n", "agent.max_iterations: expected an integer of at least 1"),
+        ("agent: {think_tags: [think, '']}\n", 'agent.think_tags[1]: expected a tag name'),
         ("model: [1, 2]\n", "model: expected a mapping, got a list"),
         ("- just a list\n", "expected a mapping of sections"),
         ("model: {name: [unclosed\n", "line"),

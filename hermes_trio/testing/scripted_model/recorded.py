@@ -5,6 +5,7 @@ closed it first)."""
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any, NoReturn
 
 import httpx
@@ -18,7 +19,7 @@ __all__ = ["RecordedAnswers"]
 
 # A recorded exchange without its ``end``: no answer at all (as a transport
 # error without a name), or an answer that ended with its body. Read only.
-_NO_END: ExchangeEnd = {"after": 0.0, "how": ""}
+_NO_END: ExchangeEnd = {"after": 0.0, "how": "error"}
 _EOM: ExchangeEnd = {"after": 0.0, "how": "eom"}
 
 
@@ -76,7 +77,9 @@ class RecordedAnswers:
                 await trio.sleep_forever()
             _raise(end, request)
         await trio.sleep_until(start + float(exchange.get("head_after", 0.0)))
-        headers = [(str(k), str(v)) for k, v in exchange.get("headers") or []]
+        # As bytes: httpx gave the live client text it decoded from UTF-8 (or
+        # Latin-1), which encoding to str would refuse past ASCII.
+        headers = [(str(k).encode(), str(v).encode()) for k, v in exchange.get("headers") or []]
         return httpx.Response(
             int(exchange["status"]),
             headers=headers,
@@ -86,8 +89,9 @@ class RecordedAnswers:
 
 
 def _same(exchange: ExchangeRecord, request: httpx.Request) -> bool:
-    # By the endpoint's name: the replay's base URL is not the live one.
-    path = httpx.URL(str(exchange.get("url", ""))).path
+    # By the endpoint's name: the replay's base URL is not the live one. The
+    # parser the recording's check used (recording/schema.py).
+    path = urllib.parse.urlsplit(str(exchange.get("url", ""))).path
     same_endpoint = path.rsplit("/", 1)[-1] == request.url.path.rsplit("/", 1)[-1]
     return bool(exchange.get("method") == request.method and same_endpoint)
 

@@ -162,6 +162,7 @@ async def test_the_model_client_reads_the_refusal_as_context_length_exceeded() -
     )
     async with make_http_client(config, transport=double) as http:
         client = ModelClient(config, http)
+        assert (await client.context_window()).tokens == 10
         with pytest.raises(ModelError) as refused:
             await client.complete(request, stream=True, on_delta=ignore)
     assert refused.value.code == "context_length_exceeded"

@@ -523,7 +523,7 @@ class ModelClient:
             )
 
     async def context_window(
-        self, model: str | None = None, *, default: int = CompactionConfig.default_window
+        self, model: str | None = None, default: int = CompactionConfig.default_window
     ) -> ContextWindow:
         """How many tokens ``model`` (the configured one by default) reads
         at most, and where that number came from.

@@ -12,11 +12,12 @@ The model client asks, in this order, until one answer states a window
 
 ``<root>`` is the base URL without its ``/v1`` (``endpoints.server_root``).
 A 404, an answer that is not JSON or one without the field just means "not
-this kind of server"; each question has a short deadline of its own. The
-answer is kept per (base URL, model) for the client's life and logged once;
-when nobody says, the caller's default is used, with a warning once that
-names ``model.context_window``. A server that could not be reached at all
-is asked again next time (it may be starting).
+this kind of server"; the asking has a short deadline in all
+(``PROBE_TIMEOUT``). The answer — or the server's silence — is kept per
+(base URL, model) for the client's life and logged once; when nobody says,
+the caller's default is used, with a warning once that names
+``model.context_window``. A server that could not be reached at all is
+asked again next time (it may be starting).
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ __all__ = ["PROBE_TIMEOUT", "AskJSON", "WindowFinder"]
 
 log = logging.getLogger("hermes_trio.llm")
 
-#: Each question's deadline, in seconds: a server of another kind answers
-#: a 404 at once, and a window is not worth a long wait.
+#: How long the asking may take in all, in seconds: a server of another
+#: kind answers each question with a 404 at once, and one that answers
+#: nothing is not waited for again.
 PROBE_TIMEOUT = 5.0
 
 #: One question to the model server: (method, URL, JSON body or None) →
@@ -57,17 +59,6 @@ _Reader: TypeAlias = Callable[[object], "ContextWindow | None"]
 
 class _Unreachable(Exception):
     """The server did not take the connection: asking on is pointless."""
-
-
-async def _ask(ask: AskJSON, method: str, url: str, body: dict[str, Any] | None) -> object:
-    with trio.move_on_after(PROBE_TIMEOUT):
-        try:
-            return await ask(method, url, body)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise _Unreachable(str(exc)) from None
-        except httpx.HTTPError:
-            return None
-    return None
 
 
 def _questions(base_url: str, model: str) -> list[tuple[str, str, dict[str, Any] | None, _Reader]]:
@@ -86,12 +77,29 @@ def _questions(base_url: str, model: str) -> list[tuple[str, str, dict[str, Any]
     ]
 
 
+async def _ask_server(ask: AskJSON, base_url: str, model: str) -> ContextWindow | str:
+    """The window the server states, or why there is none."""
+    with trio.move_on_after(PROBE_TIMEOUT):
+        for method, url, body, read in _questions(base_url, model):
+            try:
+                answer = await ask(method, url, body)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                raise _Unreachable(str(exc)) from None
+            except httpx.HTTPError:
+                continue
+            found = None if answer is None else read(answer)
+            if found is not None:
+                return found
+        return "does not say"
+    return f"did not answer within {PROBE_TIMEOUT:g} s"
+
+
 class WindowFinder:
     """The windows one model client found, and the asking."""
 
     def __init__(self) -> None:
-        # None: the server answered and said nothing (each caller's default).
-        self._known: dict[tuple[str, str], ContextWindow | None] = {}
+        # A window, or why the server answered none (each caller's default then).
+        self._known: dict[tuple[str, str], ContextWindow | str] = {}
         self._locks: dict[tuple[str, str], trio.Lock] = {}
         self._warned: set[tuple[str, str]] = set()
 
@@ -106,40 +114,32 @@ class WindowFinder:
                     try:
                         self._known[key] = await self._found(ask, base_url, model)
                     except _Unreachable as exc:
-                        where = shown_url(base_url)
-                        self._warn(key, default, f"{where} could not be reached ({exc})")
+                        # Not kept: a server that is starting is asked next time.
+                        self._warn(key, default, f"could not be reached ({exc})")
                         return ContextWindow(default, "default")
         found = self._known[key]
-        if found is None:
-            self._warn(key, default, f"{shown_url(base_url)} does not say")
+        if isinstance(found, str):
+            self._warn(key, default, found)
             return ContextWindow(default, "default")
         return found
 
-    async def _found(self, ask: AskJSON, base_url: str, model: str) -> ContextWindow | None:
-        found = await self._ask_server(ask, base_url, model)
-        if found is not None:
+    async def _found(self, ask: AskJSON, base_url: str, model: str) -> ContextWindow | str:
+        found = await _ask_server(ask, base_url, model)
+        if isinstance(found, ContextWindow):
             log.info(
                 "context window of model %r: %d tokens (%s)", model, found.tokens, found.source
             )
         return found
-
-    async def _ask_server(self, ask: AskJSON, base_url: str, model: str) -> ContextWindow | None:
-        for method, url, body, read in _questions(base_url, model):
-            answer = await _ask(ask, method, url, body)
-            if answer is not None:
-                found = read(answer)
-                if found is not None:
-                    return found
-        return None
 
     def _warn(self, key: tuple[str, str], default: int, why: str) -> None:
         if key in self._warned:
             return
         self._warned.add(key)
         log.warning(
-            "context window of model %r: the model server at %s; assuming %d tokens "
+            "context window of model %r: the model server at %s %s; assuming %d tokens "
             "(compaction.default_window). Set model.context_window to the model's real window",
             key[1],
+            shown_url(key[0]),
             why,
             default,
         )

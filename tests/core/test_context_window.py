@@ -178,22 +178,28 @@ async def test_an_unreachable_server_is_asked_again_later(
         )
 
 
-async def test_a_silent_probe_gives_up_after_its_deadline(
-    monkeypatch: pytest.MonkeyPatch,
+async def test_a_silent_server_is_waited_for_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(context_window_module, "PROBE_TIMEOUT", 0.2)
+    caplog.set_level(logging.INFO, "hermes_trio.llm")
+    seen: list[str] = []
 
     async def handle(request: FakeRequest) -> FakeResponse:
+        seen.append(request.path)
         if request.path == "/props":
             await trio.sleep_forever()
-        if request.path == "/api/show":
-            return FakeResponse.json(OLLAMA_SHOW)
         return FakeResponse.json({"error": "not found"}, status=404)
 
     async with serve_http(handle) as root, client_for(f"{root}/v1", name="m") as client:
         with trio.fail_after(5):
-            window = await client.context_window()
-    assert window == ContextWindow(8192, "Ollama /api/show (num_ctx)")
+            first = await client.context_window(default=9000)
+            again = await client.context_window(default=9000)
+    assert first == again == ContextWindow(9000, "default")
+    # The whole asking has one deadline, and silence is remembered.
+    assert seen == ["/v1/models", "/props"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "did not answer within 0.2 s" in warnings[0]
 
 
 async def test_turns_that_ask_together_ask_once() -> None:

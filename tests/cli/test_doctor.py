@@ -31,6 +31,7 @@ async def test_a_healthy_set_up_passes_every_check(tmp_path: Path) -> None:
             TELEGRAM_API_BASE_URL=telegram.base_url,
             TELEGRAM_ALLOWED_USERS="7",
         )
+        del env["HERMES_CONTEXT_WINDOW"]  # the model server says it
         result = await doctor(env, tmp_path)
         sent = telegram.texts(7)
     out = result.stdout.decode()
@@ -88,6 +89,7 @@ async def test_the_context_window_line_says_where_the_number_came_from(tmp_path:
     script = [TextReply("OK"), ToolCallReply([("get_time", {})])] * 2
     async with open_scripted_server(script) as model:
         env = clean_env(HERMES_MODEL_BASE_URL=model.base_url, HERMES_DATA_DIR=str(tmp_path))
+        del env["HERMES_CONTEXT_WINDOW"]
         unsaid = await doctor(env, tmp_path)
         configured = await doctor({**env, "HERMES_CONTEXT_WINDOW": "4096"}, tmp_path)
         asked = [f"{r.method} {r.path}" for r in model.requests]

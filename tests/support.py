@@ -59,6 +59,11 @@ CHILD_PATCHES: dict[str, dict[str, Any]] = {
 SHORT_SHUTDOWN: dict[str, dict[str, Any]] = {"hermes_trio.server.run": {"SHUTDOWN_GRACE": 0.5}}
 
 
+#: The context window tests give the model unless they are about it: large
+#: enough that nothing is compacted.
+TEST_WINDOW = 1_000_000
+
+
 def make_config(
     base_url: str,
     *,
@@ -75,6 +80,9 @@ def make_config(
         "backoff_base": 0.001,
         "backoff_max": 0.01,
         "timeouts": TimeoutsConfig(connect=2, first_token=5, idle=5, request=5),
+        # Given, so that the model server is asked only what a test scripts
+        # (tests of the window and of compaction set their own).
+        "context_window": TEST_WINDOW,
     }
     for key, value in (model or {}).items():
         if key == "timeouts" and isinstance(value, dict):
@@ -231,6 +239,8 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
     # No probing of this machine's ports for a model server unless a test asks.
     env["HERMES_LOCAL_SERVERS"] = ""
+    # No questions to the model server about its window unless a test asks.
+    env["HERMES_CONTEXT_WINDOW"] = str(TEST_WINDOW)
     # A child may cache the bytecode it compiles (Python's default): with
     # PYTHONDONTWRITEBYTECODE set, every process a test starts compiled
     # hermes_trio from source again, about a quarter second of CPU each.

@@ -1,10 +1,11 @@
 """``hermes-trio doctor``: is this set-up ready? One line per check — the
 config, the model server (reachable, lists the model, streams, calls
-tools), the store, the API server's settings, each enabled chat platform's
-credentials, each MCP server and its tools — and exit status 1 when one failed.
+tools, its context window and who said so), the store, the API server's
+settings, each enabled chat platform's credentials, each MCP server and its
+tools — and exit status 1 when one failed.
 
 Nothing is sent to any chat and nothing is written to the store; the model
-server answers two tiny requests.
+server answers two tiny requests (and the questions about its window).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..config import Config
 from ..consumers.messenger import PlatformError
 from ..escapes import escape_controls
 from ..gateway import build_adapters
-from ..llm import NO_MODEL_SERVER
+from ..llm import NO_MODEL_SERVER, ModelClient
 from ..llm.endpoints import endpoint
 from ..mcp import open_mcp_servers
 from ..redaction import shown_url
@@ -111,7 +112,24 @@ async def _model_server(config: Config, http: httpx.AsyncClient) -> list[Check]:
     results = [Check("model server", True, f"{where} lists '{name}'")]
     results.append(await _streams(http, base, headers, name))
     results.append(await _calls_tools(http, base, headers, name))
+    results.append(await _context_window(config, http, name))
     return results
+
+
+async def _context_window(config: Config, http: httpx.AsyncClient, name: str) -> Check:
+    """Which window compaction will work with, and who said so."""
+    default = config.compaction.default_window
+    window = await ModelClient(config.model, http).context_window(name, default=default)
+    if window.source == "default":
+        # Not a failure: compaction still works, on a guess.
+        return Check(
+            "context window",
+            True,
+            f"{window.tokens} tokens assumed (compaction.default_window): the model server "
+            "does not say; set model.context_window to the model's real window",
+        )
+    where = "model.context_window" if window.source == "config" else window.source
+    return Check("context window", True, f"{window.tokens} tokens, from {where}")
 
 
 async def _streams(http: httpx.AsyncClient, base: str, headers: dict[str, str], name: str) -> Check:

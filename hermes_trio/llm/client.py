@@ -26,7 +26,7 @@ import orjson
 import trio
 
 from .. import metrics
-from ..config import ModelConfig
+from ..config import CompactionConfig, ModelConfig
 from ..events import Usage
 from ..recording import TapTransport
 from ..redaction import shown_url
@@ -40,6 +40,7 @@ from ..wire.chat_chunks import (
 )
 from ..wire.context import overflow_of
 from ..wire.messages import ChatTool, Message
+from ..wire.model_window import ContextWindow
 from ..wire.responses_stream import (
     ResponsesStreamAccumulator,
     chat_messages_to_responses_input,
@@ -50,6 +51,7 @@ from ..wire.sse import SSEDecoder, SSEError, SSEEvent
 from ..wire.upstream_fields import ChunkError, ProviderError
 from ..wire.upstream_json import loads_upstream
 from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
+from .context_window import WindowFinder
 from .endpoints import endpoint
 from .errors import NO_MODEL_SERVER, ModelError, request_refused
 from .http_body import open_body
@@ -79,6 +81,9 @@ _TIME_SLICE = 0.0002
 # that never ends), an error body.
 _MAX_EVENT_BYTES = 16 * 1024 * 1024
 _MAX_ERROR_BYTES = 64 * 1024
+# A model list with every card in it (OpenRouter lists hundreds, each with
+# its description) is read whole to find one card's window.
+_MAX_CARDS_BYTES = 16 * 1024 * 1024
 # A non-streamed answer from this size on is parsed in a worker thread:
 # tens of megabytes hold the event loop, and every other stream, for up to
 # a second.
@@ -360,6 +365,7 @@ class ModelClient:
         self._listed_model: str | None = None
         # Model servers already said to hold answers without their usage.
         self._usage_missing: set[str] = set()
+        self._windows = WindowFinder()
 
     def targets(self, model: str | None = None) -> list[Target]:
         cfg = self.config
@@ -515,6 +521,52 @@ class ModelClient:
                 first,
                 shown_url(self.config.base_url or ""),
             )
+
+    async def context_window(
+        self, model: str | None = None, default: int = CompactionConfig.default_window
+    ) -> ContextWindow:
+        """How many tokens ``model`` (the configured one by default) reads
+        at most, and where that number came from.
+
+        ``model.context_window`` wins without a request; else the model
+        server is asked once (``context_window.py``: its model card,
+        llama.cpp's ``/props``, Ollama's ``/api/show``, LM Studio's
+        ``/api/v0/models``), and when it does not say, ``default`` (pass
+        ``compaction.default_window``) is the answer. Raises
+        :class:`ModelError` only when no model server is configured.
+        """
+        if self.config.context_window is not None:
+            return ContextWindow(self.config.context_window, "config")
+        if not (model or self.config.name or self._listed_model):
+            await self._pick_listed_model()
+        target = self.targets(model)[0]
+
+        async def ask(method: str, url: str, body: dict[str, Any] | None) -> object:
+            return await self._ask_json(target, method, url, body)
+
+        return await self._windows.find(ask, target.base_url, target.name, default)
+
+    async def _ask_json(
+        self, target: Target, method: str, url: str, body: dict[str, Any] | None
+    ) -> object:
+        """The decoded answer of a 200 to one small question to the model
+        server; None for another status or a body that is not JSON."""
+        async with self.http.stream(
+            method,
+            url,
+            content=None if body is None else _json_bytes(body),
+            headers=self._headers(target, stream=False),
+        ) as response:
+            status = response.status_code
+            raw = await _read_capped(
+                response, _MAX_CARDS_BYTES if status == 200 else _MAX_ERROR_BYTES
+            )
+        if status != 200:
+            return None
+        try:
+            return loads_upstream(raw)
+        except ValueError:
+            return None
 
     def _no_streaming(self, target: Target, reason: str) -> None:
         """A stream request was refused and answered without streaming."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-__all__ = ["endpoint"]
+__all__ = ["endpoint", "server_root"]
 
 
 def endpoint(base_url: str, path: str) -> str:
@@ -20,3 +20,17 @@ def endpoint(base_url: str, path: str) -> str:
     with the base URL's query kept and its fragment dropped."""
     parts = urllib.parse.urlsplit(base_url)
     return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + path, fragment=""))
+
+
+def server_root(base_url: str) -> str:
+    """The server's own root under an OpenAI-style base URL: ``/v1`` (the
+    last path segment, when it is that) taken off, the query kept.
+
+    llama.cpp's ``/props`` and Ollama's ``/api/show`` live there:
+    ``http://h:11434/v1`` makes ``http://h:11434``.
+    """
+    parts = urllib.parse.urlsplit(base_url)
+    path = parts.path.rstrip("/")
+    if path.rsplit("/", 1)[-1] == "v1":
+        path = path[: -len("v1")].rstrip("/")
+    return urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))

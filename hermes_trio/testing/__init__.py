@@ -49,6 +49,7 @@ from .script import (
 )
 from .scripted_model.double import ModelDouble
 from .scripted_model.model import Reply, ReplyFunction
+from .scripted_model.prompt_count import prompt_tokens
 from .scripted_model.records import ConnectionRecord, RecordedRequest
 from .scripted_model.server import ScriptedModelServer, open_scripted_server
 
@@ -99,6 +100,7 @@ __all__ = [
     "open_fake_telegram",
     "open_fake_whatsapp",
     "open_scripted_server",
+    "prompt_tokens",
     "recorded_tools",
     "replay",
     "replay_turn",

@@ -44,9 +44,17 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--first-token-delay", type=float, default=0.0, help="seconds before the first token"
     )
     parser.add_argument("--model", default="scripted-model")
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=None,
+        help="the model's window in tokens: its card says it, longer prompts get a 400",
+    )
     args = parser.parse_args(argv)
     if args.tokens < 0 or args.delay < 0 or args.first_token_delay < 0:
         parser.error("--tokens, --delay and --first-token-delay must not be negative")
+    if args.context_window is not None and args.context_window < 1:
+        parser.error("--context-window must be a positive number of tokens")
     return args
 
 
@@ -56,6 +64,7 @@ async def _main(args: argparse.Namespace) -> None:
         model=args.model,
         host=args.host,
         port=args.port,
+        context_window=args.context_window,
         # Runs forever: keeping every request would grow without bound.
         record=False,
     )

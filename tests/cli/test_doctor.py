@@ -20,7 +20,10 @@ async def doctor(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[
 
 async def test_a_healthy_set_up_passes_every_check(tmp_path: Path) -> None:
     script = [TextReply("OK"), ToolCallReply([("get_time", {})])]
-    async with open_scripted_server(script) as model, open_fake_telegram(TOKEN) as telegram:
+    async with (
+        open_scripted_server(script, context_window=8192) as model,
+        open_fake_telegram(TOKEN) as telegram,
+    ):
         env = clean_env(
             HERMES_MODEL_BASE_URL=model.base_url,
             HERMES_DATA_DIR=str(tmp_path / "data"),
@@ -28,6 +31,7 @@ async def test_a_healthy_set_up_passes_every_check(tmp_path: Path) -> None:
             TELEGRAM_API_BASE_URL=telegram.base_url,
             TELEGRAM_ALLOWED_USERS="7",
         )
+        del env["HERMES_CONTEXT_WINDOW"]  # the model server says it
         result = await doctor(env, tmp_path)
         sent = telegram.texts(7)
     out = result.stdout.decode()
@@ -38,11 +42,13 @@ async def test_a_healthy_set_up_passes_every_check(tmp_path: Path) -> None:
         "ok    model server",
         "ok    streaming",
         "ok    tool calling",
+        "ok    context window",
         "ok    store",
         "ok    api server",
         "ok    telegram",
     ]
     assert "lists 'scripted-model'" in lines[1]
+    assert lines[4].endswith(": 8192 tokens, from the model card (max_model_len)")
     assert "@" in lines[-1] and TOKEN not in out
     assert "all checks passed" in result.stderr.decode() + out
     # Two tiny model requests; nothing sent to any chat.
@@ -77,3 +83,23 @@ async def test_a_broken_set_up_names_every_failure_and_exits_1(tmp_path: Path) -
     assert "api_server.host is 0.0.0.0" in out
     assert TOKEN not in out
     assert "checks failed" in result.stderr.decode()
+
+
+async def test_the_context_window_line_says_where_the_number_came_from(tmp_path: Path) -> None:
+    script = [TextReply("OK"), ToolCallReply([("get_time", {})])] * 2
+    async with open_scripted_server(script) as model:
+        env = clean_env(HERMES_MODEL_BASE_URL=model.base_url, HERMES_DATA_DIR=str(tmp_path))
+        del env["HERMES_CONTEXT_WINDOW"]
+        unsaid = await doctor(env, tmp_path)
+        configured = await doctor({**env, "HERMES_CONTEXT_WINDOW": "4096"}, tmp_path)
+        asked = [f"{r.method} {r.path}" for r in model.requests]
+    window = [line for line in unsaid.stdout.decode().splitlines() if "context window" in line]
+    assert window == [
+        "ok    context window: 32768 tokens assumed (compaction.default_window): the model "
+        "server does not say; set model.context_window to the model's real window"
+    ]
+    assert unsaid.returncode == 0
+    window = [line for line in configured.stdout.decode().splitlines() if "context window" in line]
+    assert window == ["ok    context window: 4096 tokens, from model.context_window"]
+    # The server was asked about its window once, in the first run only.
+    assert asked.count("GET /props") == 1 and asked.count("POST /api/show") == 1

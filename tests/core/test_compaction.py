@@ -165,7 +165,8 @@ async def test_a_refused_request_is_compacted_and_asked_once_more(
     # The window is not known here: the default is far too big, and the
     # server's refusal teaches it.
     double = ModelDouble(default=answering(REFUSAL, TextReply("Answer once")))
-    async with agent_on_double(double, agent=NO_TOOLS, **SECTIONS) as (agent, _):
+    unknown = {"context_window": None}
+    async with agent_on_double(double, model=unknown, agent=NO_TOOLS, **SECTIONS) as (agent, _):
         messages = [*chat(6), {"role": "user", "content": "and now?"}]
         seen = await run(agent, messages)
     first, *summaries, again = double.model_requests
@@ -180,7 +181,8 @@ async def test_a_refused_request_is_compacted_and_asked_once_more(
 
 async def test_a_second_refusal_is_the_answer(autojump_clock: MockClock) -> None:
     double = ModelDouble(default=answering(REFUSAL))
-    async with agent_on_double(double, agent=NO_TOOLS, **SECTIONS) as (agent, _):
+    unknown = {"context_window": None}
+    async with agent_on_double(double, model=unknown, agent=NO_TOOLS, **SECTIONS) as (agent, _):
         seen = await run(agent, [*chat(6), {"role": "user", "content": "and now?"}])
     end = seen[-1][1]
     assert isinstance(end, TurnFinished) and end.finish_reason == "error"

@@ -24,7 +24,8 @@ from ..script import (
     TextReply,
     ToolCallReply,
 )
-from .plan import API_BY_PATH, INVALID_JSON, Plan, plan_answer
+from .plan import API_BY_PATH, INVALID_JSON, Plan, plan_answer, too_long_plan
+from .prompt_count import prompt_tokens
 from .records import ConnectionRecord, RecordedRequest
 from .turns import Turn
 
@@ -80,6 +81,12 @@ class ScriptedModel:
 
     ``record=False`` keeps nothing per request or connection (long benchmark
     runs); the ``wait_*`` helpers are then unavailable.
+
+    ``context_window`` (tokens) makes it a model with that window: its
+    ``GET /v1/models`` card says it (``max_model_len``, as vLLM's does), a
+    request whose prompt counts more tokens (:func:`prompt_tokens`) is
+    refused with a 400 ``context_length_exceeded`` before any script entry
+    is taken, and its answers' usage counts the prompt the same way.
     """
 
     def __init__(
@@ -89,7 +96,12 @@ class ScriptedModel:
         default: Reply | None = None,
         model: str = "scripted-model",
         record: bool = True,
+        context_window: int | None = None,
     ) -> None:
+        if context_window is not None and context_window < 1:
+            raise ValueError(
+                f"context_window must be a positive number of tokens, not {context_window}"
+            )
         self._script: deque[Reply] = deque()
         self.add(*script)
         if default is not None:
@@ -97,6 +109,7 @@ class ScriptedModel:
         self.default = default
         self.model = model
         self.record = record
+        self.context_window = context_window
         self.requests: list[RecordedRequest] = []
         self.connections: list[ConnectionRecord] = []
         self._request_count = 0
@@ -226,12 +239,20 @@ class ScriptedModel:
             self._request_arrived.set()
             self._request_arrived = trio.Event()
         step: Step | None = None
+        window = self.context_window
+        count: int | None = None
+        too_long: Plan | None = None
         if API_BY_PATH.get(path) is not None and method == "POST" and isinstance(payload, dict):
-            step = await self._take_step(request, payload.get("stream") is True)
-            request.step = step
+            if window is not None:
+                count = prompt_tokens(payload)
+                if count > window:
+                    too_long = too_long_plan(path, window, count)
+            if too_long is None:
+                step = await self._take_step(request, payload.get("stream") is True)
+                request.step = step
         if step is not None:
             self._response_count += 1
-        plan = plan_answer(
+        plan = too_long or plan_answer(
             method,
             path,
             payload,
@@ -240,6 +261,8 @@ class ScriptedModel:
             model=self.model,
             response_number=self._response_count,
             turn_cache=self._turn_cache,
+            context_window=window,
+            prompt_count=count,
         )
         plan.headers.append((b"server", _SERVER_NAME))
         plan.headers.append((b"x-request-id", f"req_scripted{number}".encode()))

@@ -29,7 +29,15 @@ from .encoding import CREATED, dumps, error_body
 from .responses_render import ResponsesRenderer
 from .turns import Ids, Turn, make_turn
 
-__all__ = ["API_BY_PATH", "INVALID_JSON", "Plan", "error_plan", "plan_answer", "reason"]
+__all__ = [
+    "API_BY_PATH",
+    "INVALID_JSON",
+    "Plan",
+    "error_plan",
+    "plan_answer",
+    "reason",
+    "too_long_plan",
+]
 
 # The endpoints that consume script steps.
 API_BY_PATH = {"/v1/chat/completions": "chat", "/v1/responses": "responses"}
@@ -118,11 +126,32 @@ def raw_plan(step: RawReply) -> Plan:
     return plan
 
 
-def models_plan(method: str, path: str, model: str) -> Plan:
-    """``GET /v1/models`` and ``GET /v1/models/{id}``."""
+def too_long_plan(path: str, window: int, count: int) -> Plan:
+    """The refusal of a prompt of ``count`` tokens by a model that reads
+    ``window``, as OpenAI and vLLM word it."""
+    return error_plan(
+        400,
+        f"This model's maximum context length is {window} tokens. However, your messages "
+        f"resulted in {count} tokens. Please reduce the length of the messages.",
+        type_="invalid_request_error",
+        code="context_length_exceeded",
+        param="messages" if API_BY_PATH.get(path) == "chat" else "input",
+    )
+
+
+def models_plan(method: str, path: str, model: str, context_window: int | None = None) -> Plan:
+    """``GET /v1/models`` and ``GET /v1/models/{id}``; the card says the
+    ``context_window`` as vLLM's does (``max_model_len``)."""
     if method != "GET":
         return error_plan(405, f"method {method} not allowed", headers=[("Allow", "GET")])
-    entry = {"id": model, "object": "model", "created": CREATED, "owned_by": "hermes-trio"}
+    entry: dict[str, Any] = {
+        "id": model,
+        "object": "model",
+        "created": CREATED,
+        "owned_by": "hermes-trio",
+    }
+    if context_window is not None:
+        entry["max_model_len"] = context_window
     if path == "/v1/models":
         return json_plan(200, dumps({"object": "list", "data": [entry]}))
     if path == f"/v1/models/{model}":
@@ -140,11 +169,15 @@ def plan_answer(
     model: str,
     response_number: int,
     turn_cache: dict[int, tuple[Step, Turn]] | None = None,
+    context_window: int | None = None,
+    prompt_count: int | None = None,
 ) -> Plan:
     """The response to one request. ``response_number`` numbers the ids of a
-    model answer; ``turn_cache`` keeps rendered turns of reused steps."""
+    model answer; ``turn_cache`` keeps rendered turns of reused steps;
+    ``prompt_count`` is the usage's prompt tokens (None: an estimate from
+    the body's size)."""
     if path == "/v1/models" or path.startswith("/v1/models/"):
-        return models_plan(method, path, model)
+        return models_plan(method, path, model, context_window)
     api = API_BY_PATH.get(path)
     if api is None:
         return error_plan(404, f"Unknown request URL: {method} {path}", code="unknown_url")
@@ -159,8 +192,9 @@ def plan_answer(
     ids = Ids(response_number)
     asked = payload.get("model")
     name = asked if isinstance(asked, str) and asked else model
-    # Plausible, cheap and deterministic: ~4 bytes of JSON per token.
-    prompt_tokens = max(1, len(body) // 4)
+    # Without a window to judge by, plausible, cheap and deterministic:
+    # ~4 bytes of JSON per token.
+    prompt_tokens = max(1, len(body) // 4) if prompt_count is None else prompt_count
     renderer: ChatRenderer | ResponsesRenderer
     if api == "chat":
         opts = payload.get("stream_options")

@@ -47,6 +47,23 @@ class RecordedAnswers:
         number = self.served
         while number < len(self.exchanges) and not _same(self.exchanges[number], request):
             number += 1
+        if number >= len(self.exchanges) and not _model_request(request):
+            # A question the recorded process did not ask (the model's
+            # window, from a newer version): a 404, as from a server of
+            # another kind, and no recorded answer is passed over for it.
+            return httpx.Response(
+                404,
+                json={
+                    "error": {
+                        "message": f"replay: no recorded answer for {request.method} "
+                        f"{request.url.path}",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "not_found",
+                    }
+                },
+                request=request,
+            )
         self.served = number + 1
         if number >= len(self.exchanges):
             return httpx.Response(
@@ -86,6 +103,13 @@ class RecordedAnswers:
             stream=_Replayed(self, number, exchange, start, request),
             request=request,
         )
+
+
+def _model_request(request: httpx.Request) -> bool:
+    return request.method == "POST" and request.url.path.rsplit("/", 1)[-1] in (
+        "completions",
+        "responses",
+    )
 
 
 def _same(exchange: ExchangeRecord, request: httpx.Request) -> bool:

@@ -46,8 +46,11 @@ class ScriptedModelServer(ScriptedModel):
         host: str = "127.0.0.1",
         port: int = 0,
         record: bool = True,
+        context_window: int | None = None,
     ) -> None:
-        super().__init__(script, default=default, model=model, record=record)
+        super().__init__(
+            script, default=default, model=model, record=record, context_window=context_window
+        )
         self.host = host
         self.port = port
         self._started = False

@@ -18,7 +18,8 @@ TURNS = 300
 
 async def test_a_300_turn_terminal_chat_outlives_the_window(tmp_path: Path) -> None:
     async with open_scripted_server(default=reply, context_window=WINDOW) as model:
-        async with spawn_chat(model.base_url, tmp_path) as pty:
+        window = {"HERMES_CONTEXT_WINDOW": str(WINDOW)}
+        async with spawn_chat(model.base_url, tmp_path, env=window) as pty:
             for n in range(TURNS):
                 await pty.expect_prompt()
                 pty.sendline(question(n))

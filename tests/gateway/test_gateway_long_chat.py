@@ -14,7 +14,8 @@ import trio
 from long_chat import WINDOW, answer, check_the_model_saw, question, reply, turns_asked
 from support import clean_env, gateway_process
 
-from hermes_trio.config import StoreConfig
+from hermes_trio.config import Config, StoreConfig
+from hermes_trio.gateway.history import chat_key
 from hermes_trio.store import open_store
 from hermes_trio.testing import open_scripted_server, prompt_tokens
 from hermes_trio.testing.fake_telegram import open_fake_telegram
@@ -38,6 +39,8 @@ async def test_a_300_turn_chat_outlives_the_window_and_a_restart(tmp_path: Path)
             HERMES_MODEL_BASE_URL=model.base_url,
             HERMES_DATA_DIR=str(data),
         )
+        # The window is the model server's word (its card), as for a user.
+        del env["HERMES_CONTEXT_WINDOW"]
         restart_at = TURNS // 2
         for first, last in ((0, restart_at), (restart_at, TURNS)):
             async with gateway_process(env, tmp_path) as (process, out, err):
@@ -70,11 +73,8 @@ async def test_a_300_turn_chat_outlives_the_window_and_a_restart(tmp_path: Path)
     assert sent[1]["content"].startswith(SUMMARY_MARK)
     assert sent[-1]["content"] == question(restart_at)
     # The stored history fits the window.
-    store = await open_store(StoreConfig(data_dir=str(data)))
-    try:
-        keys = await store.conversation_keys("chat:telegram:")
-        (stored,) = [await store.conversation(key) for key in keys]
-    finally:
-        await store.aclose()
+    config = Config(store=StoreConfig(data_dir=str(data)))
+    async with open_store(config) as store:
+        stored = await store.conversation(chat_key("telegram", str(CHAT), None))
     assert stored is not None and stored[-1]["content"] == answer(TURNS - 1)
     assert prompt_tokens({"messages": stored}) < WINDOW

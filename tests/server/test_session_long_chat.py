@@ -29,6 +29,8 @@ async def test_a_300_turn_session_outlives_the_window_and_a_restart(tmp_path: Pa
             HERMES_DATA_DIR=str(tmp_path / "data"),
             API_SERVER_KEY=KEY,
         )
+        # The window is the model server's word (its card), as for a user.
+        del env["HERMES_CONTEXT_WINDOW"]
         for first, last in ((0, restart_at), (restart_at, TURNS)):
             async with trio.open_nursery() as nursery:
                 served = await start_serve(nursery, env, tmp_path)

@@ -125,7 +125,6 @@ class ContextKeeper:
         self.config = config
         self.calibration = Calibration()
         self._learned: int | None = None
-        self._said_default = False
 
     async def window(self, model: str | None = None) -> int:
         """The window in tokens: configured, learned from a refusal, asked
@@ -134,18 +133,10 @@ class ContextKeeper:
             return self.config.model.context_window
         if self._learned:
             return self._learned
+        # The model client says once which window it found, or that it
+        # assumes the default.
         asked = await self._ask_window(model)
-        if asked:
-            return asked
-        default = self.config.compaction.default_window
-        if not self._said_default:
-            self._said_default = True
-            log.warning(
-                "the model server does not say its context window: assuming %d tokens "
-                "(compaction.default_window); set model.context_window to say it",
-                default,
-            )
-        return default
+        return asked or self.config.compaction.default_window
 
     async def _knows_window(self, model: str | None) -> bool:
         """The window is configured, learned or said, not assumed."""
@@ -154,11 +145,13 @@ class ContextKeeper:
         return await self._ask_window(model) is not None
 
     async def _ask_window(self, model: str | None) -> int | None:
-        ask = getattr(self.client, "context_window", None)
-        if ask is None:
+        """The window the model server says (None: it does not)."""
+        try:
+            answer = await self.client.context_window(model, self.config.compaction.default_window)
+        except ModelError:
+            # No model server configured: the request itself will say so.
             return None
-        answer = await ask(model, self.config.compaction.default_window)
-        return int(answer.tokens) if answer.source != "default" else None
+        return answer.tokens if answer.source != "default" else None
 
     def learned(self) -> RecordedContext:
         """What this keeper learned of the window, for a recording."""

@@ -239,7 +239,9 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTING_PREFIXES)}
     # No probing of this machine's ports for a model server unless a test asks.
     env["HERMES_LOCAL_SERVERS"] = ""
-    # No questions to the model server about its window unless a test asks.
+    # No questions to the model server about its window unless a test asks
+    # (HERMES_CONTEXT_WINDOW="" to let the model server, or a config file
+    # the test writes, say it: the environment wins over the file).
     env["HERMES_CONTEXT_WINDOW"] = str(TEST_WINDOW)
     # A child may cache the bytecode it compiles (Python's default): with
     # PYTHONDONTWRITEBYTECODE set, every process a test starts compiled

@@ -267,10 +267,10 @@ async def test_a_message_larger_than_an_assumed_window_is_sent_for_the_server_to
     autojump_clock: MockClock,
 ) -> None:
     # Nothing says the window: the default is a guess, no ground to refuse.
-    async with agent_on_double([TextReply("read it")], agent=NO_TOOLS, **SECTIONS) as (
-        agent,
-        double,
-    ):
+    unknown = {"context_window": None}
+    async with agent_on_double(
+        [TextReply("read it")], model=unknown, agent=NO_TOOLS, **SECTIONS
+    ) as (agent, double):
         huge: Message = {"role": "user", "content": "word " * 40_000}
         seen = await run(agent, [huge])
     end = seen[-1][1]

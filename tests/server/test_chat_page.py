@@ -475,7 +475,8 @@ async def test_a_compaction_shows_as_a_divider(browser: Browser, tmp_path: Path)
         "model:\n  context_window: 2400\nagent:\n  tools: []\n"
         "compaction:\n  keep_recent: 200\n  summary_max_tokens: 100\n"
     )
-    env = {"HERMES_CONFIG": str(config)}
+    # The window of the file, not the one clean_env gives.
+    env = {"HERMES_CONFIG": str(config), "HERMES_CONTEXT_WINDOW": ""}
     async with serving(script, tmp_path, **env) as (_, model, url):
         tab = await browser.call(open_tab, browser, url)
         call = browser.call

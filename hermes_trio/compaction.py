@@ -42,7 +42,7 @@ from .wire.context import (
 from .wire.messages import ChatTool, Message
 from .wire.think import ThinkFilter
 
-__all__ = ["ContextKeeper", "ContextTooLarge", "summarize"]
+__all__ = ["ContextKeeper", "ContextTooLarge", "summarize", "summary_tokens"]
 
 log = logging.getLogger("hermes_trio.compaction")
 
@@ -87,9 +87,9 @@ async def summarize(
     the window, each folding the summary of the pieces before it. Raises
     :class:`ModelError` when the model server fails; has no timeout of its
     own."""
-    cfg = config.compaction
+    longest = summary_tokens(config, window)
     # Tokens of transcript one request may carry, in the estimate's units.
-    room = window * _SUMMARY_INPUT_SHARE - cfg.summary_max_tokens - _INSTRUCTION_TOKENS
+    room = window * _SUMMARY_INPUT_SHARE - longest - _INSTRUCTION_TOKENS
     budget = int(room / ratio)
     budget = max(budget, 64)
     sizes = [message_tokens(m) for m in folded]
@@ -97,7 +97,7 @@ async def summarize(
     for piece in summary_pieces(folded, sizes, budget=budget):
         messages = summary_request(piece, previous, max_chars=budget * 4)
         response = await client.complete(
-            ModelRequest(messages, (), {"max_tokens": cfg.summary_max_tokens}),
+            ModelRequest(messages, (), {"max_tokens": longest}),
             stream=False,
             on_delta=_ignore,
             model=model,
@@ -107,6 +107,13 @@ async def summarize(
             raise ModelError("the model wrote an empty summary", code="model_error")
         previous = text.strip()
     return previous or ""
+
+
+def summary_tokens(config: Config, window: int) -> int:
+    """The longest summary: ``compaction.summary_max_tokens``, but no more
+    than an eighth of a small window (a 1,024-token summary would leave a
+    2,048-token window no room for the conversation it stands for)."""
+    return min(config.compaction.summary_max_tokens, max(64, window // 8))
 
 
 def _visible(text: str, tags: Sequence[str]) -> str:
@@ -254,12 +261,12 @@ class ContextKeeper:
         model: str | None,
     ) -> ContextCompacted:
         cfg = self.config.compaction
-        summary_room = cfg.summary_max_tokens + 16
+        summary_room = summary_tokens(self.config, window) + 16
         room = limit - sizes.head - summary_room
         keep = min(cfg.keep_recent, window // 3) // (2 if harder else 1)
         cut = choose_cut(messages, sizes.messages, room=room, keep_recent=keep)
         if cut is None:
-            raise _too_big(sizes.messages[-1] if sizes.messages else 0, window)
+            raise _too_big(sizes, window, limit)
         reason = ""
         with trio.move_on_after(cfg.summary_timeout) as scope:
             try:
@@ -327,21 +334,30 @@ class ContextKeeper:
         room = limit - sizes.head - marker_size
         drop = drop_oldest(messages, sizes.messages, room=room)
         if drop is None:
-            raise _too_big(sizes.messages[-1] if sizes.messages else 0, window)
+            raise _too_big(sizes, window, limit)
         after = sizes.head + marker_size + sum(sizes.messages[drop:])
         messages[:drop] = marker
         metrics.CONTEXT_COMPACTIONS.labels("truncation").inc()
         return ContextCompacted("truncation", sizes.total, after, drop, window, reason)
 
 
-def _too_big(tokens: int, window: int) -> ContextTooLarge:
-    return ContextTooLarge(
-        f"the newest message is about {tokens:,} tokens, more than the model's context "
-        f"window of {window:,} tokens can hold with room for an answer; send a shorter "
-        "message, or split it",
-        code="context_length_exceeded",
-        status=400,
-    )
+def _too_big(sizes: _Sizes, window: int, limit: int) -> ContextTooLarge:
+    """Nothing can be folded to make room: say what takes it."""
+    if sizes.head * 2 >= limit:
+        message = (
+            f"the system prompt and tool definitions alone are about {sizes.head:,} tokens "
+            f"of the model's {window:,}-token context window, leaving no room for the "
+            "conversation; shorten the system prompt, offer fewer tools, or use a model "
+            "with a larger window"
+        )
+    else:
+        newest = sizes.messages[-1] if sizes.messages else 0
+        message = (
+            f"the newest message is about {newest:,} tokens, more than the model's context "
+            f"window of {window:,} tokens can hold with room for an answer; send a shorter "
+            "message, or split it"
+        )
+    return ContextTooLarge(message, code="context_length_exceeded", status=400)
 
 
 def _too_long(tokens: int, window: int) -> ContextTooLarge:

@@ -276,3 +276,38 @@ async def test_a_message_larger_than_an_assumed_window_is_sent_for_the_server_to
     end = seen[-1][1]
     assert isinstance(end, TurnFinished) and end.text == "read it"
     assert len(double.model_requests) == 1
+
+
+async def test_a_small_window_with_tools_compacts_short_messages_instead_of_refusing_them(
+    autojump_clock: MockClock,
+) -> None:
+    """Found trying serve against a 1,200-token model: the default summary
+    length (1,024 tokens) and the tool definitions left no room, so every
+    short message was refused as "larger than the window"."""
+    double = ModelDouble(
+        default=lambda r: TextReply("notes") if summary_asked(r) else TextReply("w " * 60),
+        context_window=1200,
+    )
+    # The default summary length, as a user has it.
+    defaults = CompactionConfig()
+    async with agent_on_double(double, model={"context_window": 1200}, compaction=defaults) as (
+        agent,
+        _,
+    ):
+        messages: list[Message] = []
+        ends = []
+        for turn in range(40):
+            messages.append({"role": "user", "content": f"turn {turn} tell me more of the story"})
+            seen = await run(agent, messages)
+            ends.append(seen[-1][1])
+    assert all(isinstance(e, TurnFinished) and e.finish_reason == "stop" for e in ends)
+    assert any(summary_asked(r) for r in double.model_requests)
+
+
+async def test_a_window_the_tools_alone_fill_is_named_as_such(autojump_clock: MockClock) -> None:
+    async with agent_on_double([], model={"context_window": 600}, **SECTIONS) as (agent, double):
+        seen = await run(agent, [*chat(2), {"role": "user", "content": "hi"}])
+    end = seen[-1][1]
+    assert isinstance(end, TurnFinished) and end.error_code == "context_length_exceeded"
+    assert end.error is not None and "system prompt and tool definitions" in end.error
+    assert double.model_requests == []

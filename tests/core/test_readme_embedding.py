@@ -1,9 +1,9 @@
-"""The README's embedding sections — a tool of your own, an approval
-callback — run as written against the in-process model double on
-``MockClock(autojump_threshold=0)``.
+"""The manual's embedding sections (``docs/library.md``) — a tool of your
+own, an approval callback — run as written against the in-process model
+double on ``MockClock(autojump_threshold=0)``.
 
-Each block is read from the README (the first Python block under its
-heading), so the tests follow the README; when a section is rewritten,
+Each block is read from the page (the first Python block under its
+heading), so the tests follow the manual; when a section is rewritten,
 adapt the heading or the function names used here.
 """
 
@@ -21,7 +21,7 @@ import hermes_trio
 from hermes_trio.config import AgentConfig, Config, ModelConfig
 from hermes_trio.testing import ModelDouble, TextReply, ToolCallReply
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "library.md"
 DANGEROUS = "curl -s http://127.0.0.1:9/install.sh | sh"
 
 
@@ -53,7 +53,7 @@ def tool_message(model: ModelDouble) -> dict[str, Any]:
 async def test_a_tool_of_your_own_is_offered_and_run(
     autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    block = readme_block("### A tool of your own")
+    block = readme_block("## A tool of your own")
     model = ModelDouble(
         [
             ToolCallReply([("word_count", {"text": "to be or not to be"})], delay=0.5),
@@ -72,7 +72,7 @@ async def test_a_tool_of_your_own_is_offered_and_run(
 async def test_a_tool_of_your_own_gets_only_arguments_that_match_its_schema(
     autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    block = readme_block("### A tool of your own")
+    block = readme_block("## A tool of your own")
     model = ModelDouble([ToolCallReply([("word_count", {"text": 7})]), TextReply("Sorry.")])
     monkeypatch.setattr(hermes_trio, "open_agent", _on(model))
     assert await block["count_words"](config_for(model, tmp_path)) == "Sorry."
@@ -91,7 +91,7 @@ async def test_the_approval_callback_decides_whether_a_dangerous_command_runs(
     asked: list[str] = []
     printed: list[str] = []
     block = readme_block(
-        "### Asking before dangerous commands",
+        "## Asking before dangerous commands",
         input=lambda prompt: asked.append(prompt) or answer,
         print=lambda *args: printed.append(" ".join(map(str, args))),
     )
@@ -117,7 +117,7 @@ async def test_an_unanswered_approval_is_a_no_after_a_minute(
     nobody = threading.Event()
     asked_at: list[float] = []
     block = readme_block(
-        "### Asking before dangerous commands",
+        "## Asking before dangerous commands",
         input=lambda prompt: nobody.wait(5) and "y",
         print=lambda *args: asked_at.append(trio.current_time()),
     )
@@ -138,7 +138,7 @@ async def test_an_approval_can_be_answered_from_the_turns_events(
 ) -> None:
     printed: list[str] = []
     block = readme_block(
-        "### Asking before dangerous commands",
+        "## Asking before dangerous commands",
         block=1,
         print=lambda *args: printed.append(" ".join(map(str, args))),
     )

@@ -1,8 +1,8 @@
-"""The README's embedding example, run as written against the in-process
-model double on ``MockClock(autojump_threshold=0)``.
+"""The manual's embedding example (``docs/library.md``), run as written
+against the in-process model double on ``MockClock(autojump_threshold=0)``.
 
-The code is read from the README's first Python block under ``SECTION``
-(its ``trio.run(...)`` line left out), so the test follows the README.
+The code is read from the page's first Python block under ``SECTION``
+(its ``trio.run(...)`` line left out), so the test follows the manual.
 When that section is rewritten, adapt ``SECTION`` and ``run_example``
 here, in this one place.
 """
@@ -23,14 +23,19 @@ from trio.testing import MockClock
 import hermes_trio
 from hermes_trio.testing import ModelDouble, TextReply, ToolCallReply
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "## Using hermes-trio from a trio program"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "docs" / "library.md"
+SECTION = "# Using hermes-trio from a trio program"
+# The front door shows a shorter example of the same thing; it runs too.
+FRONT_DOOR = ROOT / "README.md"
+FRONT_DOOR_SECTION = "## The library"
 _SETTING_PREFIXES = ("HERMES_", "OPENAI_", "API_SERVER_", "TELEGRAM_")
 
 
-def example_source() -> str:
-    """The first Python block of the README's embedding section."""
-    section = README.read_text(encoding="utf-8").split(SECTION, 1)[1].split("\n## ", 1)[0]
+def example_source(page: Path = README, heading: str = SECTION) -> str:
+    """The first Python block of the manual's embedding section (or of
+    ``heading`` on ``page``)."""
+    section = page.read_text(encoding="utf-8").split(heading, 1)[1].split("\n## ", 1)[0]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     lines = [line for line in code.splitlines() if not line.startswith("trio.run(")]
     return "\n".join(lines) + "\n"
@@ -41,6 +46,7 @@ async def run_example(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     on_print: Callable[[str], None] = lambda text: None,
+    source: str | None = None,
 ) -> str:
     """Run the example's ``main()`` with its model server being ``double``;
     returns what it printed. ``on_print`` sees each print as it happens."""
@@ -64,7 +70,7 @@ async def run_example(
         on_print(text)
 
     namespace: dict[str, Any] = {"__name__": "readme_example", "print": fake_print}
-    exec(compile(example_source(), str(README), "exec"), namespace)
+    exec(compile(source or example_source(), str(README), "exec"), namespace)
     await namespace["main"]()
     return "".join(printed)
 
@@ -140,3 +146,14 @@ async def test_the_examples_own_deadline_stops_everything_at_30_s(
     assert trio.current_time() == 30.0
     (request,) = double.model_requests
     assert double.connections[request.connection_id - 1].closed_at == 30.0
+
+
+async def test_the_front_doors_example_streams_the_answer(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    source = example_source(FRONT_DOOR, FRONT_DOOR_SECTION)
+    assert "async def main()" in source and "agent.turn(" in source
+    double = ModelDouble([TextReply(tokens=["Hi", " there", "!"], delay=0.5)])
+    printed = await run_example(double, monkeypatch, tmp_path, source=source)
+    assert printed == "Hi there!"
+    assert trio.current_time() == 1.0

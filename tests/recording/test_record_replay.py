@@ -200,7 +200,8 @@ def test_an_edited_chunk_makes_replay_exit_1_naming_it(tmp_path: Path, capsys) -
 
 
 def test_the_tool_output_reaches_the_answer() -> None:
-    # As the README shows: a recording in tests/ replayed with the public helper.
+    # As the manual shows (docs/recording.md): a recording in tests/ replayed
+    # with the public helper.
     result = replay(Recording.load(FIXTURE))
     assert result.matches, result.difference
     assert result.text() == "It said hi."

@@ -152,7 +152,7 @@ async def test_the_openai_sdk_and_curl_style_requests_still_work() -> None:
             answer = await client.chat.completions.create(
                 model="hermes-agent", messages=[{"role": "user", "content": "hi"}]
             )
-        # curl -H 'Content-Type: application/json' -d '…' as in the README
+        # curl -H 'Content-Type: application/json' -d '…' as in the manual (docs/serve.md)
         async with httpx.AsyncClient() as client:
             curl = await client.post(
                 f"{api.base_url}/chat/completions",

@@ -1,4 +1,4 @@
-"""The README's Responses API approval example, run as written (its
+"""The manual's Responses API approval example (``docs/responses.md``), run as written (its
 server address and key swapped for an in-process server's) with the person's
 answers scripted: a denied command never runs, an approved one does."""
 
@@ -14,13 +14,13 @@ from support import api_stack
 from hermes_trio.testing import TextReply, ToolCallReply
 from tests.server.test_chat_approvals import flagged
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "### Approving commands in the Responses API"
+README = Path(__file__).resolve().parents[2] / "docs" / "responses.md"
+SECTION = "## Approving commands in the Responses API"
 
 
 def example_source() -> str:
-    """The first Python block of the README's section."""
-    section = README.read_text(encoding="utf-8").split(SECTION, 1)[1].split("\n### ", 1)[0]
+    """The first Python block of the manual's section."""
+    section = README.read_text(encoding="utf-8").split(SECTION, 1)[1].split("\n## ", 1)[0]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
@@ -50,7 +50,7 @@ async def test_the_readme_example_asks_and_answers(tmp_path: Path) -> None:
         names: dict[str, Any] = {"__builtins__": builtins, "input": answer, "print": capture}
         # The example is blocking (the sync client): it runs in a thread
         # while the server answers here.
-        await trio.to_thread.run_sync(exec, compile(source, "README.md", "exec"), names)
+        await trio.to_thread.run_sync(exec, compile(source, str(README), "exec"), names)
     assert len(asked) == 2 and "terminal" in asked[0] and str(kept) in asked[0]
     assert not kept.exists() and gone.exists()
     assert printed == ["Cleaned up, as far as you let me."]

@@ -1,5 +1,5 @@
-"""The examples in ``hermes_trio/testing/README.md`` and in the README's
-section "Testing with the kit" are tests: each Python block is run, and each
+"""The examples in ``hermes_trio/testing/README.md`` and on the manual's
+page "Testing with the kit" (``docs/testing-kit.md``) are tests: each Python block is run, and each
 ``test_*`` function in it too, on MockClock when it takes ``autojump_clock``,
 else on the real clock (the socket server)."""
 
@@ -17,8 +17,8 @@ from trio.testing import MockClock
 import hermes_trio.testing
 
 KIT_README = Path(hermes_trio.testing.__file__).with_name("README.md")
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "## Testing with the kit"
+README = Path(__file__).resolve().parents[2] / "docs" / "testing-kit.md"
+SECTION = "# Testing with the kit"
 
 
 def _blocks() -> list[tuple[str, str]]:

@@ -101,7 +101,7 @@ async def test_a_symlink_inside_pointing_inside_is_fine(work: Path) -> None:
 async def test_a_hard_link_is_the_file_and_a_write_leaves_its_other_names_alone(
     work: Path, tmp_path: Path
 ) -> None:
-    # The README says so: a hard link in the working directory reads like any
+    # The manual says so (docs/security.md): a hard link in the working directory reads like any
     # file there (only the user or a shell command can make one), and a write
     # replaces the name inside with a new file, so the outside name keeps its
     # contents.

@@ -25,7 +25,7 @@ import anyio
 import mcp.types as mcp_types
 import trio
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 
@@ -174,12 +174,16 @@ class McpServer:
 
     @asynccontextmanager
     async def _stdio(self, nursery: trio.Nursery) -> AsyncIterator[Any]:
+        # Loaded where a stdio server runs: it imports the SDK's stdio half.
+        from .capped_stdio import capped_stdio_client
+
         params = _stdio_params(self.config)
         read_fd, write_fd = os.pipe()
         errlog = os.fdopen(write_fd, "w")
         nursery.start_soon(_log_stderr, self.label, read_fd)
         try:
-            async with stdio_client(params, errlog=errlog) as streams:
+            cap = self.config.max_result_bytes
+            async with capped_stdio_client(params, cap, errlog=errlog) as streams:
                 # The child holds its own copy; ours would keep the pipe open.
                 errlog.close()
                 yield streams
@@ -245,8 +249,8 @@ class McpServer:
         # By alias: the wire spelling (mimeType) that result_text reads.
         blocks = [block.model_dump(mode="json", by_alias=True) for block in result.content]
         text = result_text(blocks, result.structured_content)
-        # A stdio server's answer arrives whole (the SDK reads a line of any
-        # length): the cap can only keep it from going further.
+        # The transports cap the answer as sent (JSON, with its envelope);
+        # its text can still pass the cap by a little.
         size = len(text.encode())
         if size > self.config.max_result_bytes:
             return False, f"error: {self.label}: {too_large(size, self.config.max_result_bytes)}"

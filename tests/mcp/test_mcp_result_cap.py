@@ -104,15 +104,16 @@ server = MCPServer("big")
 
 @server.tool()
 def big() -> str:
-    return "y" * 5000
+    return "y" * 1500
 
 
 server.run("stdio")
 """
 
 
-async def test_a_stdio_result_over_the_cap_is_an_error(tmp_path: Path) -> None:
-    """The SDK reads a stdio server's line whole; the cap keeps it from the model."""
+async def test_a_stdio_result_over_the_cap_within_the_margin_is_an_error(tmp_path: Path) -> None:
+    """A line may pass the cap by the envelope's margin and be read; the
+    result's text is still held to the cap."""
     script = tmp_path / "big.py"
     script.write_text(STDIO_SERVER)
     config = McpServerConfig(
@@ -127,7 +128,7 @@ async def test_a_stdio_result_over_the_cap_is_an_error(tmp_path: Path) -> None:
         result = await registry.execute("s__big", "{}", ToolContext())
     assert not result.ok
     assert result.content == (
-        "error: s: the tool's result was 5000 bytes, over the limit of 1024 bytes "
+        "error: s: the tool's result was 1500 bytes, over the limit of 1024 bytes "
         "(max_result_bytes of the MCP server); it was not passed on"
     )
 
@@ -157,3 +158,131 @@ async def test_the_http_transport_stops_at_the_cap() -> None:
         assert len(pieces) == 5
         small = await client.get("/streamed")  # the notification stream: not one answer
         assert len(small.content) == 1_000_000
+
+
+HUGE_STDIO_SERVER = f"""
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("huge")
+
+
+@server.tool()
+def huge() -> str:
+    return "x" * {HUGE}
+
+
+@server.tool()
+def small() -> str:
+    return "small result"
+
+
+server.run("stdio")
+"""
+
+
+async def test_a_huge_stdio_result_is_an_error_and_is_not_held_whole(tmp_path: Path) -> None:
+    """The stdio path of the first test: serve reads the 50 MB line on to
+    its end (or the server would block writing it) but keeps no more than
+    the cap of it, and the call ends with the error as soon as it is over."""
+    script = tmp_path / "huge.py"
+    script.write_text(HUGE_STDIO_SERVER)
+    reply_script = [
+        ToolCallReply([("big__small", {})]),
+        TextReply("small done"),
+        ToolCallReply([("big__huge", {})]),
+        TextReply("huge done"),
+        ToolCallReply([("big__small", {})]),
+        TextReply("small again"),
+    ]
+    async with open_scripted_server(reply_script) as model:
+        config = (
+            f"mcp_servers:\n  big:\n    command: {sys.executable}\n    args: [{script}]\n"
+            "    require_approval: never\n    timeout: 120\n"
+        )
+        async with serve_before(model.base_url, tmp_path, config) as (served, http):
+            body = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
+            warm = await http.post("/chat/completions", json=body, timeout=60)
+            assert warm.status_code == 200, warm.text
+            assert tool_messages(model.model_requests[-1]) == ["small result"]
+            before = peak_rss(served.process.pid)
+            with trio.fail_after(30):
+                reply = await http.post("/chat/completions", json=body, timeout=60)
+            after = peak_rss(served.process.pid)
+            (said,) = tool_messages(model.model_requests[-1])
+            # The line was read to its end: the next answer is the next call's.
+            again = await http.post("/chat/completions", json=body, timeout=60)
+    assert reply.status_code == 200, reply.text[:300]
+    assert reply.json()["choices"][0]["message"]["content"] == "huge done"
+    assert after - before < 25_000_000, (before, after)
+    assert said == (
+        "error: big: the tool's result was more than 1048576 bytes, over the limit of "
+        "1048576 bytes (max_result_bytes of the MCP server); it was not passed on"
+    )
+    assert again.json()["choices"][0]["message"]["content"] == "small again"
+    assert tool_messages(model.model_requests[-1]) == ["small result"]
+
+
+# A server that answers as the TypeScript SDK serialises (``{result,
+# jsonrpc, id}``: the id last) and announces, before an answer, a message
+# too long to keep that answers nothing.
+TS_ORDER_SERVER = r"""
+import json, sys
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    message = json.loads(line)
+    ident, method = message.get("id"), message.get("method")
+    if ident is None:
+        continue
+    if method == "initialize":
+        result = {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "ts", "version": "1"},
+        }
+    elif method == "tools/list":
+        tool = {"inputSchema": {"type": "object"}}
+        result = {"tools": [dict(tool, name="huge"), dict(tool, name="small")]}
+    elif method == "tools/call" and message["params"]["name"] == "huge":
+        send({"method": "notifications/message",
+              "params": {"level": "info", "data": "n" * 3_000_000}, "jsonrpc": "2.0"})
+        # Escaped quotes and backslashes up to the id, as a reader from
+        # the end must skip them.
+        text = "z" * 3_000_000 + '\\"}' * 300
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+    else:
+        result = {"content": [{"type": "text", "text": "small result"}], "isError": False}
+    sys.stdout.write(json.dumps({"result": result, "jsonrpc": "2.0"})[:-1]
+                     + ',"id":' + json.dumps(ident) + "}\n")
+    sys.stdout.flush()
+"""
+
+
+async def test_an_answer_with_its_id_last_over_the_cap_is_an_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The id is found at the end of the line; a line over the cap that
+    answers nothing (a notification) is dropped with one warning; the next
+    call is answered as usual."""
+    script = tmp_path / "ts.py"
+    script.write_text(TS_ORDER_SERVER)
+    config = McpServerConfig(
+        command=sys.executable, args=[str(script)], timeout=20, require_approval="never"
+    )
+    registry = ToolRegistry()
+    async with open_mcp_servers({"ts": config}, registry):
+        with trio.fail_after(15):
+            result = await registry.execute("ts__huge", "{}", ToolContext())
+            small = await registry.execute("ts__small", "{}", ToolContext())
+    assert not result.ok
+    assert result.content == (
+        "error: ts: the tool's result was more than 1048576 bytes, over the limit of "
+        "1048576 bytes (max_result_bytes of the MCP server); it was not passed on"
+    )
+    assert (small.ok, small.content) == (True, "small result")
+    dropped = [r.getMessage() for r in caplog.records if "answers no request" in r.getMessage()]
+    assert len(dropped) == 1, dropped
+    assert "3000" in dropped[0] and "over the limit of 1048576 bytes" in dropped[0], dropped

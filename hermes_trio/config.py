@@ -7,6 +7,13 @@ names the key and what it expects (``ConfigError``).
 Precedence for a setting: ``HERMES_*``/``API_SERVER_*``/platform environment
 variables, then ``config.yaml``, then the conventional ``OPENAI_*`` variables,
 then the defaults below.
+
+The same variables are also read from ``.env`` files: ``./.env`` (the
+working directory) and ``<store.data_dir>/.env``. A real environment
+variable wins over both, and the working directory's file over the data
+directory's (which cannot move the data directory or the config file
+itself). Nothing is exported into ``os.environ``. ``HERMES_DOTENV=0`` in the
+environment reads neither.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from .approvals.book import DEFAULT_APPROVAL_TIMEOUT
+from .dotenv_files import DOTENV_NAME, EnvFileError, read_env_file
 from .redaction import register_secret, register_url
 from .url_allowlist import UrlRefused, parse_prefix
 from .wire.think import DEFAULT_THINK_TAGS, is_tag_name
@@ -545,6 +553,8 @@ class Config:
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     source: str | None = None
     """Path of the config file this came from (None: defaults and environment)."""
+    env_files: tuple[str, ...] = ()
+    """The ``.env`` files read, the one that wins first."""
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
@@ -607,6 +617,12 @@ ENV_OVERRIDES: dict[str, str] = {
     "SLACK_ALLOWED_USERS": "platforms.slack.allowed_users",
 }
 
+# Fields of Config that say where it came from: no file may set them.
+_LOADER_FIELDS = frozenset({"source", "env_files"})
+
+# A data directory's .env is found through these: it cannot set them.
+_BEFORE_DATA_DIR = frozenset({"HERMES_DATA_DIR", "HERMES_CONFIG"})
+
 # Conventional variables that fill a setting only when neither the config
 # file nor a HERMES_ variable set it.
 ENV_FALLBACKS: dict[str, str] = {
@@ -620,44 +636,29 @@ def load_config(
     *,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    dotenv: bool | None = None,
 ) -> Config:
     """Load and validate the configuration.
 
     ``path``: explicit file (must exist); else ``HERMES_CONFIG``; else
     ``./config.yaml`` when present; else defaults. ``overrides`` are dotted
-    keys set last (command-line flags).
+    keys set last (command-line flags). ``dotenv``: also read the ``.env``
+    files (see the module's docstring); None reads them when ``env`` is the
+    process's own environment and it does not say ``HERMES_DOTENV=0``.
     """
+    if dotenv is None:
+        dotenv = env is None and os.environ.get("HERMES_DOTENV", "1") != "0"
     env = os.environ if env is None else env
-    file_path: Path | None = None
-    explicit = path if path is not None else env.get("HERMES_CONFIG") or None
-    if explicit is not None:
-        file_path = Path(explicit).expanduser()
-        if not file_path.is_file():
-            raise ConfigError(f"config file {file_path}: not found")
-    elif Path("config.yaml").is_file():
-        file_path = Path("config.yaml")
-
-    raw: dict[str, Any] = {}
-    if file_path is not None:
-        try:
-            loaded = yaml.safe_load(file_path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or "invalid YAML"
-            raise ConfigError(f"config file {file_path}{where}: {problem}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(
-                f"config file {file_path}: expected a mapping of sections at top level"
-            )
-        raw = loaded
+    files = _EnvFiles(env, read=dotenv)
+    file_path = _config_file(path, files.env)
+    raw = _read_config_file(file_path)
 
     # The file must be valid on its own, even where the environment or a
     # flag overrides a value: a broken file is reported, not masked.
     _check(_build(Config, copy.deepcopy(raw), ""))
 
+    files.read_data_dir(raw)
+    env = files.env
     for var, key in ENV_FALLBACKS.items():
         if env.get(var) and _get_path(raw, key) is None:
             _set_path(raw, key, _EnvValue(var, env[var]))
@@ -670,7 +671,84 @@ def load_config(
     config = _build(Config, raw, "")
     config = _resolve_api_key(config, env)
     _check(config)
-    return dataclasses.replace(config, source=str(file_path) if file_path else None)
+    return dataclasses.replace(
+        config, source=str(file_path) if file_path else None, env_files=tuple(files.read)
+    )
+
+
+class _EnvFiles:
+    """The environment as the loader sees it: the real one over the ``.env``
+    files read so far (``read``, the one that wins first)."""
+
+    def __init__(self, env: Mapping[str, str], *, read: bool) -> None:
+        self._on = read
+        self._layers: list[Mapping[str, str]] = [env]
+        self.read: list[str] = []
+        self._here = Path(DOTENV_NAME)
+        self._add(self._here)
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        merged: dict[str, str] = {}
+        for layer in reversed(self._layers):
+            merged.update(layer)
+        return merged
+
+    def read_data_dir(self, raw: dict[str, Any]) -> None:
+        """Add the data directory's ``.env``: the directory as the
+        environment (and the working directory's file) or ``raw`` names it."""
+        data_dir = self.env.get("HERMES_DATA_DIR") or _get_path(raw, "store.data_dir")
+        if not isinstance(data_dir, str) or not data_dir:
+            data_dir = StoreConfig.data_dir
+        there = Path(data_dir).expanduser() / DOTENV_NAME
+        if self._on and not _same_file(there, self._here):
+            self._add(there, ignore=_BEFORE_DATA_DIR)
+
+    def _add(self, path: Path, ignore: frozenset[str] = frozenset()) -> None:
+        if not self._on:
+            return
+        try:
+            values = read_env_file(path)
+        except EnvFileError as exc:
+            raise ConfigError(f".env file {exc}") from None
+        if values is None:
+            return
+        self._layers.append({k: v for k, v in values.items() if k not in ignore})
+        self.read.append(str(path.absolute()))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def _config_file(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
+    explicit = path if path is not None else env.get("HERMES_CONFIG") or None
+    if explicit is not None:
+        file_path = Path(explicit).expanduser()
+        if not file_path.is_file():
+            raise ConfigError(f"config file {file_path}: not found")
+        return file_path
+    return Path("config.yaml") if Path("config.yaml").is_file() else None
+
+
+def _read_config_file(file_path: Path | None) -> dict[str, Any]:
+    if file_path is None:
+        return {}
+    try:
+        loaded = yaml.safe_load(file_path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"config file {file_path}{where}: {problem}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {file_path}: expected a mapping of sections at top level")
+    return loaded
 
 
 def config_from_sections(sections: Mapping[str, Any]) -> Config:
@@ -719,7 +797,7 @@ def _build(cls: type, data: Any, prefix: str) -> Any:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping, got {_describe(data)}")
     hints = get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.name != "source"}
+    names = {f.name for f in dataclasses.fields(cls) if f.name not in _LOADER_FIELDS}
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigError(

@@ -2,7 +2,9 @@
 
 Events describe presentation only; the conversation history is owned by the
 agent. Like h11's events they are frozen dataclasses exported through one
-``__all__`` and one union type.
+``__all__`` and one union type. Each constructs from what names it (the
+text, the tool, the notice's kind; ``MessageStop()`` is the final stop):
+everything else has the default a reader would assume.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class ReasoningChunk:
 class MessageStop:
     """The current text segment ended; ``final=False`` at a tool boundary."""
 
-    final: bool
+    final: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +96,9 @@ class ToolCallChunk:
     its ``ToolCallFinished`` has the same ``index``."""
 
     tool_name: str
-    preview: str
-    args: dict[str, Any]
-    index: int
+    preview: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    index: int = 0
     call_id: str = ""
 
 
@@ -128,9 +130,9 @@ class ToolCallFinished:
     """A tool call ended; ``result`` is what the model will read."""
 
     tool_name: str
-    duration: float
-    ok: bool
-    index: int
+    duration: float = 0.0
+    ok: bool = True
+    index: int = 0
     call_id: str = ""
     result: str = ""
 
@@ -140,7 +142,7 @@ class LongToolHint:
     """A tool has run longer than the configured hint threshold."""
 
     tool_name: str
-    duration: float
+    duration: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +152,8 @@ class ToolProgress:
     what it says it is doing. ``index`` is the call's, as in ToolCallChunk."""
 
     tool_name: str
-    index: int
-    progress: float
+    index: int = 0
+    progress: float = 0.0
     total: float | None = None
     message: str = ""
     call_id: str = ""
@@ -168,7 +170,7 @@ class GatewayNotice:
     its times in seconds (``waited``, ``after``)."""
 
     kind: str
-    text: str
+    text: str = ""
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -231,9 +233,9 @@ class ContextCompacted:
     (the Responses API seals it into a ``compaction`` item)."""
 
     how: Literal["summary", "truncation"]
-    tokens_before: int
-    tokens_after: int
-    folded: int
+    tokens_before: int = 0
+    tokens_after: int = 0
+    folded: int = 0
     window: int = 0
     reason: str = ""
     summary: str = ""
@@ -257,8 +259,8 @@ class TurnFinished:
     """
 
     text: str
-    usage: Usage
-    finish_reason: str
+    usage: Usage = Usage()
+    finish_reason: str = "stop"
     tool_calls: tuple[dict[str, Any], ...] = ()
     error: str | None = None
     error_code: str | None = None

@@ -29,6 +29,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(_SDK_GENERATORS)
 
 
+@pytest.fixture(autouse=True)
+def _no_dotenv_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """load_config() in this process reads no .env of this machine (a
+    developer's own in the checkout or in ~/.hermes-trio): the .env tests
+    say where theirs is."""
+    monkeypatch.setenv("HERMES_DOTENV", "0")
+
+
 @pytest.fixture
 def short_shutdown(monkeypatch: pytest.MonkeyPatch) -> None:
     """The in-process server's shutdown grace at 0.2 s instead of 2 s, for a

@@ -243,6 +243,9 @@ def clean_env(**extra: str) -> dict[str, str]:
     # (HERMES_CONTEXT_WINDOW="" to let the model server, or a config file
     # the test writes, say it: the environment wins over the file).
     env["HERMES_CONTEXT_WINDOW"] = str(TEST_WINDOW)
+    # No .env file of this machine's (the data directory's, often the
+    # developer's own ~/.hermes-trio) unless a test asks (it deletes this).
+    env["HERMES_DOTENV"] = "0"
     # A child may cache the bytecode it compiles (Python's default): with
     # PYTHONDONTWRITEBYTECODE set, every process a test starts compiled
     # hermes_trio from source again, about a quarter second of CPU each.

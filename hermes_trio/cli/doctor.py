@@ -60,7 +60,7 @@ def run_doctor(config: Config, args: argparse.Namespace | None = None) -> int:
 
 
 async def _main(config: Config) -> int:
-    checks = [Check("config", True, config.source or "no config file: defaults and environment")]
+    checks = [Check("config", True, _sources(config))]
     print(checks[0].line(), flush=True)
     async with httpx.AsyncClient(timeout=httpx.Timeout(CHECK_TIMEOUT, connect=10.0)) as http:
         steps: list[Callable[[], Awaitable[list[Check]]]] = [
@@ -81,6 +81,13 @@ async def _main(config: Config) -> int:
         err=bool(failed),
     )
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _sources(config: Config) -> str:
+    """Where the settings came from: the config file and the .env files."""
+    read = config.source or "no config file: defaults and environment"
+    dotenv = ", ".join(config.env_files) if config.env_files else "none"
+    return f"{read}; .env files read: {dotenv}"
 
 
 async def _model_server(config: Config, http: httpx.AsyncClient) -> list[Check]:

@@ -27,6 +27,11 @@ working"), and ``interrupt_notice`` replaces the "interrupted" note when it
 returns one (the gateway is shutting down, not the user stopping the turn).
 An ``EditorControl`` changes what a running editor shows from outside (the
 gateway's ``/verbose`` turns tool progress on or off mid-turn).
+
+A messenger with a ``render_event`` method (``EventRenderer``, see
+:mod:`hermes_trio.consumers.rendering`) is asked how to show each side
+event (tool lines, notices, the compaction line, a block of reasoning)
+before the plan takes it: its own text, nothing, or ``DEFAULT``.
 """
 
 from __future__ import annotations
@@ -44,7 +49,14 @@ from hermes_trio.consumers.messenger import (
     PlatformError,
     RateLimited,
 )
-from hermes_trio.events import GatewayNotice, StreamEvent, TurnFinished
+from hermes_trio.consumers.rendering import (
+    DEFAULT,
+    RENDERED_EVENTS,
+    EventRenderer,
+    Rendering,
+    check_rendering,
+)
+from hermes_trio.events import GatewayNotice, ReasoningChunk, StreamEvent, TurnFinished
 from hermes_trio.exception_groups import leaves
 
 __all__ = ["EditorControl", "run_editor"]
@@ -56,9 +68,29 @@ class _Driver:
         self._messenger = messenger
         self._settings = settings
         self._changed = trio.Event()
+        self._renderer = messenger if isinstance(messenger, EventRenderer) else None
+        # A renderer is asked about a whole block of reasoning, once it ended.
+        self._reasoning: list[str] = []
 
     def _notify(self) -> None:
         self._changed.set()
+
+    def shown(self, event: StreamEvent) -> Rendering:
+        """How the messenger's renderer wants ``event`` shown."""
+        if self._renderer is None or not isinstance(event, RENDERED_EVENTS):
+            return DEFAULT
+        return check_rendering(self._renderer.render_event(event), self._renderer)
+
+    def _feed(self, event: StreamEvent) -> None:
+        if self._reasoning and not isinstance(event, ReasoningChunk):
+            block = ReasoningChunk("".join(self._reasoning))
+            self._reasoning.clear()
+            self._plan.feed(block, trio.current_time(), self.shown(block))
+        if isinstance(event, ReasoningChunk) and self._renderer is not None:
+            self._reasoning.append(event.text)
+            return
+        self._plan.feed(event, trio.current_time(), self.shown(event))
+        self._notify()
 
     def show_tools(self, on: bool) -> None:
         self._plan.show_tools(on, trio.current_time())
@@ -69,14 +101,20 @@ class _Driver:
         try:
             async with receive:
                 async for event in receive:
-                    self._plan.feed(event, trio.current_time())
-                    self._notify()
+                    self._feed(event)
                     if isinstance(event, TurnFinished):
                         return
             # The stream ended without ``TurnFinished``: the turn was cut off.
             self._plan.interrupt(trio.current_time())
         finally:
             self._notify()
+
+    def note_for(self, notice: GatewayNotice | None) -> str | None:
+        """The note a cut-off turn ends with instead of "interrupted"."""
+        if notice is None:
+            return None
+        shown = self.shown(notice)
+        return notice.text if shown is DEFAULT else shown
 
     async def show_notices(self, notices: Sequence[tuple[float, GatewayNotice]]) -> None:
         """Feed each notice to the plan ``delay`` seconds after the start,
@@ -86,8 +124,7 @@ class _Driver:
             await trio.sleep_until(start + delay)
             if self._plan.finished:
                 return
-            self._plan.feed(notice, trio.current_time())
-            self._notify()
+            self._feed(notice)
 
     async def deliver(self) -> None:
         """Make the plan's platform calls until nothing more is owed."""
@@ -210,12 +247,12 @@ async def run_editor(
             # Cancelled (or failed): the turn is cut off, but the chat must not
             # keep a cursor. Whatever raised is re-raised after this block.
             with trio.move_on_after(settings.cleanup_deadline, shield=True):
-                notice = None
+                note = None
                 if interrupt_notice is not None and _only_cancelled(cut_by):
                     # A crash is no interruption: it is told as the error it is.
-                    notice = interrupt_notice()
+                    note = driver.note_for(interrupt_notice())
                 plan.forget_in_flight()
-                plan.interrupt(trio.current_time(), notice.text if notice else None)
+                plan.interrupt(trio.current_time(), note)
                 await driver.deliver()
         if control is not None:
             control._attach(None)

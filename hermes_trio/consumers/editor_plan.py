@@ -38,6 +38,10 @@ Decisions, in brief:
   messages, once, and nothing is edited. A refused draft
   (``drafts_refused``) turns the plan to edits for the rest of the turn:
   what the draft showed becomes a message that is then edited.
+- Side events (tool lines, notices, the compaction line, reasoning) are
+  shown as the messenger's renderer answered for each (``feed``'s
+  ``shown``, :mod:`hermes_trio.consumers.rendering`): its text, nothing, or
+  the default drawn here.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from typing import Literal
 
 from hermes_trio.consumers.context_lines import compaction_line
 from hermes_trio.consumers.messenger import Capabilities, measure
+from hermes_trio.consumers.rendering import DEFAULT, DefaultRendering, Rendering
 from hermes_trio.consumers.splitting import Paginator, split_all
 from hermes_trio.events import (
     Commentary,
@@ -56,6 +61,7 @@ from hermes_trio.events import (
     LongToolHint,
     MessageChunk,
     MessageStop,
+    ReasoningChunk,
     StreamEvent,
     ToolCallChunk,
     ToolCallFinished,
@@ -186,10 +192,11 @@ class _Tool:
     """One tool call of the current step, as the progress message shows it."""
 
     name: str
-    line: str
+    line: str | None  # None: the renderer shows nothing for it
     running: bool = True
     elapsed: float | None = None
     progress: str = ""
+    held_at: int | None = None  # its line's place among the held blocks
 
 
 class EditorPlan:
@@ -264,8 +271,10 @@ class EditorPlan:
 
     # ------------------------------------------------------------------ input
 
-    def feed(self, event: StreamEvent, now: float) -> None:
-        """Take one stream event received at ``now``."""
+    def feed(self, event: StreamEvent, now: float, shown: Rendering = DEFAULT) -> None:
+        """Take one stream event received at ``now``; ``shown`` is how the
+        messenger's renderer wants a side event shown (its text, None for
+        nothing, ``DEFAULT`` for the editor's own)."""
         if self._finished:
             return
         match event:
@@ -276,23 +285,30 @@ class EditorPlan:
             case Commentary(text=text):
                 self._commentary(text, now)
             case ToolCallChunk():
-                self._tool_started(event, now)
+                self._tool_started(event, now, shown)
             case ToolCallFinished(index=index):
                 if (tool := self._tools.get(index)) is not None:
                     tool.running = False
+                    if isinstance(shown, str):
+                        self._restyle(tool, shown, now)
             case LongToolHint():
-                self._long_tool(event, now)
+                self._long_tool(event, now, shown)
             case ToolProgress():
-                self._tool_progress(event, now)
+                self._tool_progress(event, now, shown)
             case GatewayNotice(text=text):
-                self._add_message("note", text, now)
+                if shown is not None:
+                    self._add_message("note", _chosen(shown, text), now)
             case ContextCompacted():
-                self._compacted(event, now)
+                self._compacted(event, now, shown)
+            case ReasoningChunk():
+                # Chats show no reasoning unless a renderer draws a block of it.
+                if isinstance(shown, str):
+                    self._side_note(shown, now, fit=False)
             case TurnFinished():
                 self._turn_finished(event, now)
             case _:
-                # ReasoningChunk is not shown on chat platforms; MessageStop(final=True)
-                # is followed by TurnFinished, which carries the text to show.
+                # MessageStop(final=True) is followed by TurnFinished, which
+                # carries the text to show.
                 pass
         self._sync_draft(now)
 
@@ -501,59 +517,93 @@ class EditorPlan:
             else:
                 self._add_message("text", text, now)
 
-    def _tool_started(self, event: ToolCallChunk, now: float) -> None:
+    def _tool_started(self, event: ToolCallChunk, now: float, shown: Rendering) -> None:
         self._close_segment(now)
         if event.index in self._tools or not any(t.running for t in self._tools.values()):
             # A new step of tool calls replaces the previous step's lines.
             self._tools.clear()
         preview = one_line(event.preview, _PREVIEW_CHARS)
         line = f"🔧 {event.tool_name}: {preview}" if preview else f"🔧 {event.tool_name}"
-        self._tools[event.index] = _Tool(event.tool_name, line)
+        tool = _Tool(event.tool_name, None if shown is None else _chosen(shown, line))
+        self._tools[event.index] = tool
+        if tool.line is None:
+            return
         if self._hold:
-            self._held.append(("tool", line))
+            tool.held_at = len(self._held)
+            self._held.append(("tool", tool.line))
+        elif self._show_tools:
+            self._show_progress(now)
+
+    def _restyle(self, tool: _Tool, line: str, now: float) -> None:
+        """The renderer's ``line`` is the tool's line from now on."""
+        tool.line, tool.progress, tool.elapsed = line, "", None
+        if self._hold:
+            if tool.held_at is None:
+                tool.held_at = len(self._held)
+                self._held.append(("tool", line))
+            else:
+                self._held[tool.held_at] = ("tool", line)
+        elif self._show_tools and self._progress is not None:
+            self._set_want(self._progress, self._progress_text(), final=False, now=now)
         elif self._show_tools:
             self._show_progress(now)
 
     def _show_progress(self, now: float) -> None:
         """The progress message shows the current step's tools: the last
         message, edited, or a new one below text that came after it."""
+        text = self._progress_text()
+        if not text:
+            return  # every tool of the step is one the renderer does not show
         if self._progress is not None and self._progress == len(self._slots) - 1:
-            self._set_want(self._progress, self._progress_text(), final=False, now=now)
+            self._set_want(self._progress, text, final=False, now=now)
         else:
-            self._progress = self._new_slot("progress", self._progress_text(), False, now)
+            self._progress = self._new_slot("progress", text, False, now)
 
-    def _tool_progress(self, event: ToolProgress, now: float) -> None:
+    def _tool_progress(self, event: ToolProgress, now: float, shown: Rendering) -> None:
         tool = self._tools.get(event.index)
-        if tool is None or not tool.running:
+        if tool is None or not tool.running or shown is None:
+            return
+        if isinstance(shown, str):
+            self._restyle(tool, shown, now)
             return
         tool.progress = event.describe()
         if self._show_tools and self._progress is not None and not self._hold:
             self._set_want(self._progress, self._progress_text(), final=False, now=now)
 
-    def _long_tool(self, event: LongToolHint, now: float) -> None:
-        changed = False
-        for tool in self._tools.values():
-            if tool.running and tool.name == event.tool_name:
-                tool.elapsed = event.duration
-                changed = True
-        if not changed or self._hold:
+    def _long_tool(self, event: LongToolHint, now: float, shown: Rendering) -> None:
+        running = [t for t in self._tools.values() if t.running and t.name == event.tool_name]
+        if not running or shown is None:
+            return
+        custom = shown if isinstance(shown, str) else None
+        if custom is not None and self._show_tools:
+            for tool in running:
+                self._restyle(tool, custom, now)
+            return
+        for tool in running:
+            tool.elapsed = event.duration
+        if self._hold:
             return
         if self._show_tools and self._progress is not None:
             self._set_want(self._progress, self._progress_text(), final=False, now=now)
         elif not self._show_tools and self._s.long_tool_hint and self._hint is None:
-            hint = self._s.long_tool_hint.replace("{tool}", event.tool_name)
+            hint = custom or self._s.long_tool_hint.replace("{tool}", event.tool_name)
             self._hint = self._new_slot("note", self._fit(hint), True, now)
 
-    def _compacted(self, event: ContextCompacted, now: float) -> None:
-        if not self._s.show_compaction:
+    def _compacted(self, event: ContextCompacted, now: float, shown: Rendering) -> None:
+        if not self._s.show_compaction or shown is None:
             return
-        line = self._fit(compaction_line(event))
-        # Before a model request: any text of the step before is complete.
+        self._side_note(_chosen(shown, compaction_line(event)), now, fit=True)
+
+    def _side_note(self, text: str, now: float, *, fit: bool) -> None:
+        """A note between model requests (a compaction, a block of
+        reasoning): any text of the step before is complete."""
         self._close_segment(now)
         if self._hold:
-            self._held.append(("text", line))
+            self._held.append(("text", self._fit(text) if fit else text))
+        elif fit:
+            self._new_slot("note", self._fit(text), True, now)
         else:
-            self._new_slot("note", line, True, now)
+            self._add_message("note", text, now)
 
     def _turn_finished(self, event: TurnFinished, now: float) -> None:
         if event.finish_reason == "interrupted":
@@ -678,6 +728,8 @@ class EditorPlan:
     def _progress_text(self) -> str:
         lines = []
         for _, tool in sorted(self._tools.items()):
+            if tool.line is None:
+                continue
             line = tool.line
             if tool.progress:
                 line += f" · {tool.progress}"
@@ -818,3 +870,11 @@ class EditorPlan:
         if s.want is None:
             return Action("delete", i, message_id=s.message_id, final=True)
         return Action("edit", i, s.want, message_id=s.message_id, final=s.final)
+
+
+def _chosen(shown: Rendering, default: str) -> str:
+    """The text to show: the renderer's, or ``default`` for ``DEFAULT``
+    (None, nothing shown, is decided before)."""
+    if isinstance(shown, DefaultRendering) or shown is None:
+        return default
+    return shown

@@ -9,6 +9,9 @@ A platform with native drafts (Telegram's ``sendMessageDraft``) says so in
 its capabilities (``drafts``) and implements ``DraftMessenger``: the text
 still growing goes into an ephemeral draft, and only final text is sent as
 messages.
+
+A messenger may also draw the side events of a turn its own way (tool
+lines, notices): :mod:`hermes_trio.consumers.rendering`'s ``EventRenderer``.
 """
 
 from __future__ import annotations

@@ -103,3 +103,31 @@ async def test_the_context_window_line_says_where_the_number_came_from(tmp_path:
     assert window == ["ok    context window: 4096 tokens, from model.context_window"]
     # The server was asked about its window once, in the first run only.
     assert asked.count("GET /props") == 1 and asked.count("POST /api/show") == 1
+
+
+async def test_settings_in_env_files_are_used_under_the_environment_and_named(
+    tmp_path: Path,
+) -> None:
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    data.mkdir()
+    script = [TextReply("OK"), ToolCallReply([("get_time", {})])]
+    async with open_scripted_server(script) as model:
+        # The model server comes from the working directory's .env, the API
+        # port from the data directory's; the model's name from .env would
+        # fail the check, but the environment's wins.
+        (work / ".env").write_text(
+            f"HERMES_MODEL_BASE_URL={model.base_url}\nHERMES_MODEL=not-listed\n"
+            f"HERMES_DATA_DIR={data}\n"
+        )
+        (data / ".env").write_text("API_SERVER_PORT=8765\nHERMES_MODEL=not-listed-either\n")
+        env = clean_env(HERMES_MODEL="scripted-model")
+        env.pop("HERMES_DOTENV", None)
+        result = await doctor(env, work)
+    out = result.stdout.decode()
+    assert result.returncode == 0, out + result.stderr.decode()
+    lines = out.splitlines()
+    assert f"; .env files read: {work / '.env'}, {data / '.env'}" in lines[0]
+    assert lines[0].startswith("ok    config: no config file")
+    assert any("lists 'scripted-model'" in line for line in lines)
+    assert any("would listen on 127.0.0.1:8765" in line for line in lines)

@@ -15,7 +15,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "config.yaml.example"
 def keys_of(cls: type, prefix: str = "") -> set[str]:
     found = set()
     for f in dataclasses.fields(cls):
-        if f.name == "source":
+        if f.name in ("source", "env_files"):  # where it came from, not a key
             continue
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         if dataclasses.is_dataclass(default):

@@ -52,6 +52,8 @@ RUNTIME = ("trio", "httpx", "hermes_trio.agent", "hermes_trio.gateway")
 NOTHING_TO_RUN = (*MCP, *POSTGRES, *WEB, *ADAPTERS, *KIT, *RUNTIME, "hermes_trio.config", "yaml")
 REPLAY = (*MCP, *POSTGRES, *WEB, *ADAPTERS, *FAKES, "hermes_trio.gateway")
 SERVE = (*MCP, *POSTGRES, *ADAPTERS, *KIT, "hermes_trio.gateway")
+# The terminal chat serves nothing and keeps no store.
+CHAT = (*MCP, *POSTGRES, *WEB, *ADAPTERS, *KIT, "hermes_trio.gateway", "hermes_trio.store")
 
 
 def loaded(modules: Iterable[str], unwanted: Iterable[str]) -> list[str]:
@@ -122,3 +124,22 @@ async def test_serve_without_mcp_servers_never_imports_mcp(tmp_path: Path) -> No
             with trio.fail_after(15):
                 await served.process.wait()
     assert loaded(modules_at_exit(seen), SERVE) == []
+
+
+async def test_a_chat_question_loads_no_web_stack(tmp_path: Path) -> None:
+    seen = tmp_path / "modules"
+    seen.mkdir()
+    async with open_scripted_server(default=TextReply("Hi there")) as model:
+        env = clean_env(HERMES_MODEL_BASE_URL=model.base_url, HERMES_TEST_MODULES_AT_EXIT=str(seen))
+        with trio.fail_after(60):
+            done = await trio.run_process(
+                [sys.executable, "-m", "hermes_trio.cli", "chat", "-q", "hi"],
+                env=env,
+                cwd=tmp_path,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Hi there" in done.stdout
+    assert loaded(modules_at_exit(seen), CHAT) == []

@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from functools import partial
 from typing import Any, Unpack
 
@@ -38,7 +38,6 @@ from .events import (
     Usage,
 )
 from .llm import ModelClient, ModelError, ModelRequest, ModelResponse, make_http_client
-from .mcp import open_mcp_servers
 from .recording import Recorder, note_tool, record_turn
 from .recording.document import RecordedOptions
 from .tools import (
@@ -762,12 +761,24 @@ async def open_agent(
     config = config or load_config()
     registry = tools if tools is not None else default_registry(config.agent.tools)
     # The configured MCP servers run as long as the agent does.
-    async with open_mcp_servers(config.mcp_servers, registry):
+    async with _mcp_servers(config, registry):
         if http_client is not None:
             yield Agent(config, http_client, tools=registry, approve=approve, record=record)
             return
         async with make_http_client(config.model, transport=transport) as http:
             yield Agent(config, http, tools=registry, approve=approve, record=record)
+
+
+def _mcp_servers(config: Config, registry: ToolRegistry) -> AbstractAsyncContextManager[object]:
+    """The enabled servers of ``mcp_servers`` for the life of the block
+    (their tools join ``registry``); nothing to run without one."""
+    if not any(server.enabled for server in config.mcp_servers.values()):
+        return nullcontext()
+    # Imported here: the MCP SDK costs ~34 MB and most of a second of
+    # start-up, so only a config with an MCP server loads it.
+    from .mcp import open_mcp_servers
+
+    return open_mcp_servers(config.mcp_servers, registry)
 
 
 def _config_recorder(config: Config) -> Recorder | None:

@@ -11,8 +11,6 @@ from contextlib import asynccontextmanager
 
 from ..agent import Agent, open_agent
 from ..config import Config
-from ..testing.script import TextReply
-from ..testing.scripted_model.double import ModelDouble
 
 __all__ = ["DEMO_BANNER", "DEMO_URL", "WORD_DELAY", "agent_for", "demo_config", "is_demo"]
 
@@ -51,6 +49,10 @@ async def agent_for(config: Config) -> AsyncIterator[Agent]:
         async with open_agent(config) as agent:
             yield agent
         return
+    # Imported here: only demo mode loads the testing kit's scripted model.
+    from ..testing.script import TextReply
+    from ..testing.scripted_model.double import ModelDouble
+
     words = [f"{word} " for word in _ANSWER.split(" ")]
     words[-1] = words[-1].rstrip()
     reply = TextReply(tokens=words, delay=WORD_DELAY)

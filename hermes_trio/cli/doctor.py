@@ -26,7 +26,6 @@ from ..escapes import escape_controls
 from ..gateway import build_adapters
 from ..llm import NO_MODEL_SERVER, ModelClient
 from ..llm.endpoints import endpoint
-from ..mcp import open_mcp_servers
 from ..redaction import shown_url
 from ..server.keys import keys_of
 from ..server.run import startup_problem
@@ -243,6 +242,12 @@ async def _api_server(config: Config) -> list[Check]:
 async def _mcp_servers(config: Config) -> list[Check]:
     """Each enabled MCP server: did it answer, and with which tools."""
     checks: list[Check] = []
+    if not any(server.enabled for server in config.mcp_servers.values()):
+        return checks
+    # Imported here: the MCP SDK costs most of a second, only for a config
+    # that has an MCP server to check.
+    from ..mcp import open_mcp_servers
+
     async with open_mcp_servers(config.mcp_servers, ToolRegistry()) as running:
         for label, server in running.servers.items():
             if server.up:

@@ -14,10 +14,12 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..config import Config, ConfigError, load_config
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 __all__ = ["main"]
 
@@ -230,6 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         argcomplete.autocomplete(parser)
     args = parser.parse_args(argv)
+    # Imported here: --version and --help answer before the config (and
+    # its YAML parser and wire types) is needed.
+    from ..config import Config, ConfigError, load_config
+
     # What `serve --workers` runs again in each worker.
     args.argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(

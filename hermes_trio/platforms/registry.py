@@ -31,11 +31,6 @@ from ..config import (
     WhatsAppConfig,
 )
 from .base import PlatformAdapter
-from .discord import DiscordAdapter
-from .homeassistant import HomeAssistantAdapter
-from .slack import SlackAdapter
-from .telegram import TelegramAdapter
-from .whatsapp import WhatsAppAdapter
 
 __all__ = [
     "DISCORD",
@@ -120,15 +115,46 @@ def _on_with_credentials(enabled: bool | None, *credentials: str | None) -> bool
     return all(credentials) if enabled is None else enabled
 
 
+# Each adapter's module is imported when its platform is built: a gateway
+# loads the platforms it runs (Discord's websocket client, Home Assistant's
+# webhook server), not all of them.
+
+
+def _telegram(settings: TelegramConfig, client: httpx.AsyncClient, only: bool) -> PlatformAdapter:
+    # Imported here: only a gateway that runs Telegram loads its adapter.
+    from .telegram import TelegramAdapter
+
+    return TelegramAdapter(settings, client, filter_users=only)
+
+
+def _discord(settings: DiscordConfig, client: httpx.AsyncClient, only: bool) -> PlatformAdapter:
+    # Imported here: only a gateway that runs Discord loads its adapter.
+    from .discord import DiscordAdapter
+
+    return DiscordAdapter(settings, client, filter_users=only)
+
+
+def _slack(settings: SlackConfig, client: httpx.AsyncClient, only: bool) -> PlatformAdapter:
+    # Imported here: only a gateway that runs Slack loads its adapter.
+    from .slack import SlackAdapter
+
+    return SlackAdapter(settings, client, filter_users=only)
+
+
+def _whatsapp(settings: WhatsAppConfig, client: httpx.AsyncClient, only: bool) -> PlatformAdapter:
+    # Imported here: only a gateway that runs WhatsApp loads its adapter.
+    from .whatsapp import WhatsAppAdapter
+
+    return WhatsAppAdapter(settings, client, filter_users=only)
+
+
 # -- Telegram, Discord, Slack: credentials turn them on -----------------------
 
 TELEGRAM = Platform[TelegramConfig](
     name="telegram",
     section=lambda platforms: platforms.telegram,
     switch=lambda settings: _on_with_credentials(settings.enabled, settings.token),
-    make_adapter=lambda settings, client, only: TelegramAdapter(
-        settings, client, filter_users=only
-    ),
+    make_adapter=_telegram,
     allow_hint="platforms.telegram.allowed_users in config.yaml (or TELEGRAM_ALLOWED_USERS)",
     to_enable=("set", "TELEGRAM_BOT_TOKEN (or platforms.telegram.token)"),
     edit_interval_of=lambda settings: settings.edit_interval,
@@ -141,7 +167,7 @@ DISCORD = Platform[DiscordConfig](
     name="discord",
     section=lambda platforms: platforms.discord,
     switch=lambda settings: _on_with_credentials(settings.enabled, settings.token),
-    make_adapter=lambda settings, client, only: DiscordAdapter(settings, client, filter_users=only),
+    make_adapter=_discord,
     allow_hint="platforms.discord.allowed_users in config.yaml (or DISCORD_ALLOWED_USERS)",
     to_enable=("set", "DISCORD_BOT_TOKEN (or platforms.discord.token)"),
     edit_interval_of=lambda settings: settings.edit_interval,
@@ -154,7 +180,7 @@ SLACK = Platform[SlackConfig](
     switch=lambda settings: _on_with_credentials(
         settings.enabled, settings.bot_token, settings.app_token
     ),
-    make_adapter=lambda settings, client, only: SlackAdapter(settings, client, filter_users=only),
+    make_adapter=_slack,
     allow_hint="platforms.slack.allowed_users in config.yaml (or SLACK_ALLOWED_USERS)",
     to_enable=("set", "SLACK_BOT_TOKEN and SLACK_APP_TOKEN (or platforms.slack)"),
     edit_interval_of=lambda settings: settings.edit_interval,
@@ -167,9 +193,7 @@ WHATSAPP = Platform[WhatsAppConfig](
     name="whatsapp",
     section=lambda platforms: platforms.whatsapp,
     switch=lambda settings: settings.enabled,
-    make_adapter=lambda settings, client, only: WhatsAppAdapter(
-        settings, client, filter_users=only
-    ),
+    make_adapter=_whatsapp,
     allow_hint="platforms.whatsapp.allowed_users in config.yaml",
     to_enable=("enable", "platforms.whatsapp"),
 )
@@ -181,6 +205,10 @@ WHATSAPP = Platform[WhatsAppConfig](
 def _homeassistant(
     settings: HomeAssistantConfig, client: httpx.AsyncClient, filter_users: bool
 ) -> PlatformAdapter:
+    # Imported here: only a gateway that runs Home Assistant loads its
+    # adapter (and the web server its webhook needs).
+    from .homeassistant import HomeAssistantAdapter
+
     return HomeAssistantAdapter(
         settings,
         client,

@@ -56,6 +56,8 @@ from before the store left the server: existing log filters still match.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .base import (
     Claim,
     HeldApproval,
@@ -69,10 +71,12 @@ from .base import (
     wall_clock,
 )
 from .opening import open_store, store_path
-from .postgres import PostgresStore
 from .private import install_secret
 from .signals import SIGNAL_POLL, SignalHandlers, keep_store
 from .sqlite import DB_FILENAME, SQLiteStore, store_failure
+
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
 
 __all__ = [
     "DB_FILENAME",
@@ -96,3 +100,14 @@ __all__ = [
     "store_path",
     "wall_clock",
 ]
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers: they see the import above.
+    def __getattr__(name: str) -> Any:
+        if name != "PostgresStore":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        # Imported here: PostgreSQL's driver loads only where it is used
+        # (a store.url), not for every SQLite store.
+        from .postgres import PostgresStore
+
+        return PostgresStore

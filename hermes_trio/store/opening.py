@@ -8,14 +8,17 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from ..config import Config, StoreConfig
 from .base import StoreError, StoreOpenError, wall_clock
-from .postgres import PostgresStore
 from .shared import SQLStore
 from .sqlite import DB_FILENAME, SQLiteStore
+
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
 
 __all__ = ["open_store", "store_path"]
 
@@ -103,6 +106,9 @@ async def open_store(
     store: SQLStore
     pg: PostgresStore | None = None
     if settings.url:
+        # Imported here: PostgreSQL's driver loads only for a store.url.
+        from .postgres import PostgresStore
+
         pg = PostgresStore(
             settings.url,
             max_rows=settings.max_rows,

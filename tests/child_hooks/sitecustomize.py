@@ -8,10 +8,15 @@ waits that no test measures are shortened this way, so that an end-to-end
 test does not sit out a production latency bound (a one-second idle poll)
 while it checks something else. A name the module does not define fails
 the process at import, so a renamed constant cannot silently stop counting.
+
+``HERMES_TEST_MODULES_AT_EXIT`` (a directory) makes each process write the
+names in ``sys.modules`` as it exits, one a line, to ``<pid>.modules`` there:
+what a command imported in its whole life (tests/cli/test_lean_imports.py).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -56,3 +61,13 @@ class _Finder(MetaPathFinder):
 
 if _PATCHES:
     sys.meta_path.insert(0, _Finder())
+
+
+def _write_modules(directory: str) -> None:
+    path = os.path.join(directory, f"{os.getpid()}.modules")
+    with open(path, "w") as out:
+        out.write("\n".join(sorted(sys.modules)))
+
+
+if os.environ.get("HERMES_TEST_MODULES_AT_EXIT"):
+    atexit.register(_write_modules, os.environ["HERMES_TEST_MODULES_AT_EXIT"])

@@ -55,8 +55,8 @@ from ..bodies import StreamedBody
 from ..state import ServerState
 from ..turn_reservation import TurnReservation
 from ..turn_slots import turn_options
-from .mcp_run import RequestMcpTool, open_request_servers, turn_registry
 from .request import ResponsesRequest
+from .request_tools import turn_registry
 
 __all__ = ["FollowBody", "LiveResponse", "LiveResponses"]
 
@@ -335,6 +335,10 @@ class LiveResponses:
     ) -> None:
         """:meth:`_run` with the request's MCP servers connected around it;
         what they offer is an ``mcp_list_tools`` item before the model speaks."""
+
+        # Imported here: the MCP SDK costs ~34 MB and most of a second, so
+        # only a request with an ``mcp`` tool loads it.
+        from .mcp_run import RequestMcpTool, open_request_servers
 
         async def connected() -> TurnResult:
             async with open_request_servers(req.mcp, tools) as (listings, names):

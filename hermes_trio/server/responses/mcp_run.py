@@ -6,11 +6,14 @@ turn's own task tree: opened before the model is asked, closed when the
 turn ends. Its tools join a registry of the turn's own (the agent's tools
 plus these), named ``<server_label>__<tool>``; a call asks first where the
 request's ``require_approval`` says so.
+
+Only a request with an ``mcp`` tool imports this module (and with it the
+MCP SDK); :mod:`.request_tools` holds what every Responses request needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence, Set
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +25,10 @@ from ...mcp import McpServer, McpTool, ServerTool, start_servers
 from ...redaction import redact, register_request_secret, register_request_url
 from ...tools.base import ToolContext, ToolResult
 from ...tools.registry import ToolRegistry
-from ...wire.responses_types import McpListToolsTool, OutputItem
+from ...wire.responses_types import McpListToolsTool
 from .mcp_request import McpRequestTool
 
-__all__ = ["Listing", "RequestMcpTool", "listed_labels", "open_request_servers", "turn_registry"]
+__all__ = ["Listing", "RequestMcpTool", "open_request_servers"]
 
 # Seconds a request's server may take to answer, per call and to start.
 MCP_TIMEOUT = 60.0
@@ -68,15 +71,6 @@ class Listing:
     label: str
     tools: list[McpListToolsTool] = field(default_factory=list)
     error: str | None = None
-
-
-def turn_registry(base: ToolRegistry) -> ToolRegistry:
-    """A registry of one turn's own: ``base``'s tools, to which the
-    request's servers' tools are added."""
-    registry = ToolRegistry()
-    registry.set_group("agent", [t for n in base.names() if (t := base.get(n)) is not None])
-    registry.add_resolver(base.get)
-    return registry
 
 
 @asynccontextmanager
@@ -124,14 +118,4 @@ def _listed(spec: ServerTool) -> McpListToolsTool:
         "description": spec.description,
         "input_schema": spec.parameters or {"type": "object", "properties": {}},
         "annotations": {"read_only": spec.read_only} if spec.read_only is not None else None,
-    }
-
-
-def listed_labels(outputs: Sequence[Sequence[OutputItem]]) -> Set[str]:
-    """The server labels an ``mcp_list_tools`` item of these outputs names."""
-    return {
-        item["server_label"]
-        for output in outputs
-        for item in output
-        if isinstance(item, dict) and item["type"] == "mcp_list_tools" and not item.get("error")
     }

@@ -61,7 +61,6 @@ from .input import (
     resolve_references,
 )
 from .live import STOP_WAIT, LiveResponses
-from .mcp_run import listed_labels
 from .remote import StoredFollowBody, stop_elsewhere
 from .request import (
     ResponsesRequest,
@@ -69,6 +68,7 @@ from .request import (
     parse_responses_request,
     parse_retrieve_query,
 )
+from .request_tools import listed_labels
 
 __all__ = ["register_responses_routes"]
 

@@ -15,9 +15,8 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from functools import partial
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
-import httpx
 import trio
 
 from . import metrics
@@ -64,6 +63,10 @@ from .wire.context import ContextPolicy, overflow_of
 from .wire.interrupted import interrupted_answer
 from .wire.messages import Message
 from .wire.think import ThinkFilter
+
+if TYPE_CHECKING:
+    # Annotations only: the model client (llm/) makes and uses the client.
+    import httpx
 
 __all__ = ["Agent", "open_agent"]
 

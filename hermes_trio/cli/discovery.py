@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import httpx
+from ..llm import ModelError, list_models
 
 __all__ = ["LOCAL_SERVERS", "Found", "discover", "local_servers"]
 
@@ -57,15 +57,12 @@ def local_servers(environ: dict[str, str] | None = None) -> list[tuple[str, int]
 
 def discover(servers: Sequence[tuple[str, int]]) -> Found | None:
     """The first of ``servers`` whose ``GET /v1/models`` lists models."""
-    with httpx.Client(timeout=PROBE_TIMEOUT, trust_env=False) as http:
-        for name, port in servers:
-            base_url = f"http://127.0.0.1:{port}/v1"
-            try:
-                reply = http.get(f"{base_url}/models")
-                listed = reply.json().get("data") if reply.status_code == 200 else None
-            except (httpx.HTTPError, ValueError, AttributeError):
-                continue
-            if isinstance(listed, list):
-                first = listed[0].get("id") if listed and isinstance(listed[0], dict) else None
-                return Found(name, base_url, first if isinstance(first, str) else None)
+    for name, port in servers:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        try:
+            listed = list_models(base_url, None, timeout=PROBE_TIMEOUT)
+        except ModelError:
+            continue
+        first = listed[0].get("id") if listed else None
+        return Found(name, base_url, first if isinstance(first, str) else None)
     return None

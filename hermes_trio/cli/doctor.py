@@ -17,15 +17,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 
-import httpx
 import trio
 
 from ..config import Config
 from ..consumers.messenger import PlatformError
 from ..escapes import escape_controls
 from ..gateway import build_adapters
-from ..llm import NO_MODEL_SERVER, ModelClient
-from ..llm.endpoints import endpoint
+from ..llm import NO_MODEL_SERVER, ModelClient, ModelError, make_http_client
+from ..platforms.http import NETWORK_ERRORS, SharedClient, shared_client
 from ..redaction import shown_url
 from ..server.keys import keys_of
 from ..server.run import startup_problem
@@ -39,6 +38,8 @@ shell = Shell("doctor")
 
 # Each check's time limit (a model server's first answer may be slow).
 CHECK_TIMEOUT = 60.0
+# What of a check's answer is read (two tiny requests).
+MAX_ANSWER_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,10 @@ def run_doctor(config: Config, args: argparse.Namespace | None = None) -> int:
 async def _main(config: Config) -> int:
     checks = [Check("config", True, _sources(config))]
     print(checks[0].line(), flush=True)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(CHECK_TIMEOUT, connect=10.0)) as http:
+    async with make_http_client(config.model) as model_http, shared_client() as http:
+        client = ModelClient(config.model, model_http)
         steps: list[Callable[[], Awaitable[list[Check]]]] = [
-            lambda: _model_server(config, http),
+            lambda: _model_server(config, client),
             lambda: _store(config),
             lambda: _api_server(config),
             lambda: _mcp_servers(config),
@@ -89,24 +91,23 @@ def _sources(config: Config) -> str:
     return f"{read}; .env files read: {dotenv}"
 
 
-async def _model_server(config: Config, http: httpx.AsyncClient) -> list[Check]:
+async def _model_server(config: Config, client: ModelClient) -> list[Check]:
     model = config.model
     if not model.base_url:
         return [Check("model server", False, NO_MODEL_SERVER)]
     where = shown_url(model.base_url)
-    base = model.base_url
-    headers = {"Authorization": f"Bearer {model.api_key}"} if model.api_key else {}
     try:
         with trio.fail_after(CHECK_TIMEOUT):
-            listed = await http.get(endpoint(base, "/models"), headers=headers)
-    except (httpx.HTTPError, trio.TooSlowError) as exc:
+            listed = await client.models()
+    except trio.TooSlowError as exc:
         return [Check("model server", False, f"{where} is not reachable ({_why(exc)})")]
-    if listed.status_code != 200:
-        return [Check("model server", False, f"{where}: GET /models answered {listed.status_code}")]
-    try:
-        names = [m["id"] for m in listed.json()["data"] if isinstance(m.get("id"), str)]
-    except (ValueError, KeyError, TypeError):
+    except ModelError as exc:
+        if exc.status is None:
+            return [Check("model server", False, f"not reachable: {exc.message}")]
+        if exc.status != 200:
+            return [Check("model server", False, f"{where}: GET /models answered {exc.status}")]
         return [Check("model server", False, f"{where}: GET /models is not a model list")]
+    names = [name for card in listed if isinstance(name := card.get("id"), str)]
     name = model.name or (names[0] if names else None)
     if name is None:
         return [Check("model server", False, f"{where} lists no models (set model.name)")]
@@ -116,16 +117,16 @@ async def _model_server(config: Config, http: httpx.AsyncClient) -> list[Check]:
             Check("model server", False, f"{where} does not list '{model.name}' (it lists {shown})")
         ]
     results = [Check("model server", True, f"{where} lists '{name}'")]
-    results.append(await _streams(http, base, headers, name))
-    results.append(await _calls_tools(http, base, headers, name))
-    results.append(await _context_window(config, http, name))
+    results.append(await _streams(client, name))
+    results.append(await _calls_tools(client, name))
+    results.append(await _context_window(config, client, name))
     return results
 
 
-async def _context_window(config: Config, http: httpx.AsyncClient, name: str) -> Check:
+async def _context_window(config: Config, client: ModelClient, name: str) -> Check:
     """Which window compaction will work with, and who said so."""
     default = config.compaction.default_window
-    window = await ModelClient(config.model, http).context_window(name, default=default)
+    window = await client.context_window(name, default=default)
     if window.source == "default":
         # Not a failure: compaction still works, on a guess.
         return Check(
@@ -138,7 +139,27 @@ async def _context_window(config: Config, http: httpx.AsyncClient, name: str) ->
     return Check("context window", True, f"{window.tokens} tokens, from {where}")
 
 
-async def _streams(http: httpx.AsyncClient, base: str, headers: dict[str, str], name: str) -> Check:
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    content_type: str
+    raw: bytes
+
+
+async def _ask(client: ModelClient, body: dict[str, object]) -> _Answer:
+    """The model server's whole answer to one chat request, as it came;
+    ModelError or trio.TooSlowError when there is none."""
+    with trio.fail_after(CHECK_TIMEOUT):
+        async with client.relay(body) as answer:
+            raw = bytearray()
+            async for piece in answer.pieces:
+                raw += piece
+                if len(raw) > MAX_ANSWER_BYTES:
+                    break
+            return _Answer(answer.status, answer.headers.get("Content-Type", ""), bytes(raw))
+
+
+async def _streams(client: ModelClient, name: str) -> Check:
     body = {
         "model": name,
         "stream": True,
@@ -146,19 +167,13 @@ async def _streams(http: httpx.AsyncClient, base: str, headers: dict[str, str], 
         "messages": [{"role": "user", "content": "Say OK."}],
     }
     try:
-        with trio.fail_after(CHECK_TIMEOUT):
-            async with http.stream(
-                "POST", endpoint(base, "/chat/completions"), json=body, headers=headers
-            ) as reply:
-                if reply.status_code != 200:
-                    await reply.aread()
-                    problem = f"answered {reply.status_code}: {_error(reply)}"
-                    return Check("streaming", False, problem)
-                kind = reply.headers.get("Content-Type", "")
-                text = (await reply.aread()).decode(errors="replace")
-    except (httpx.HTTPError, trio.TooSlowError) as exc:
+        reply = await _ask(client, body)
+    except (ModelError, trio.TooSlowError) as exc:
         return Check("streaming", False, _why(exc))
-    if not kind.startswith("text/event-stream") or "data:" not in text:
+    if reply.status != 200:
+        return Check("streaming", False, f"answered {reply.status}: {_error(reply.raw)}")
+    text = reply.raw.decode(errors="replace")
+    if not reply.content_type.startswith("text/event-stream") or "data:" not in text:
         return Check(
             "streaming",
             False,
@@ -168,9 +183,7 @@ async def _streams(http: httpx.AsyncClient, base: str, headers: dict[str, str], 
     return Check("streaming", True, "answers stream token by token")
 
 
-async def _calls_tools(
-    http: httpx.AsyncClient, base: str, headers: dict[str, str], name: str
-) -> Check:
+async def _calls_tools(client: ModelClient, name: str) -> Check:
     tool = {
         "type": "function",
         "function": {
@@ -187,15 +200,14 @@ async def _calls_tools(
         "tool_choice": {"type": "function", "function": {"name": "get_time"}},
     }
     try:
-        with trio.fail_after(CHECK_TIMEOUT):
-            reply = await http.post(endpoint(base, "/chat/completions"), json=body, headers=headers)
-    except (httpx.HTTPError, trio.TooSlowError) as exc:
+        reply = await _ask(client, body)
+    except (ModelError, trio.TooSlowError) as exc:
         return Check("tool calling", False, _why(exc))
-    if reply.status_code != 200:
-        return Check("tool calling", False, f"answered {reply.status_code}: {_error(reply)}")
+    if reply.status != 200:
+        return Check("tool calling", False, f"answered {reply.status}: {_error(reply.raw)}")
     try:
-        calls = reply.json()["choices"][0]["message"].get("tool_calls") or []
-    except (ValueError, KeyError, IndexError, TypeError):
+        calls = json.loads(reply.raw)["choices"][0]["message"].get("tool_calls") or []
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         calls = []
     if not calls:
         return Check(
@@ -259,7 +271,7 @@ async def _mcp_servers(config: Config) -> list[Check]:
 
 
 def _platforms(
-    config: Config, http: httpx.AsyncClient
+    config: Config, http: SharedClient
 ) -> list[Callable[[], Awaitable[list[Check]]]]:
     try:
         adapters = build_adapters(config, http)
@@ -279,7 +291,9 @@ async def _platform(name: str, whoami: Callable[[], Awaitable[str]]) -> list[Che
             who = await whoami()
     except PlatformError as exc:
         return [Check(name, False, str(exc))]
-    except (httpx.HTTPError, trio.TooSlowError) as exc:
+    except trio.TooSlowError as exc:
+        return [Check(name, False, f"not reachable ({_why(exc)})")]
+    except NETWORK_ERRORS as exc:
         return [Check(name, False, f"not reachable ({_why(exc)})")]
     return [Check(name, True, f"credentials accepted ({who})")]
 
@@ -287,14 +301,16 @@ async def _platform(name: str, whoami: Callable[[], Awaitable[str]]) -> list[Che
 def _why(exc: BaseException) -> str:
     if isinstance(exc, trio.TooSlowError):
         return f"no answer in {CHECK_TIMEOUT:.0f} s"
+    if isinstance(exc, ModelError):
+        return exc.message
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _error(reply: httpx.Response) -> str:
+def _error(raw: bytes) -> str:
     try:
-        error = reply.json().get("error")
+        error = json.loads(raw).get("error")
         message = error.get("message") if isinstance(error, dict) else error
     except (ValueError, AttributeError):
         message = None
-    text = str(message) if message else reply.text
+    text = str(message) if message else raw.decode(errors="replace")
     return json.dumps(text[:200])[1:-1]

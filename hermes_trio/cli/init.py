@@ -22,7 +22,7 @@ import httpx
 import yaml
 
 from ..config import Config
-from ..llm.endpoints import endpoint
+from ..llm import ModelError, list_models
 from .discovery import discover, local_servers
 
 __all__ = ["Answers", "check_model_server", "check_telegram", "render", "run_init"]
@@ -50,23 +50,18 @@ def check_model_server(base_url: str, api_key: str | None) -> list[str]:
         raise Refused(
             f"{base_url!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:11434/v1)"
         )
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        with httpx.Client(timeout=TIMEOUT, trust_env=False) as http:
-            reply = http.get(endpoint(base_url, "/models"), headers=headers)
-    except httpx.HTTPError as exc:
-        raise Refused(f"cannot reach {base_url} ({type(exc).__name__})") from None
-    if reply.status_code in (401, 403):
-        raise Refused(f"{base_url} refused the API key (HTTP {reply.status_code})")
-    try:
-        listed = reply.json()["data"]
-        names = [m["id"] for m in listed if isinstance(m.get("id"), str)]
-    except (ValueError, KeyError, TypeError, AttributeError):
+        listed = list_models(base_url, api_key, timeout=TIMEOUT)
+    except ModelError as exc:
+        if exc.status is None:
+            raise Refused(f"cannot reach {base_url} ({exc.cause or exc.message})") from None
+        if exc.status in (401, 403):
+            raise Refused(f"{base_url} refused the API key (HTTP {exc.status})") from None
         raise Refused(
-            f"{base_url}/models answered HTTP {reply.status_code}, not a model list "
+            f"{base_url}/models answered HTTP {exc.status}, not a model list "
             "(is it an OpenAI-compatible URL ending in /v1?)"
         ) from None
-    return names
+    return [name for card in listed if isinstance(name := card.get("id"), str)]
 
 
 def check_telegram(token: str, api_base_url: str = "https://api.telegram.org") -> str:

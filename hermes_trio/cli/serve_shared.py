@@ -12,11 +12,11 @@ import ipaddress
 import logging
 import signal
 
-import httpx
 import trio
 
 from ..agent import Agent
 from ..config import Config, ConfigError, load_config
+from ..llm import ModelError
 from ..redaction import shown_url
 from ..server.keys import KeyRing, keys_of
 from ..server.run import keyless_problem
@@ -123,13 +123,16 @@ async def check_model_server(agent: Agent) -> None:
     try:
         with trio.fail_after(agent.config.model.timeouts.connect + 5):
             await agent.client.probe()
-    except (httpx.HTTPError, trio.TooSlowError) as exc:
+    except trio.TooSlowError:
         log.warning(
-            "the model server at %s is not reachable (%s: %s); chat requests will get "
-            "502 until it is",
+            "the model server at %s is not reachable (no answer in time); chat requests "
+            "will get 502 until it is",
             shown_url(agent.config.model.base_url or ""),
-            type(exc).__name__,
-            exc,
+        )
+    except ModelError as exc:
+        log.warning(
+            "the model server is not reachable (%s); chat requests will get 502 until it is",
+            exc.message,
         )
 
 

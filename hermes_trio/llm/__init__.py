@@ -1,7 +1,16 @@
 """Model client for OpenAI-compatible servers (Chat Completions and Responses)."""
 
 from ..wire.model_window import ContextWindow
-from .client import ModelClient, ModelRequest, ModelResponse, OnDelta, Target, make_http_client
+from .client import (
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    OnDelta,
+    Relayed,
+    Target,
+    list_models,
+    make_http_client,
+)
 from .errors import NO_MODEL_SERVER, ModelError
 
 __all__ = [
@@ -12,6 +21,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OnDelta",
+    "Relayed",
     "Target",
+    "list_models",
     "make_http_client",
 ]

@@ -15,8 +15,8 @@ import logging
 import math
 import random
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 from typing import Any
@@ -52,14 +52,23 @@ from ..wire.upstream_fields import ChunkError, ProviderError
 from ..wire.upstream_json import loads_upstream
 from .answer_end import DRAIN_GRACE, USAGE_GRACE, AnswerEnd
 from .context_window import WindowFinder
-from .endpoints import endpoint
+from .endpoints import credentials, endpoint
 from .errors import NO_MODEL_SERVER, ModelError, request_refused
 from .http_body import open_body
 from .pool import SOCKET_READS, PooledTransport
 from .stream_support import StreamSupport
 from .watchdog import Expiry, StreamWatchdog
 
-__all__ = ["ModelClient", "ModelRequest", "ModelResponse", "OnDelta", "Target", "make_http_client"]
+__all__ = [
+    "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
+    "OnDelta",
+    "Relayed",
+    "Target",
+    "list_models",
+    "make_http_client",
+]
 
 log = logging.getLogger("hermes_trio.llm")
 
@@ -84,6 +93,8 @@ _MAX_ERROR_BYTES = 64 * 1024
 # A model list with every card in it (OpenRouter lists hundreds, each with
 # its description) is read whole to find one card's window.
 _MAX_CARDS_BYTES = 16 * 1024 * 1024
+# What ``GET /models`` may weigh when only the names are wanted.
+_MAX_LIST_BYTES = 1024 * 1024
 # A non-streamed answer from this size on is parsed in a worker thread:
 # tens of megabytes hold the event loop, and every other stream, for up to
 # a second.
@@ -275,6 +286,42 @@ class _EventReader:
                 return None
         self.went_quiet = True
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Relayed:
+    """A model server's answer to :meth:`ModelClient.relay`, as it came."""
+
+    status: int
+    headers: Mapping[str, str]
+    #: The body's pieces (content decoding undone); a failure to read is a
+    #: :class:`ModelError`.
+    pieces: AsyncIterator[bytes]
+
+
+class _Relayed:
+    """A relayed body's pieces, with the model client's error mapping."""
+
+    __slots__ = ("_errors", "_pieces", "_started")
+
+    def __init__(
+        self,
+        pieces: AsyncIterator[bytes],
+        errors: Callable[[], AbstractContextManager[None]],
+        started: list[bool],
+    ) -> None:
+        self._pieces = pieces
+        self._errors = errors
+        self._started = started
+
+    def __aiter__(self) -> _Relayed:
+        return self
+
+    async def __anext__(self) -> bytes:
+        with self._errors():
+            piece = await anext(self._pieces)
+        self._started[0] = True
+        return piece
 
 
 class _StreamRefused(Exception):
@@ -479,36 +526,64 @@ class ModelClient:
         with trio.move_on_after(self.config.timeouts.connect + 5):
             try:
                 await self.probe()
-            except (httpx.HTTPError, ValueError):
+            except ModelError:
                 return
 
     async def models(self) -> list[dict[str, object]]:
         """The models the server lists (``GET /models``), as it describes
-        them. Raises ``httpx.HTTPError`` when it cannot be reached,
-        ``ValueError`` when its answer is not a model list."""
-        base_url = self.config.base_url or ""
-        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
-        url = endpoint(base_url, "/models")
-        async with self.http.stream("GET", url, headers=headers) as response:
-            raw = await _read_capped(response, _MAX_ERROR_BYTES * 16)
-            status = response.status_code
-        if status != 200:
-            raise ValueError(f"GET /models answered {status}")
-        body = loads_upstream(raw)
-        listed = body.get("data") if isinstance(body, dict) else None
-        if not isinstance(listed, list):
-            raise ValueError("GET /models did not answer a model list")
-        return [card for card in listed if isinstance(card, dict)]
+        them. Raises :class:`ModelError` when it cannot be reached (no
+        ``status``) or its answer is not a model list (the answer's status)."""
+        target = self.targets()[0]
+        with _model_errors(target, _failed(target)):
+            async with self.http.stream(
+                "GET", endpoint(target.base_url, "/models"), headers=credentials(target.api_key)
+            ) as response:
+                raw = await _read_capped(response, _MAX_LIST_BYTES)
+                status = response.status_code
+        return _model_cards(target, status, raw)
+
+    @asynccontextmanager
+    async def relay(self, body: dict[str, Any]) -> AsyncIterator[Relayed]:
+        """Send a chat request as it came (``POST /chat/completions`` to the
+        primary model server, with its key) and hand back its answer as the
+        model server sends it: status, headers and the body's pieces, for
+        the caller to pass on (the API server's plain model routes,
+        ``doctor``'s checks). No retry, no fallback, no parsing: the answer
+        is the model server's. A failure to connect or read raises
+        :class:`ModelError`, from the same mapping as every other request;
+        the block's own exceptions pass as they are. The body is closed as
+        the block ends."""
+        target = self.targets()[0]
+        headers = {"Content-Type": "application/json", **credentials(target.api_key)}
+        async with AsyncExitStack() as stack:
+            started = [False]
+
+            def errors() -> AbstractContextManager[None]:
+                return _model_errors(target, lambda exc: _dropped(target, exc, started[0]))
+
+            with errors():
+                response = await stack.enter_async_context(
+                    self.http.stream(
+                        "POST",
+                        endpoint(target.base_url, "/chat/completions"),
+                        content=_json_bytes(body),
+                        headers=headers,
+                    )
+                )
+                pieces = await stack.enter_async_context(open_body(response))
+            yield Relayed(response.status_code, response.headers, _Relayed(pieces, errors, started))
 
     async def probe(self) -> None:
         """Ask the server for its models (``GET /models``).
 
-        Raises ``httpx.HTTPError`` when it cannot be reached. With no model
+        Raises :class:`ModelError` when it cannot be reached. With no model
         name configured, remembers the first model it lists.
         """
         try:
             listed = await self.models()
-        except ValueError:
+        except ModelError as exc:
+            if exc.status is None:
+                raise
             return
         if self.config.name or self._listed_model or not listed:
             return
@@ -601,8 +676,7 @@ class ModelClient:
             "Accept": "text/event-stream" if stream else "application/json",
             "Content-Type": "application/json",
         }
-        if target.api_key:
-            headers["Authorization"] = f"Bearer {target.api_key}"
+        headers.update(credentials(target.api_key))
         return headers
 
     def _body(self, target: Target, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
@@ -777,6 +851,49 @@ class ModelClient:
         return await _plain_answer(raw, target.api_mode == "responses", delivery)
 
 
+def list_models(base_url: str, api_key: str | None, *, timeout: float) -> list[dict[str, object]]:
+    """:meth:`ModelClient.models` without an event loop, for ``init`` and
+    for finding a local server before a command starts (both run beside no
+    trio loop, or inside one that must not be re-entered). No proxy from
+    the environment: these are usually loopback servers."""
+    target = Target("", base_url, api_key, "chat_completions")
+    with (
+        _model_errors(target, _failed(target)),
+        httpx.Client(timeout=timeout, trust_env=False) as http,
+        http.stream(
+            "GET", endpoint(base_url, "/models"), headers=credentials(api_key)
+        ) as response,
+    ):
+        raw = b""
+        for piece in response.iter_bytes():
+            raw += piece
+            if len(raw) > _MAX_LIST_BYTES:
+                break
+        status = response.status_code
+    return _model_cards(target, status, raw)
+
+
+def _model_cards(target: Target, status: int, raw: bytes) -> list[dict[str, object]]:
+    """The cards of a ``GET /models`` answer, or the ModelError that says
+    why it is not a model list."""
+    if status != 200:
+        raise ModelError(
+            f"the model server at {target.where} answered GET /models with HTTP {status}",
+            status=status,
+        )
+    try:
+        body = loads_upstream(raw)
+    except ValueError:
+        body = None
+    listed = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(listed, list):
+        raise ModelError(
+            f"the model server at {target.where} did not answer GET /models with a model list",
+            status=status,
+        )
+    return [card for card in listed if isinstance(card, dict)]
+
+
 def _stream_key(target: Target) -> tuple[str, str]:
     return (target.base_url, target.name)
 
@@ -809,13 +926,17 @@ def _model_errors(
     ``ModelError`` that says it; ``broke`` words a connection that broke."""
     try:
         yield
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        raise _unreachable(target, exc) from None
-    except httpx.TransportError as exc:
-        raise broke(exc) from None
     except httpx.HTTPError as exc:
-        # A body that does not decompress, and the like.
-        raise _broken_body(target, exc) from None
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            error = _unreachable(target, exc)
+        elif isinstance(exc, httpx.TransportError):
+            error = broke(exc)
+        else:
+            # A body that does not decompress, and the like.
+            error = _broken_body(target, exc)
+        error.cause = type(exc).__name__
+        error.timed_out = isinstance(exc, httpx.TimeoutException)
+        raise error from None
     except SSEError:
         raise ModelError(
             f"the model server sent an event of more than "

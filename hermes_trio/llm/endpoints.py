@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-__all__ = ["endpoint", "server_root"]
+__all__ = ["credentials", "endpoint", "server_root"]
 
 
 def endpoint(base_url: str, path: str) -> str:
@@ -34,3 +34,10 @@ def server_root(base_url: str) -> str:
     if path.rsplit("/", 1)[-1] == "v1":
         path = path[: -len("v1")].rstrip("/")
     return urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
+
+
+def credentials(api_key: str | None) -> dict[str, str]:
+    """The headers that carry the model server's key: built here only, so
+    every request to a model server (the agent's, the plain relay's,
+    ``doctor``'s, ``init``'s) sends it the same way."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}

@@ -38,7 +38,9 @@ class ModelError(Exception):
     or, when the model server refused the request itself (see
     :func:`request_refused`), the server's own error code where it gave one
     (``context_length_exceeded``). ``status`` is the model server's HTTP
-    status when it answered with one.
+    status when it answered with one; ``cause`` the name of the HTTP
+    client's exception (``ConnectError``, ``ReadTimeout``) when the
+    connection failed, and ``timed_out`` whether that was a timeout.
 
     The message is redacted as the error is made: it usually quotes the
     model server, which may echo the API key it was sent, and it goes on to
@@ -53,6 +55,8 @@ class ModelError(Exception):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        cause: str | None = None,
+        timed_out: bool = False,
     ) -> None:
         message = redact(message)
         super().__init__(message)
@@ -61,3 +65,5 @@ class ModelError(Exception):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+        self.cause = cause
+        self.timed_out = timed_out

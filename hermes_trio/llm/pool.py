@@ -6,14 +6,17 @@ fifty streams open that scan cost more CPU than the tokens themselves. Here
 each origin keeps a stack of idle HTTP/1.1 connections; a request takes the
 most recently used one (one expiry probe) or opens a new one, and its
 response hands the connection back when it is closed having been read to its
-end. The connections are httpcore's own, so the wire behaviour, timeouts
-and exception mapping are httpx's.
+end. The connections are httpcore's own, so the wire behaviour and timeouts
+are httpx's; :class:`PooledTransport` is an httpx transport of our own (its
+public ``AsyncBaseTransport``) that maps httpcore's exceptions to httpx's as
+httpx's own transport does.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import cast
 
@@ -23,6 +26,7 @@ import trio
 from httpcore._backends.trio import TrioStream
 
 __all__ = ["SOCKET_READS", "PooledTransport", "SocketReads"]
+
 
 
 class SocketReads:
@@ -49,17 +53,76 @@ def _key(origin: httpcore.Origin) -> _Key:
     return (origin.scheme, origin.host, origin.port)
 
 
-class PooledTransport(httpx.AsyncHTTPTransport):
-    """``httpx.AsyncHTTPTransport`` with :class:`IdlePool` as its pool."""
+class PooledTransport(httpx.AsyncBaseTransport):
+    """An httpx transport (its public ``AsyncBaseTransport`` interface) over
+    :class:`IdlePool`: the request and response conversion, and the
+    mapping of httpcore's exceptions to httpx's, are those of httpx's own
+    ``AsyncHTTPTransport``, done here with public names only."""
 
     def __init__(self, *, max_idle: int = 64, keepalive_expiry: float = 5.0) -> None:
-        ssl_context = httpx.create_ssl_context()
-        super().__init__(verify=ssl_context, limits=httpx.Limits(max_keepalive_connections=0))
-        self._pool = IdlePool(  # type: ignore[assignment]
-            ssl_context=ssl_context,
+        self._idle_pool = IdlePool(
+            ssl_context=httpx.create_ssl_context(),
             max_idle=max_idle,
             keepalive_expiry=keepalive_expiry,
         )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        url = request.url
+        core = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors():
+            answer = await self._idle_pool.handle_async_request(core)
+        assert isinstance(answer.stream, _PooledBody)
+        return httpx.Response(
+            status_code=answer.status,
+            headers=answer.headers,
+            stream=answer.stream,
+            extensions=answer.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._idle_pool.aclose()
+
+
+# httpcore's exceptions and the httpx ones a client expects in their place,
+# most specific first (as httpx's own transport maps them).
+_HTTPX_ERRORS: tuple[tuple[type[Exception], type[httpx.HTTPError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+_HTTPCORE_ERRORS = tuple(core for core, _ in _HTTPX_ERRORS)
+
+
+@contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    """httpcore's exceptions raised as httpx's; any other one as it is."""
+    try:
+        yield
+    except _HTTPCORE_ERRORS as exc:
+        ours = next(ours for core, ours in _HTTPX_ERRORS if isinstance(exc, core))
+        raise ours(str(exc)) from exc
 
 
 class IdlePool:
@@ -157,8 +220,10 @@ class IdlePool:
         await self.aclose()
 
 
-class _PooledBody:
-    """The response body; closing it returns the connection to the pool."""
+class _PooledBody(httpx.AsyncByteStream):
+    """The response body (httpcore's errors as httpx's, read by read: an
+    iterator, not a generator, so nothing of it is left suspended); closing
+    it returns the connection to the pool."""
 
     def __init__(
         self,
@@ -167,22 +232,29 @@ class _PooledBody:
         origin: httpcore.Origin,
         pool: IdlePool,
     ) -> None:
-        self._stream = stream
+        self._pieces = stream
+        self._reading: AsyncIterator[bytes] | None = None
         self._connection = connection
         self._origin = origin
-        self._pool = pool
+        self._owner = pool
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._stream.__aiter__()
+        self._reading = self._pieces.__aiter__()
+        return self
+
+    async def __anext__(self) -> bytes:
+        assert self._reading is not None
+        with _as_httpx_errors():
+            return await self._reading.__anext__()
 
     async def aclose(self) -> None:
         try:
-            aclose = getattr(self._stream, "aclose", None)
+            aclose = getattr(self._pieces, "aclose", None)
             if aclose is not None:
                 await aclose()
         finally:
             with trio.CancelScope(shield=True):
-                await self._pool.release(self._connection, self._origin)
+                await self._owner.release(self._connection, self._origin)
 
 
 class _UnboundedReads(TrioStream):

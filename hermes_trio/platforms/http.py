@@ -18,9 +18,12 @@ from ..redaction import redact
 __all__ = [
     "CONNECT_TIMEOUT",
     "MAX_DOWNLOAD_BYTES",
+    "NETWORK_ERRORS",
+    "SharedClient",
     "allow_list",
     "download",
     "send_request",
+    "shared_client",
     "user_allowed",
 ]
 
@@ -29,6 +32,17 @@ __all__ = [
 CONNECT_TIMEOUT = 10.0
 
 _T = TypeVar("_T", bound=Hashable)
+
+#: The HTTP client the adapters share (``build_adapters`` takes one).
+SharedClient = httpx.AsyncClient
+#: What an adapter's call may raise besides ``PlatformError`` when the
+#: network fails under a call that does not go through :func:`send_request`.
+NETWORK_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError,)
+
+
+def shared_client() -> SharedClient:
+    """A client for the adapters to share; the caller closes it (``async with``)."""
+    return httpx.AsyncClient()
 
 # ---------------------------------------------------------------------------
 # Requests

@@ -18,9 +18,8 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-import httpx
 import trio
 
 from ..config import Config
@@ -41,6 +40,10 @@ from .document import (
 )
 from .files import Recorder
 from .tape import INPUT_EVENTS, VirtualClock, event_record, piece_to_json, serialize
+
+if TYPE_CHECKING:
+    # Annotations only: the tap (transport.py) hands these to the recorder.
+    import httpx
 
 __all__ = [
     "CANCEL_CAUSE",

@@ -26,13 +26,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import orjson
 import trio
 from quart import Response
 
-from ..llm.endpoints import endpoint
-from ..llm.http_body import open_body
+from ..llm import ModelError
 from ..redaction import shown_url
 from ..wire.chat_types import ChatModel
 from ..wire.relay import (
@@ -76,9 +74,9 @@ class PlainModels:
                 return self._cards
             try:
                 listed = await self.state.agent.client.models()
-            except (httpx.HTTPError, ValueError) as exc:
+            except ModelError as exc:
                 if not self._failing:
-                    log.warning("cannot list the model server's models (%s)", exc)
+                    log.warning("cannot list the model server's models (%s)", exc.message)
                 self._failing = True
                 listed = []
             else:
@@ -205,10 +203,6 @@ async def _relay_task(
 ) -> None:
     config = state.agent.config.model
     where = _where(state)
-    url = endpoint(config.base_url or "", "/chat/completions")
-    headers = {"Content-Type": "application/json"}
-    if config.api_key:
-        headers["Authorization"] = f"Bearer {config.api_key}"
     send, receive = trio.open_memory_channel[bytes](4)
     timeouts = config.timeouts
     reported = False
@@ -222,12 +216,10 @@ async def _relay_task(
             try:
                 # Until the first bytes go out; then only the idle limit.
                 with trio.fail_after(timeouts.first_token) as first_deadline:
-                    request = state.agent.client.http.stream(
-                        "POST", url, content=orjson.dumps(body), headers=headers
-                    )
-                    async with request as response, open_body(response) as pieces:
-                        content_type = response.headers.get("Content-Type", "")
-                        status = response.status_code
+                    async with state.agent.client.relay(body) as answer:
+                        pieces = answer.pieces
+                        content_type = answer.headers.get("Content-Type", "")
+                        status = answer.status
                         if (
                             status != 200
                             or not body.get("stream")
@@ -268,15 +260,15 @@ async def _relay_task(
                         tail = stream.end(
                             f"the model server at {where} ended the stream before its end ([DONE])"
                         )
-            except (trio.TooSlowError, httpx.HTTPError, SSEError) as exc:
+            except (trio.TooSlowError, ModelError, SSEError) as exc:
                 if not reported:
                     status, code = (
                         (504, "upstream_timeout")
-                        if isinstance(exc, trio.TooSlowError | httpx.TimeoutException)
+                        if _timed_out(exc)
                         else (502, "upstream_unreachable")
                     )
                     raise APIError(
-                        status, f"the model server failed: {type(exc).__name__}", code=code
+                        status, f"the model server failed: {_failure(exc)}", code=code
                     ) from None
                 log.info("plain model route: the upstream stream ended early (%s)", exc)
                 assert stream is not None
@@ -292,9 +284,20 @@ async def _relay_task(
         hold.release(spent)
 
 
+def _timed_out(exc: Exception) -> bool:
+    return isinstance(exc, trio.TooSlowError) or (isinstance(exc, ModelError) and exc.timed_out)
+
+
+def _failure(exc: Exception) -> str:
+    """The kind of failure, as the 5xx before any answer names it."""
+    if isinstance(exc, ModelError):
+        return exc.cause or exc.message
+    return type(exc).__name__
+
+
 def _cut(where: str, exc: Exception, idle: float) -> tuple[str, str]:
     """What the error frame says of a stream that broke off."""
-    if isinstance(exc, trio.TooSlowError | httpx.TimeoutException):
+    if _timed_out(exc):
         return (
             f"the model server at {where} went silent for {idle:g} s in the middle of "
             "its answer (model.timeouts.idle)",
@@ -302,10 +305,10 @@ def _cut(where: str, exc: Exception, idle: float) -> tuple[str, str]:
         )
     if isinstance(exc, SSEError):
         return f"the model server at {where} sent an event too large to relay", CUT_CODE
-    return (
-        f"the model server at {where} dropped the stream ({type(exc).__name__}: {exc})",
-        CUT_CODE,
-    )
+    if isinstance(exc, ModelError):
+        # Its words: "the model server at … dropped the stream (ReadError: …)".
+        return exc.message, CUT_CODE
+    return f"the model server at {where} dropped the stream ({type(exc).__name__})", CUT_CODE
 
 
 async def _read_all(pieces: Any) -> bytes:

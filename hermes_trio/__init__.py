@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .agent import Agent, open_agent
     from .approvals import ApprovalChannel, answer_approval
     from .config import Config, ConfigError, load_config
+    from .endings import CancelCause, ErrorCode, FinishReason
     from .events import (
         ApprovalRequested,
         ApprovalResolved,
@@ -59,9 +60,12 @@ __all__ = [
     "ApprovalChannel",
     "ApprovalRequested",
     "ApprovalResolved",
+    "CancelCause",
     "Commentary",
     "Config",
     "ConfigError",
+    "ErrorCode",
+    "FinishReason",
     "GatewayNotice",
     "LongToolHint",
     "MessageChunk",
@@ -115,6 +119,9 @@ _HOMES = {
     "TurnFinished": ".events",
     "Usage": ".events",
     "ModelError": ".llm",
+    "CancelCause": ".endings",
+    "ErrorCode": ".endings",
+    "FinishReason": ".endings",
     "INTERNAL_ERROR": ".turn",
     "Turn": ".turn",
     "open_turn": ".turn",

@@ -23,6 +23,7 @@ from . import metrics
 from .approvals import ApprovalChannel
 from .compaction import ContextKeeper, ContextTooLarge
 from .config import Config, load_config
+from .endings import ErrorCode, FinishReason
 from .events import (
     Commentary,
     ContextCompacted,
@@ -94,7 +95,7 @@ async def _end(
     send: trio.MemorySendChannel[StreamEvent],
     text: str,
     usage: Usage,
-    reason: str,
+    reason: FinishReason,
     *,
     answer: str = "",
     **extra: Any,
@@ -207,7 +208,7 @@ class Agent:
             raise ModelError("the turn ended without an answer")
         if end.error:
             raise ModelError(
-                end.error, code=end.error_code or "model_error", status=end.model_status
+                end.error, code=end.error_code or ErrorCode.MODEL_ERROR, status=end.model_status
             )
         return end.text
 
@@ -613,7 +614,7 @@ class _TurnLoop:
             messages.append({"role": "assistant", "content": said})
             self.recorded = True
             await send.send(MessageStop(final=True))
-            reason = "length" if message.finish_reason == "length" else "stop"
+            reason: FinishReason = "length" if message.finish_reason == "length" else "stop"
             return await _end(send, said, usage, reason, answer=answer)
 
         late, all_calls, theirs = step.calls.finish(message.tool_calls)
@@ -639,7 +640,7 @@ class _TurnLoop:
             # the turn ends here, those calls not run) or left to the client.
             self.recorded = True
             calls = tuple(c.to_message() for c in theirs)
-            why = "approval" if waiting else "tool_calls"
+            why: FinishReason = "approval" if waiting else "tool_calls"
             return await _end(send, said, usage, why, tool_calls=calls, answer=answer)
         return None
 

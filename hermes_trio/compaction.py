@@ -22,6 +22,7 @@ import trio
 
 from . import metrics
 from .config import Config
+from .endings import ErrorCode
 from .events import ContextCompacted
 from .llm import ModelClient, ModelError, ModelRequest
 from .recording.document import RecordedContext
@@ -104,7 +105,7 @@ async def summarize(
         )
         text = _visible(response.message.content or "", config.agent.think_tags)
         if not text.strip():
-            raise ModelError("the model wrote an empty summary", code="model_error")
+            raise ModelError("the model wrote an empty summary", code=ErrorCode.MODEL_ERROR)
         previous = text.strip()
     return previous or ""
 
@@ -316,7 +317,7 @@ class ContextKeeper:
                 model=model,
             )
         if text is None:
-            raise ModelError(f"the summary took longer than {timeout:g} s", code="timeout")
+            raise ModelError(f"the summary took longer than {timeout:g} s", code=ErrorCode.TIMEOUT)
         return self._summarised(messages, sizes, window, cut, text)
 
     def _truncate(
@@ -357,13 +358,13 @@ def _too_big(sizes: _Sizes, window: int, limit: int) -> ContextTooLarge:
             f"window of {window:,} tokens can hold with room for an answer; send a shorter "
             "message, or split it"
         )
-    return ContextTooLarge(message, code="context_length_exceeded", status=400)
+    return ContextTooLarge(message, code=ErrorCode.CONTEXT_LENGTH_EXCEEDED, status=400)
 
 
 def _too_long(tokens: int, window: int) -> ContextTooLarge:
     return ContextTooLarge(
         f"the conversation is about {tokens:,} tokens, more than the model's context "
         f"window of {window:,} tokens allows; truncation is disabled for this request",
-        code="context_length_exceeded",
+        code=ErrorCode.CONTEXT_LENGTH_EXCEEDED,
         status=400,
     )

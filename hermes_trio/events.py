@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .endings import FinishReason
+
 __all__ = [
     "ApprovalOutcome",
     "ApprovalRequested",
@@ -248,19 +250,19 @@ class TurnFinished:
     ``finish_reason`` is ``stop``, ``length``, ``tool_calls`` (client-side tools
     were called and wait for the client), ``approval`` (calls wait for a
     person's answer in a later request: ``ApprovalChannel.defer``),
-    ``interrupted`` or ``error``.
+    ``interrupted`` or ``error`` (:data:`~hermes_trio.endings.FinishReason`).
     ``tool_calls`` holds the client-side calls in OpenAI message form and
     ``error`` a human-readable message when ``finish_reason == "error"``, with
-    ``error_code`` one of ``model_unreachable``, ``model_timeout``,
-    ``model_error`` (or the model server's own code for a request it
-    refused) and ``model_status`` the model server's HTTP status, if it sent
-    one, so a server can pick its status (502/504, or the 4xx of a request
-    the model server refused as invalid).
+    ``error_code`` one of :class:`~hermes_trio.endings.ErrorCode` (or the
+    model server's own code for a request it refused) and ``model_status``
+    the model server's HTTP status, if it sent one, so a server can pick its
+    status (502/504, or the 4xx of a request the model server refused as
+    invalid).
     """
 
     text: str
     usage: Usage = Usage()
-    finish_reason: str = "stop"
+    finish_reason: FinishReason = "stop"
     tool_calls: tuple[dict[str, Any], ...] = ()
     error: str | None = None
     error_code: str | None = None

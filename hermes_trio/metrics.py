@@ -22,6 +22,8 @@ from prometheus_client import (
 )
 from prometheus_client import multiprocess as _multiprocess
 
+from .endings import CancelCause, FinishReason
+
 __all__ = [
     "ACTIVE_TURNS",
     "ADMISSION_LIMIT",
@@ -96,13 +98,16 @@ ADMISSION_REFUSED = Counter(
 RATE_LIMITED = Counter("hermes_rate_limited", "Requests refused with 429, by reason", ["reason"])
 
 
-def turn_outcome(finish_reason: str, error_code: str | None, interrupted: str | None) -> str:
+def turn_outcome(
+    finish_reason: FinishReason, error_code: str | None, cause: CancelCause | None
+) -> str:
     """A turn's ending as one label value: ``finished``, ``interrupted``,
-    ``client_gone`` or ``error:<code>``."""
+    ``client_gone`` or ``error:<code>`` (``cause``: why it was cancelled,
+    if it was)."""
     if finish_reason == "error":
         return f"error:{error_code or 'unknown'}"
-    if finish_reason == "interrupted" or interrupted is not None:
-        return "client_gone" if interrupted == "client went away" else "interrupted"
+    if finish_reason == "interrupted" or cause is not None:
+        return "client_gone" if cause is CancelCause.CLIENT_GONE else "interrupted"
     return "finished"
 
 

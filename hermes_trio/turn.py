@@ -49,7 +49,7 @@ Three ways to run one::
                 turn = start_turn(nursery, agent, "Count to a million.", show)
                 with trio.move_on_after(10):
                     await turn.done.wait()
-                turn.cancel("took too long")
+                turn.cancel(hermes_trio.CancelCause.TIMEOUT)  # "took too long"
             print(f" ({turn.result.finish_reason}: {turn.interrupted})")
 
             # Or read its events in this task, as Agent.turn does.
@@ -75,6 +75,7 @@ import trio
 
 from . import metrics
 from .config import Config
+from .endings import CancelCause, ErrorCode, FinishReason
 from .events import StreamEvent, TurnFinished, Usage
 from .recording.recorder import CANCEL_CAUSE
 
@@ -108,7 +109,7 @@ __all__ = [
 
 log = logging.getLogger("hermes_trio.turn")
 
-INTERNAL_ERROR = "internal_error"
+INTERNAL_ERROR = ErrorCode.INTERNAL_ERROR
 """``error_code`` of a turn that crashed: a bug, not a model failure."""
 
 Consumer = Callable[[trio.MemoryReceiveChannel[StreamEvent]], Awaitable[object]]
@@ -124,7 +125,7 @@ class TurnResult:
 
     text: str
     usage: Usage
-    finish_reason: str
+    finish_reason: FinishReason
     tool_calls: tuple[ChatToolCall, ...] = ()
     error: str | None = None
     error_code: str | None = None
@@ -295,23 +296,38 @@ class Turn:
     done: trio.Event = field(default_factory=trio.Event)
     result: TurnResult | None = None
     interrupted: str | None = None
-    """Why the turn was cancelled (the first reason given), if it was."""
+    """Why the turn was cancelled (the first reason given), in words, if it was."""
+    cause: CancelCause | None = None
+    """Why the turn was cancelled, for code that decides on it, if it was."""
     _started: bool = field(default=False, init=False, repr=False)
 
-    def cancel(self, reason: str = "cancelled") -> None:
+    def cancel(
+        self, reason: str | CancelCause = "cancelled", cause: CancelCause | None = None
+    ) -> None:
         """Stop the turn (a no-op once it is done). Cancelling before it
-        starts is fine: it then ends at once."""
-        if not self.done.is_set():
-            self.interrupted = self.interrupted or reason
-            self.scope.cancel()
+        starts is fine: it then ends at once.
+
+        ``reason`` is the words a person reads, or a :class:`CancelCause`
+        (its :attr:`~CancelCause.words`); ``cause`` is ``reason``'s when it
+        is one, else :attr:`CancelCause.INTERRUPTED`. The first cancel wins."""
+        if self.done.is_set():
+            return
+        if not self.interrupted:
+            if isinstance(reason, CancelCause):
+                cause, reason = cause or reason, reason.words
+            self.interrupted = reason
+            self.cause = cause or CancelCause.INTERRUPTED
+        self.scope.cancel()
 
     @property
     def cancel_called(self) -> bool:
         return self.scope.cancel_called
 
-    async def stop(self, reason: str, *, grace: float = 5.0) -> None:
+    async def stop(
+        self, reason: str | CancelCause, *, grace: float = 5.0, cause: CancelCause | None = None
+    ) -> None:
         """Cancel and wait (at most ``grace`` seconds) until its tasks are gone."""
-        self.cancel(reason)
+        self.cancel(reason, cause)
         with trio.move_on_after(grace):
             await self.done.wait()
 
@@ -490,7 +506,7 @@ def _count(turn: Turn, began: float) -> None:
     if result is None:
         return
     metrics.TURNS.labels(
-        metrics.turn_outcome(result.finish_reason, result.error_code, turn.interrupted)
+        metrics.turn_outcome(result.finish_reason, result.error_code, turn.cause)
     ).inc()
     metrics.TURN_DURATION.observe(trio.current_time() - began)
     if result.usage.completion_tokens:

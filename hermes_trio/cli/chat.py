@@ -42,6 +42,7 @@ from ..approvals import ApprovalChannel, Refused, answer_approval
 from ..config import Config
 from ..consumers.context_lines import compact_reply, context_line
 from ..consumers.terminal import TerminalSettings, TerminalView
+from ..endings import CancelCause
 from ..events import ApprovalRequested, StreamEvent, TurnFinished
 from ..llm import NO_MODEL_SERVER, ModelError
 from ..redaction import shown_url
@@ -335,7 +336,7 @@ class Chat:
                 # clean way, which restores the terminal and stops tool
                 # processes, and leave after it.
                 self.exit_code = 128 + signum
-                turn.cancel(f"signal {signum}")
+                turn.cancel(f"signal {signum}", CancelCause.SHUTDOWN)
                 continue
             interrupts += 1
             if interrupts > 1:

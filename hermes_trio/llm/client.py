@@ -27,6 +27,7 @@ import trio
 
 from .. import metrics
 from ..config import CompactionConfig, ModelConfig
+from ..endings import ErrorCode
 from ..events import Usage
 from ..recording import TapTransport
 from ..redaction import shown_url
@@ -419,7 +420,7 @@ class ModelClient:
         if not cfg.base_url:
             raise ModelError(
                 NO_MODEL_SERVER,
-                code="model_unreachable",
+                code=ErrorCode.MODEL_UNREACHABLE,
             )
         name = model or cfg.name or self._listed_model or "default"
         primary = Target(name, cfg.base_url, cfg.api_key, cfg.api_mode)
@@ -456,7 +457,7 @@ class ModelClient:
                 if delivery.delivered:
                     raise
                 failures.append((target, exc))
-                metrics.UPSTREAM_ERRORS.labels(exc.code or "model_error").inc()
+                metrics.UPSTREAM_ERRORS.labels(exc.code or ErrorCode.MODEL_ERROR).inc()
                 if position + 1 < len(chain):
                     metrics.UPSTREAM_FALLBACKS.inc()
                     log.warning(
@@ -744,19 +745,19 @@ class ModelClient:
             return ModelError(
                 f"the model server at {target.where} went silent for {timeouts.idle:g} s "
                 "in the middle of its answer (model.timeouts.idle)",
-                code="model_timeout",
+                code=ErrorCode.MODEL_TIMEOUT,
                 retryable=True,
             )
         if which == "total":
             return ModelError(
                 f"the model server at {target.where} was still answering after "
                 f"{timeouts.total:g} s, the longest model.timeouts.total allows",
-                code="model_timeout",
+                code=ErrorCode.MODEL_TIMEOUT,
             )
         return ModelError(
             f"no answer from the model server at {target.where} within "
             f"{timeouts.first_token:g} s (model.timeouts.first_token)",
-            code="model_timeout",
+            code=ErrorCode.MODEL_TIMEOUT,
         )
 
     async def _read_stream(
@@ -846,7 +847,7 @@ class ModelClient:
             raise ModelError(
                 f"no answer from the model server at {target.where} within "
                 f"{timeouts.request:g} s (model.timeouts.request)",
-                code="model_timeout",
+                code=ErrorCode.MODEL_TIMEOUT,
             )
         return await _plain_answer(raw, target.api_mode == "responses", delivery)
 
@@ -913,7 +914,7 @@ async def _plain_answer(raw: bytes, responses_mode: bool, delivery: _Delivery) -
 def _unreachable(target: Target, exc: httpx.TransportError) -> ModelError:
     return ModelError(
         f"cannot connect to the model server at {target.where}: {exc}",
-        code="model_unreachable",
+        code=ErrorCode.MODEL_UNREACHABLE,
         retryable=True,
     )
 
@@ -944,7 +945,7 @@ def _model_errors(
         ) from None
     except ProviderError as exc:
         raise ModelError(
-            f"the model server reported an error: {exc.message}", code="model_error"
+            f"the model server reported an error: {exc.message}", code=ErrorCode.MODEL_ERROR
         ) from None
     except ChunkError as exc:
         raise ModelError(f"the model server sent a malformed chunk: {exc}") from None
@@ -962,7 +963,7 @@ def _dropped(target: Target, exc: httpx.TransportError, started: bool) -> ModelE
         )
     return ModelError(
         f"the model server at {target.where} dropped the stream ({type(exc).__name__}: {exc})",
-        code="model_error",
+        code=ErrorCode.MODEL_ERROR,
         retryable=True,
     )
 
@@ -1128,14 +1129,14 @@ def _status_error(target: Target, response: httpx.Response, raw: bytes) -> Model
         log.info("the model server at %s refused the request: HTTP %d", target.where, status)
         return ModelError(
             message,
-            code=code or "model_error",
+            code=code or ErrorCode.MODEL_ERROR,
             status=status,
             retryable=retryable,
             retry_after=retry_after if status == 429 else None,
         )
     return ModelError(
         f"the model server at {target.where} answered HTTP {status}: {message}",
-        code="model_error",
+        code=ErrorCode.MODEL_ERROR,
         status=status,
         retryable=retryable,
         retry_after=retry_after if status in (429, 503) else None,

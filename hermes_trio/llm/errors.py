@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..endings import ErrorCode
 from ..redaction import redact
 
 __all__ = ["NO_MODEL_SERVER", "REQUEST_FAULTS", "ModelError", "request_refused"]
@@ -33,8 +34,9 @@ def request_refused(model_status: int | None) -> bool:
 class ModelError(Exception):
     """The model server could not give an answer.
 
-    ``code`` is ``model_unreachable`` (no connection), ``model_timeout`` (a
-    timeout fired) or ``model_error`` (the server answered with an error),
+    ``code`` is one of :class:`~hermes_trio.endings.ErrorCode`:
+    ``model_unreachable`` (no connection), ``model_timeout`` (a timeout
+    fired) or ``model_error`` (the server answered with an error),
     or, when the model server refused the request itself (see
     :func:`request_refused`), the server's own error code where it gave one
     (``context_length_exceeded``). ``status`` is the model server's HTTP
@@ -51,7 +53,7 @@ class ModelError(Exception):
         self,
         message: str,
         *,
-        code: str = "model_error",
+        code: str = ErrorCode.MODEL_ERROR,
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,

@@ -60,7 +60,9 @@ log = logging.getLogger("hermes_trio.recording")
 _TAPE: ContextVar[Tape | None] = ContextVar("hermes_trio_tape", default=None)
 
 #: Set by whoever runs the turn (``hermes_trio.turn``): says why the turn
-#: was cancelled, once it was, so the recording can name the cause.
+#: was cancelled, once it was, so the recording can name the cause. In the
+#: words a person reads (``Turn.interrupted``), which a replay cancels with
+#: again; the typed ``CancelCause`` is for the live process's decisions.
 CANCEL_CAUSE: ContextVar[Callable[[], str | None] | None] = ContextVar(
     "hermes_trio_cancel_cause", default=None
 )

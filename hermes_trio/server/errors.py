@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..endings import ErrorCode
 from ..llm.errors import request_refused
 from ..serving.errors import ErrorBody, error_body
 from ..store import StoreError
@@ -19,11 +20,11 @@ def error_status(code: str | None, model_status: int | None = None) -> int:
     field, too many: see ``llm.errors.request_refused``), else 502. A
     401/403 from the model server stays a 502: its key is the server's, not
     the client's. A turn that crashed (``internal_error``) is a 500."""
-    if code == "internal_error":
+    if code == ErrorCode.INTERNAL_ERROR:
         return 500
     if model_status is not None and request_refused(model_status):
         return _RENAMED.get(model_status, model_status)
-    return 504 if code == "model_timeout" else 502
+    return 504 if code == ErrorCode.MODEL_TIMEOUT else 502
 
 
 class APIError(Exception):

@@ -26,6 +26,7 @@ from .. import metrics
 from ..agent import Agent, open_agent
 from ..approvals import PENDING
 from ..config import ApiServerConfig, Config, ConfigError
+from ..endings import CancelCause
 from ..llm import NO_MODEL_SERVER
 from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
 from ..serving.capacity import per_client_limit
@@ -220,7 +221,7 @@ async def open_api_server(
                         api.max_connections, api.max_connections_per_client
                     ),
                     app_idle=state.slots.wait_idle,
-                    before_close=partial(state.stop_turns, "the server is shutting down"),
+                    before_close=partial(state.stop_turns, CancelCause.SHUTDOWN),
                     settings="api_server",
                     headers=headers,
                     door=state.slots,

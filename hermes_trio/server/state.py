@@ -18,6 +18,7 @@ import trio
 
 from ..agent import Agent
 from ..config import ApiServerConfig
+from ..endings import CancelCause
 from ..store import SignalHandlers, Store
 from ..turn import Turn
 from .approvals import RemoteApprovals
@@ -50,8 +51,8 @@ class ServerState:
     approvals: RemoteApprovals | None = None
     """Answers to approvals held by other processes sharing the store."""
 
-    def stop_turns(self, reason: str) -> None:
-        """Cancel every running turn; its stream ends saying ``reason``
-        (a Responses stream with ``response.incomplete``)."""
+    def stop_turns(self, reason: str | CancelCause = CancelCause.SHUTDOWN) -> None:
+        """Cancel every running turn (the process is stopping); its stream
+        ends saying ``reason`` (a Responses stream with ``response.incomplete``)."""
         for turn in list(self.turns):
-            turn.cancel(reason)
+            turn.cancel(reason, CancelCause.SHUTDOWN)

@@ -9,6 +9,7 @@ import trio
 from prometheus_client.parser import text_string_to_metric_families
 from support import api_stack
 
+from hermes_trio.llm.http_body import open_body
 from hermes_trio.testing import ErrorReply, TextReply
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hi"}]}
@@ -100,3 +101,26 @@ async def test_metrics_are_behind_the_key_unless_public() -> None:
     async with api_stack([], api={"key": "k-metrics", "metrics_public": True}) as (api, _):
         async with httpx.AsyncClient() as http:
             await figures(http, api.base_url.removesuffix("/v1"))
+
+
+async def test_a_turn_whose_client_went_away_counts_as_client_gone() -> None:
+    # The cancel cause is typed (``CancelCause.CLIENT_GONE``); the label is
+    # the one it always was.
+    script = [TextReply(tokens=[f"w{i} " for i in range(100)], delay=0.05)]
+    async with api_stack(script) as (api, _):
+        root = api.base_url.removesuffix("/v1")
+        async with httpx.AsyncClient(timeout=15) as http:
+            before = await figures(http, root)
+            body = {**CHAT, "stream": True}
+            async with http.stream("POST", f"{api.base_url}/chat/completions", json=body) as reply:
+                async with open_body(reply, decode=False) as pieces:
+                    async for _ in pieces:
+                        break
+            with trio.fail_after(10):
+                while True:
+                    after = await figures(http, root)
+                    if after[("hermes_active_turns", ())] == 0:
+                        break
+                    await trio.sleep(0.05)
+    assert moved(before, after, "hermes_turns_total", outcome="client_gone") == 1
+    assert moved(before, after, "hermes_turns_total", outcome="interrupted") == 0

@@ -21,6 +21,7 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from ...consumers.sse import PreStreamError, SSEOptions, WriterOutput, write_chat_sse
+from ...endings import CancelCause
 from ...events import StreamEvent
 from ...store import wall_clock
 from ...turn import Turn, TurnAround, TurnEvents, TurnOptions
@@ -203,7 +204,7 @@ class _ChatRun:
         try:
             await turn.done.wait()
         finally:
-            turn.cancel("client went away")
+            turn.cancel(CancelCause.CLIENT_GONE)
         end = turn.result
         if end is None or end.finish_reason == "interrupted":
             raise APIError(409, turn.interrupted or "the turn was interrupted", code="interrupted")
@@ -237,11 +238,11 @@ class _ChatRun:
             try:
                 await turn.done.wait()
             except BaseException:
-                turn.cancel("client went away")
+                turn.cancel(CancelCause.CLIENT_GONE)
                 raise
             first = untold_failure(turn, frames)
         except BaseException:
-            turn.cancel("client went away")
+            turn.cancel(CancelCause.CLIENT_GONE)
             out.close()
             raise
         if isinstance(first, PreStreamError):

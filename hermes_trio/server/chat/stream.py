@@ -11,6 +11,7 @@ from functools import partial
 import trio
 
 from ...consumers.sse import LastPiece, PreStreamError, WriterOutput
+from ...endings import CancelCause
 from ...turn import Turn
 from ...wire.chat_out import ChatStreamFrames
 from ..bodies import StreamedBody
@@ -46,7 +47,7 @@ def _untold_end(turn: Turn, frames: ChatStreamFrames) -> bytes:
 
 def _release(turn: Turn, out: trio.MemoryReceiveChannel[WriterOutput]) -> None:
     """Nobody reads the stream any more: stop the turn and its writer."""
-    turn.cancel("client went away")
+    turn.cancel(CancelCause.CLIENT_GONE)
     out.close()
 
 

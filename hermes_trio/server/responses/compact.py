@@ -19,6 +19,7 @@ import trio
 
 from ...agent import Agent
 from ...compaction import summarize
+from ...endings import ErrorCode
 from ...events import Usage
 from ...llm import ModelError
 from ...store import wall_clock
@@ -105,13 +106,13 @@ async def compact_conversation(
             raise APIError(
                 error_status(exc.code, exc.status),
                 f"the model could not summarise the conversation: {exc.message}",
-                code=exc.code or "model_error",
+                code=exc.code or ErrorCode.MODEL_ERROR,
             ) from None
     if scope.cancelled_caught:
         raise APIError(
             504,
             f"the summary took longer than {cfg.summary_timeout:g} s (compaction.summary_timeout)",
-            code="model_timeout",
+            code=ErrorCode.MODEL_TIMEOUT,
         )
     item: CompactionItem = compaction_item(sealer, new_item_id("cmp"), text)
     return {

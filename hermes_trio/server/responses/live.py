@@ -44,6 +44,7 @@ import trio
 from ...agent import Agent
 from ...approvals import ApprovalChannel
 from ...consumers.responses_sse import EventLog, LogFollower, write_response_events
+from ...endings import CancelCause
 from ...events import StreamEvent
 from ...store import HeldApproval, StoredResponse, StoreError, wall_clock
 from ...tools.registry import ToolRegistry
@@ -261,7 +262,7 @@ class LiveResponses:
             keepalive=self.state.settings.keepalive_interval,
             primary=owns_turn,
         )
-        on_close = partial(live.turn.cancel, "client went away") if owns_turn else None
+        on_close = partial(live.turn.cancel, CancelCause.CLIENT_GONE) if owns_turn else None
         return FollowBody(follower, on_close)
 
     async def stop(self, live: LiveResponse, reason: str) -> None:

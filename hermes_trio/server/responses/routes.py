@@ -34,6 +34,7 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
+from ...endings import CancelCause
 from ...store import HeldApproval, StoredResponse, wall_clock
 from ...turn import HeldCalls
 from ...wire.messages import Message
@@ -145,7 +146,7 @@ class _Responses:
         try:
             await live.turn.done.wait()
         finally:
-            live.turn.cancel("client went away")
+            live.turn.cancel(CancelCause.CLIENT_GONE)
         if builder.status == "failed":
             message = builder.error["message"] if builder.error is not None else None
             raise APIError(

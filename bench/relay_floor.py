@@ -19,6 +19,8 @@ generator on core 1, 200 tokens 2 ms apart or with no delay).
   before any of the project's code.
 - ``quart``: the same relay as a quart-trio route returning a streamed
   response (the web framework hermes-trio's app is written in).
+- ``refuse``: bare hypercorn answering every request with a 429 and
+  ``Retry-After`` (the floor under a refusal's cost: bench/storm.py).
 
 With ``--paced`` the floors run at issue 26's profile instead (many streams
 starting together, a token every 50 ms: bench/paced.py), direct alongside:
@@ -164,6 +166,23 @@ def _quart_relay(http: httpx.AsyncClient, base: str) -> object:
     return app
 
 
+def _refuse_all() -> object:
+    """A bare ASGI app that refuses every request (429, ``Retry-After``)."""
+    body = b'{"error":{"message":"busy","type":"rate_limit_error","param":null,"code":null}}'
+
+    async def app(scope: dict, receive: object, send: object) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":  # type: ignore[operator]
+                await send({"type": message["type"] + ".complete"})  # type: ignore[operator]
+            await send({"type": "lifespan.shutdown.complete"})  # type: ignore[operator]
+            return
+        headers = [(b"content-type", b"application/json"), (b"retry-after", b"1")]
+        await send({"type": "http.response.start", "status": 429, "headers": headers})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": body})  # type: ignore[operator]
+
+    return app
+
+
 async def _serve_asgi(app: object) -> None:
     from hypercorn.config import Config
     from hypercorn.trio import serve as hypercorn_serve
@@ -182,6 +201,9 @@ async def serve(mode: str, upstream: str) -> None:
     target = httpx.URL(upstream)
     host, port = target.host, target.port or 80
     base = f"http://{host}:{port}"
+    if mode == "refuse":
+        await _serve_asgi(_refuse_all())
+        return
     if mode in ("hypercorn", "quart"):
         transport = PooledTransport(max_idle=64)
         async with httpx.AsyncClient(timeout=None, transport=transport) as http:
@@ -254,7 +276,9 @@ if __name__ == "__main__":
     parser.add_argument("--paced", action="store_true", help="issue 26's profile (paced.py)")
     parser.add_argument("--streams", type=int, default=120, help="with --paced")
     parser.add_argument(
-        "--serve", choices=("raw", "httpx", "pooled", "hypercorn", "quart"), help=argparse.SUPPRESS
+        "--serve",
+        choices=("raw", "httpx", "pooled", "hypercorn", "quart", "refuse"),
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     args = parser.parse_args()

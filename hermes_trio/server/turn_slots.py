@@ -163,24 +163,42 @@ class TurnSlots:
         Any other request, and one that is still uploading, a session's or
         a browser's, is left to :meth:`shed` in front of the app."""
         _ENTRY.set(None)  # this request's own answer, not an earlier one's
-        if request.method != b"POST" or request.path not in _TURN_TARGETS:
+        if not self._judges(request):
             return None
-        if not request.body_here or any(name in _NOT_AT_DOOR for name, _ in request.headers):
-            return None
-        if self.gate is not None and not self.gate(request):
-            return None
-        refused = self.refusal(request.path.decode("latin-1"))
+        refused = self._refuse_now(request)
         if refused is not None:
-            self._refused_at_door(refused)
-            return DoorRefusal(
-                refused.status,
-                refused.message,
-                refused.code or "",
-                tuple(refused.headers.items()),
-            )
+            return refused
         entry = _Entry(self, at_door=True)
         _ENTRY.set(entry)
         return entry
+
+    def _judges(self, request: Knock) -> bool:
+        if request.method != b"POST" or request.path not in _TURN_TARGETS:
+            return False
+        if not request.body_here or any(name in _NOT_AT_DOOR for name, _ in request.headers):
+            return False
+        return self.gate is None or self.gate(request)
+
+    def room(self) -> int:
+        """Turn requests that would be let in now (the listener holds new
+        connections unread while there is none)."""
+        return self.limits.room(trio.current_time(), self.in_use + self.entering)
+
+    def turn_away(self, request: Knock, ahead: int = 0) -> DoorRefusal | None:
+        """The door's refusal of ``request`` now, with ``ahead`` requests
+        let through before it not yet judged (each may take a place),
+        counted; None if it would let it in or leave it to the app
+        (nothing is taken)."""
+        return self._refuse_now(request, ahead) if self._judges(request) else None
+
+    def _refuse_now(self, request: Knock, ahead: int = 0) -> DoorRefusal | None:
+        refused = self.refusal(request.path.decode("latin-1"), counted=-ahead)
+        if refused is None:
+            return None
+        self._refused_at_door(refused)
+        return DoorRefusal(
+            refused.status, refused.message, refused.code or "", tuple(refused.headers.items())
+        )
 
     def _refused_at_door(self, refused: APIError) -> None:
         # No request log line is written for these (the app never sees

@@ -67,6 +67,10 @@ class FixedLimit:
     def admit(self, now: float, in_use: int) -> Refused | None:
         return Refused("limit", self.limit) if in_use >= self.limit else None
 
+    def room(self, now: float, in_use: int) -> int:
+        """How many more :meth:`admit` would let in now (no side effects)."""
+        return self.limit - in_use
+
 
 class AdaptiveLimit:
     """A limit that follows the event loop's lag (see the module's notes).
@@ -140,6 +144,13 @@ class AdaptiveLimit:
         if self.last_tick is None:
             return 0.0
         return max(0.0, now - self.last_tick - self.tick)
+
+    def room(self, now: float, in_use: int) -> int:
+        """How many more :meth:`admit` would let in now (no side effects):
+        none while the loop is behind."""
+        if self.behind(now) - self.excused(in_use) > self.lag_target:
+            return 0
+        return self.limit - in_use
 
     def admit(self, now: float, in_use: int) -> Refused | None:
         if self.behind(now) - self.excused(in_use) > self.lag_target:

@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Door", "DoorRefusal", "Knock", "Ticket"]
+import h11
+
+__all__ = ["Door", "DoorRefusal", "Knock", "Ticket", "read_knock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,34 @@ class Knock:
     headers: Sequence[tuple[bytes, bytes]]
     """As h11 parsed them: names in lower case."""
     body_here: bool
+
+
+def read_knock(data: bytes) -> Knock | None:
+    """The request at the start of ``data`` (a connection's first read),
+    if its head is all there and valid; None otherwise (the listener's
+    HTTP machinery then reads it as any other)."""
+    connection = h11.Connection(h11.SERVER)
+    try:
+        connection.receive_data(data)
+        event = connection.next_event()
+    except h11.RemoteProtocolError:
+        return None
+    if not isinstance(event, h11.Request):
+        return None
+    length = 0
+    for name, value in event.headers:
+        if name == b"content-length":
+            length = int(value)  # h11 has checked it is a number
+        elif name == b"transfer-encoding":
+            length = -1  # chunked: its end is not known here
+    target = event.target
+    query = target.find(b"?")
+    return Knock(
+        event.method,
+        target if query < 0 else target[:query],
+        event.headers,
+        length == 0 or (length > 0 and len(connection.trailing_data[0]) >= length),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,4 +89,16 @@ class Door(Protocol):
     def knock(self, request: Knock) -> DoorRefusal | Ticket | None:
         """Refuse ``request``, let it in holding a ticket, or leave it to
         the app (None)."""
+        ...
+
+    def room(self) -> int:
+        """How many more turn requests would be let in now (0 or less:
+        none): while there is none, new connections wait unread
+        (:mod:`.intake`)."""
+        ...
+
+    def turn_away(self, request: Knock, ahead: int = 0) -> DoorRefusal | None:
+        """The refusal :meth:`knock` would give ``request`` now, were
+        ``ahead`` more turn requests already let in; None if it would let
+        it in or leave it to the app (it takes no place)."""
         ...

@@ -59,6 +59,7 @@ from hypercorn.utils import parse_socket_addr
 
 from .door import Door, DoorRefusal, Knock, Ticket
 from .errors import error_body
+from .holding import Holding
 from .lifetime import ConnectionLifetime, ConnectionLimits, Expiry, raw_error_response
 
 __all__ = ["listening_socket", "serve_hypercorn"]
@@ -73,10 +74,11 @@ REFUSING_AT_MOST = 64
 REFUSAL_LINGER = 1.0
 MAX_RECV = 2**16
 # accept() failing with these means "out of something, try again soon".
-_ACCEPT_CAPACITY_ERRNOS = frozenset(
-    {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
-)
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 _WARN_EVERY = 10.0
+Launch = Callable[[trio.SocketStream, str, bytes, Callable[[], None] | None], None]
+"""Serve a connection: its stream, its client's address, what was already
+read of it, and what to tell when the door has judged its first request."""
 
 # What of hypercorn's below its public API this module relies on: methods
 # ``_H11`` overrides or calls (an override of a renamed method is silently
@@ -119,6 +121,9 @@ class _H11(H11Protocol):
     door: Door | None = None
     ticket: Ticket | None = None
     """What the door handed the request in progress, until it is over."""
+    judged: Callable[[], None] | None = None
+    """Told once, when the door has judged the connection's first request
+    (:class:`~.holding.Holding` counts it on its way until then)."""
 
     async def stream_send(self, event: StreamEvent) -> None:
         if isinstance(event, Response):
@@ -165,6 +170,7 @@ class _H11(H11Protocol):
         is started for it: a refusal is answered here, and the connection
         ends with it."""
         self.leave_ticket()  # never one here (the last answer's end gave it back): a guard
+        self.tell_judged()
         target = event.target
         query = target.find(b"?")
         answer = door.knock(
@@ -191,6 +197,11 @@ class _H11(H11Protocol):
             elif name == b"transfer-encoding":
                 return False  # chunked: its end is not known here
         return length == 0 or len(self.connection.trailing_data[0]) >= length
+
+    def tell_judged(self) -> None:
+        judged, self.judged = self.judged, None
+        if judged is not None:
+            judged()
 
     def leave_ticket(self) -> None:
         ticket, self.ticket = self.ticket, None
@@ -225,6 +236,8 @@ class _Connection:
         limits: ConnectionLimits,
         registry: _Connections,
         address: str = "",
+        initial: bytes = b"",
+        judged: Callable[[], None] | None = None,
     ) -> None:
         self.app = app
         self.config = config
@@ -234,6 +247,9 @@ class _Connection:
         self.registry = registry
         self.address = address
         """The client's address, as the per-address limit counts it."""
+        self.initial = initial
+        """What was read of the client before this took it over."""
+        self.judged = judged
         self.lifetime = ConnectionLifetime(limits, trio.current_time())
         self.protocol: _H11
         self._send_lock = trio.Lock()
@@ -260,6 +276,7 @@ class _Connection:
                     )
                     self.protocol.extra_headers = self.registry.headers
                     self.protocol.door = self.registry.door
+                    self.protocol.judged, self.judged = self.judged, None
                     await self.protocol.initiate()
                     await self._read()
                 nursery.cancel_scope.cancel()
@@ -273,6 +290,9 @@ class _Connection:
             protocol: _H11 | None = getattr(self, "protocol", None)
             if protocol is not None:
                 protocol.leave_ticket()
+                protocol.tell_judged()
+            if self.judged is not None:
+                self.judged()
 
     def close_now(self) -> None:
         # Synchronous: wakes any task blocked on this socket with
@@ -285,6 +305,11 @@ class _Connection:
             self.close_now()
 
     async def _read(self) -> None:
+        if self.initial:
+            data, self.initial = self.initial, b""
+            self.lifetime.received(trio.current_time())
+            self._rearm()
+            await self.protocol.handle(RawData(data))
         while True:
             try:
                 data = await self.stream.receive_some(MAX_RECV)
@@ -423,6 +448,8 @@ class _Connections:
             for name, value in headers.items()
         )
         self.open: set[_Connection] = set()
+        self.held = 0
+        """Connections accepted and held unread (:class:`~.holding.Holding`)."""
         self.refusing = 0
         self.terminating = False
         self.empty = trio.Event()
@@ -462,7 +489,18 @@ class _Connections:
 
     @property
     def full(self) -> bool:
-        return len(self.open) >= self.limit
+        return len(self.open) + self.held >= self.limit
+
+    def hold(self, address: str) -> None:
+        self.held += 1
+        self.by_address[address] += 1
+
+    def let_go(self, address: str) -> None:
+        """A held connection is served, refused or gone."""
+        self.held -= 1
+        self.by_address[address] -= 1
+        if self.by_address[address] <= 0:
+            del self.by_address[address]
 
     def full_for(self, address: str) -> bool:
         """The client at ``address`` holds all the connections it may. A
@@ -553,12 +591,12 @@ async def _refuse(stream: trio.SocketStream, connections: _Connections, answer: 
 async def _accept(
     listener: trio.SocketListener,
     connections: _Connections,
-    serve: Callable[[trio.SocketStream, str], _Connection],
-    handlers: trio.Nursery,
+    launch: Launch,
     refusals: trio.Nursery,
+    holding: Holding | None,
 ) -> None:
     try:
-        await _accept_until_cancelled(listener, connections, serve, handlers, refusals)
+        await _accept_until_cancelled(listener, connections, launch, refusals, holding)
     finally:
         # Synchronous, so a cancel from outside still frees the port.
         listener.socket.close()
@@ -567,9 +605,9 @@ async def _accept(
 async def _accept_until_cancelled(
     listener: trio.SocketListener,
     connections: _Connections,
-    serve: Callable[[trio.SocketStream, str], _Connection],
-    handlers: trio.Nursery,
+    launch: Launch,
     refusals: trio.Nursery,
+    holding: Holding | None,
 ) -> None:
     while True:
         await connections.room()
@@ -590,16 +628,12 @@ async def _accept_until_cancelled(
             connections.refusal_started(address)
             refusals.start_soon(_refuse, stream, connections, connections.too_many_from_client)
             continue
-        connection = serve(stream, address)
-        connections.add(connection)
-
-        async def run(connection: _Connection) -> None:
-            try:
-                await connection.run()
-            finally:
-                connections.discard(connection)
-
-        handlers.start_soon(run, connection)
+        if holding is None:
+            launch(stream, address, b"", None)
+        elif holding.arrive(stream, address):
+            launch(stream, address, b"", holding.judged)
+        else:
+            connections.hold(address)
 
 
 def _door_answer(refusal: DoorRefusal, extra: tuple[tuple[bytes, bytes], ...]) -> bytes:
@@ -684,9 +718,18 @@ async def serve_hypercorn(
     connections = _Connections(
         max_connections, limits, settings, headers, per_client=max_connections_per_client, door=door
     )
+    handlers: trio.Nursery | None = None
 
-    def serve(stream: trio.SocketStream, address: str) -> _Connection:
-        return _Connection(
+    async def run(connection: _Connection) -> None:
+        try:
+            await connection.run()
+        finally:
+            connections.discard(connection)
+
+    def launch(
+        stream: trio.SocketStream, address: str, initial: bytes, judged: Callable[[], None] | None
+    ) -> None:
+        connection = _Connection(
             app,
             config,
             context,
@@ -695,16 +738,37 @@ async def serve_hypercorn(
             limits=limits,
             registry=connections,
             address=address,
+            initial=initial,
+            judged=judged,
         )
+        connections.add(connection)
+        assert handlers is not None
+        handlers.start_soon(run, connection)
+
+    holding = None
+    if door is not None:
+
+        def hand_over(stream: trio.SocketStream, address: str, initial: bytes) -> None:
+            assert holding is not None
+            connections.let_go(address)
+            launch(stream, address, initial, holding.judged)
+
+        def answer_headers() -> list[tuple[bytes, bytes]]:
+            return [*config.response_headers("h11"), *connections.headers]
+
+        holding = Holding(door, hand_over, connections.let_go, answer_headers)
 
     async with trio.open_nursery() as lifespan_nursery:
         await lifespan_nursery.start(lifespan.handle_lifespan)
         await lifespan.wait_for_startup()
         async with trio.open_nursery() as server_nursery:
+            handlers = server_nursery
             async with trio.open_nursery() as accept_nursery:
                 accept_nursery.start_soon(
-                    _accept, listener, connections, serve, server_nursery, accept_nursery
+                    _accept, listener, connections, launch, accept_nursery, holding
                 )
+                if holding is not None:
+                    accept_nursery.start_soon(holding.run)
                 task_status.started()
                 await stop.wait()
                 accept_nursery.cancel_scope.cancel()

@@ -100,14 +100,17 @@ class Intake(Generic[T]):
         """The held to read now and refuse (unless a read one is not a
         turn request: then it is served), oldest first, as the budget
         allows; while there is room (:meth:`serve` took what it could),
-        only those held too long to be served."""
+        only those held too long to be served, and up to one a free place
+        beyond the budget: its client, told at once, asks again and finds
+        the place (refusals bounded by the places that free, not by how
+        often clients ask)."""
         self._fill(now)
         if free > 0:
             stale = 0
             while stale < len(self._held) and now - self._held[stale][0] > self.policy.serve_within:
                 stale += 1
-            count = min(stale, int(self._tokens))
-            self._tokens -= count
+            count = min(stale, free + int(self._tokens))
+            self._tokens -= max(0, count - free)
             return [self._held.popleft()[1] for _ in range(count)]
         count = min(len(self._held), int(self._tokens))
         self._tokens -= count

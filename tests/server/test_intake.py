@@ -43,6 +43,18 @@ def test_the_held_go_oldest_first_while_young_then_newest_first() -> None:
     assert intake.refuse(1.2, free=1) == [1]
 
 
+def test_while_a_place_is_free_the_stale_are_refused_beyond_the_budget() -> None:
+    intake: Intake[int] = Intake(IntakePolicy(refusals_per_second=0.1, burst=1), 0.0)
+    for n in range(4):
+        intake.arrive(n, 0.0, free=0)
+    assert intake.refuse(0.0, free=0) == [0]  # the budget spent
+    # Two places free, none fresh to take them: two stale are told at
+    # once, and their clients, asking again, find the places.
+    assert intake.serve(2.0, free=2) == []
+    assert intake.refuse(2.0, free=2) == [1, 2]
+    assert intake.refuse(2.0, free=0) == []
+
+
 def test_a_burst_is_refused_at_once_and_a_storm_at_the_budgets_pace() -> None:
     intake: Intake[int] = Intake(POLICY, 0.0)
     for n in range(10):
@@ -82,7 +94,7 @@ def test_each_connection_comes_out_once_within_the_budget_and_fresh_when_served(
     now = 0.0
     arrived: dict[int, float] = {}
     out: list[int] = []
-    refused = 0
+    refused = room = 0
     for n, (step, passing, free) in enumerate(steps):
         now += passing
         if step == "arrive":
@@ -99,8 +111,10 @@ def test_each_connection_comes_out_once_within_the_budget_and_fresh_when_served(
             gone = intake.refuse(now, free)
             refused += len(gone)
             out += gone
-            # Never more than the burst and the pace since the start allow.
-            assert refused <= POLICY.burst + POLICY.refusals_per_second * now + 1e-9
+            # Never more than the burst, the pace since the start and the
+            # places found free allow.
+            room += max(0, free)
+            assert refused <= POLICY.burst + POLICY.refusals_per_second * now + room + 1e-9
     out += intake.drain()
     assert sorted(out) == sorted(arrived)
 

@@ -236,8 +236,6 @@ class _Connection:
         limits: ConnectionLimits,
         registry: _Connections,
         address: str = "",
-        initial: bytes = b"",
-        judged: Callable[[], None] | None = None,
     ) -> None:
         self.app = app
         self.config = config
@@ -247,9 +245,10 @@ class _Connection:
         self.registry = registry
         self.address = address
         """The client's address, as the per-address limit counts it."""
-        self.initial = initial
+        self.initial = b""
         """What was read of the client before this took it over."""
-        self.judged = judged
+        self.judged: Callable[[], None] | None = None
+        """Told when the door has judged the first request, or it ended."""
         self.lifetime = ConnectionLifetime(limits, trio.current_time())
         self.protocol: _H11
         self._send_lock = trio.Lock()
@@ -636,6 +635,22 @@ async def _accept_until_cancelled(
             connections.hold(address)
 
 
+def _holding(
+    door: Door, connections: _Connections, launch: Launch, config: HypercornConfig
+) -> Holding:
+    """Where new connections wait while ``door`` has no room."""
+
+    def hand_over(stream: trio.SocketStream, address: str, initial: bytes) -> None:
+        connections.let_go(address)
+        launch(stream, address, initial, holding.judged)
+
+    def answer_headers() -> list[tuple[bytes, bytes]]:
+        return [*config.response_headers("h11"), *connections.headers]
+
+    holding = Holding(door, hand_over, connections.let_go, answer_headers)
+    return holding
+
+
 def _door_answer(refusal: DoorRefusal, extra: tuple[tuple[bytes, bytes], ...]) -> bytes:
     headers = {name.lower(): value for name, value in refusal.headers}
     headers.update((name.decode("latin-1"), value.decode("latin-1")) for name, value in extra)
@@ -730,33 +745,14 @@ async def serve_hypercorn(
         stream: trio.SocketStream, address: str, initial: bytes, judged: Callable[[], None] | None
     ) -> None:
         connection = _Connection(
-            app,
-            config,
-            context,
-            lifespan_state,
-            stream,
-            limits=limits,
-            registry=connections,
-            address=address,
-            initial=initial,
-            judged=judged,
+            app, config, context, lifespan_state, stream, limits, connections, address
         )
+        connection.initial, connection.judged = initial, judged
         connections.add(connection)
         assert handlers is not None
         handlers.start_soon(run, connection)
 
-    holding = None
-    if door is not None:
-
-        def hand_over(stream: trio.SocketStream, address: str, initial: bytes) -> None:
-            assert holding is not None
-            connections.let_go(address)
-            launch(stream, address, initial, holding.judged)
-
-        def answer_headers() -> list[tuple[bytes, bytes]]:
-            return [*config.response_headers("h11"), *connections.headers]
-
-        holding = Holding(door, hand_over, connections.let_go, answer_headers)
+    holding = None if door is None else _holding(door, connections, launch, config)
 
     async with trio.open_nursery() as lifespan_nursery:
         await lifespan_nursery.start(lifespan.handle_lifespan)

@@ -19,7 +19,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from .. import metrics
-from ..serving.errors import error_body
+from ..listener.errors import error_body
 from ..store import StoreError
 from ..turn import INTERNAL_ERROR
 from ..wire.chat_types import ChatModel

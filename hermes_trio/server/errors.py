@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..listener.errors import ErrorBody, error_body
 from ..llm.errors import request_refused
-from ..serving.errors import ErrorBody, error_body
 from ..store import StoreError
 
 __all__ = ["APIError", "error_status", "store_refused"]

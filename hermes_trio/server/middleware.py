@@ -34,9 +34,9 @@ from hypercorn.typing import (
     WWWScope,
 )
 
+from ..listener.door import Knock
+from ..listener.errors import ErrorBody, error_body
 from ..redaction import request_secrets_scope
-from ..serving.door import Knock
-from ..serving.errors import ErrorBody, error_body
 from . import request_log
 from .errors import APIError
 from .gate import Answer, GateRequest, GateSettings, Refuse, decide

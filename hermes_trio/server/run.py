@@ -1,5 +1,5 @@
 """The API server: the app (behind its gate) on the listener of
-:mod:`hermes_trio.serving`, which drives hypercorn's HTTP/1.1 protocol.
+:mod:`hermes_trio.listener`, which drives hypercorn's HTTP/1.1 protocol.
 
 ``open_api_server`` runs it for the life of a block: ``hermes-trio serve``
 (:mod:`hermes_trio.cli.serve`), the gateway, tests and trio programs that
@@ -26,9 +26,9 @@ from .. import metrics
 from ..agent import Agent, open_agent
 from ..approvals import PENDING
 from ..config import ApiServerConfig, Config, ConfigError
+from ..listener import ConnectionLimits, listening_socket, serve_hypercorn
+from ..listener.capacity import per_client_limit
 from ..llm import NO_MODEL_SERVER
-from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
-from ..serving.capacity import per_client_limit
 from ..store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
 from .app import asgi_app
 from .approvals import RemoteApprovals

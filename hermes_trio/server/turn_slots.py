@@ -34,8 +34,8 @@ from hypercorn.typing import WWWScope
 from .. import metrics
 from ..agent import Agent
 from ..config import ApiServerConfig
-from ..serving.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
-from ..serving.door import DoorRefusal, Knock
+from ..listener.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
+from ..listener.door import DoorRefusal, Knock
 from ..turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
 from ..wire.messages import ChatTool, Message
 from .errors import APIError
@@ -112,7 +112,7 @@ _ENTRY: ContextVar[_Entry | None] = ContextVar("hermes_turn_entry", default=None
 
 class TurnSlots:
     """At most ``limits.limit`` turns at once (fixed, or following the
-    event loop's lag: :mod:`hermes_trio.serving.admission`); beyond that,
+    event loop's lag: :mod:`hermes_trio.listener.admission`); beyond that,
     an answer at once (no queue): 429 at the limit, 503 while the server
     is behind, both with ``Retry-After``."""
 

@@ -1,6 +1,6 @@
 """The listener's reliance on hypercorn's internals, checked by name.
 
-``serving/listener.py`` subclasses hypercorn's ``H11Protocol`` and overrides
+``listener/listener.py`` subclasses hypercorn's ``H11Protocol`` and overrides
 private methods; a hypercorn release that renames one would leave our
 override silently uncalled (plain-text errors, an h2c switch). pyproject.toml
 caps hypercorn below its next minor version; this test says what to re-check
@@ -19,7 +19,7 @@ import pytest
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.worker_context import WorkerContext
 
-from hermes_trio.serving.listener import _H11, HYPERCORN_INTERNALS
+from hermes_trio.listener.listener import _H11, HYPERCORN_INTERNALS
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -31,7 +31,7 @@ def resolve(dotted: str) -> object:
     except (ImportError, AttributeError) as error:
         pytest.fail(
             f"hypercorn {version('hypercorn')} has no {dotted}, which "
-            f"hermes_trio/serving/listener.py relies on ({error})"
+            f"hermes_trio/listener/listener.py relies on ({error})"
         )
 
 
@@ -41,7 +41,7 @@ def test_every_private_name_the_listener_relies_on_is_there(owner: str) -> None:
     missing = [name for name in HYPERCORN_INTERNALS[owner] if not hasattr(cls, name)]
     assert not missing, (
         f"hypercorn {version('hypercorn')}: {owner} has no {', '.join(missing)}; "
-        "hermes_trio/serving/listener.py relies on it (see HYPERCORN_INTERNALS)"
+        "hermes_trio/listener/listener.py relies on it (see HYPERCORN_INTERNALS)"
     )
 
 
@@ -50,7 +50,7 @@ def test_hypercorn_still_calls_what_the_listener_overrides() -> None:
     for name in ("_send_error_response", "_check_protocol"):
         assert f"self.{name}(" in source, (
             f"hypercorn {version('hypercorn')} no longer calls H11Protocol.{name} from "
-            "_handle_events: the override in hermes_trio/serving/listener.py is dead code"
+            "_handle_events: the override in hermes_trio/listener/listener.py is dead code"
         )
         ours = inspect.signature(getattr(_H11, name))
         theirs = inspect.signature(getattr(H11Protocol, name))

@@ -1,5 +1,5 @@
 """``api_server.max_concurrent``: a fixed number, or ``auto`` — a limit that
-follows the event loop's lag (``serving/admission.py``). The arithmetic
+follows the event loop's lag (``listener/admission.py``). The arithmetic
 alone, with hypothesis; the trio shell on a mock clock with the times
 asserted; then the real server refusing at once with the error JSON,
 ``Retry-After`` and the figures on ``/metrics``."""
@@ -23,15 +23,15 @@ from support import api_stack
 from test_metrics import figures, moved
 
 from hermes_trio.config import ConfigError, load_config
-from hermes_trio.server.errors import APIError
-from hermes_trio.server.turn_slots import AUTO_START, TurnSlots, _Entry
-from hermes_trio.serving.admission import AdaptiveLimit, FixedLimit, Refused
-from hermes_trio.serving.capacity import (
+from hermes_trio.listener.admission import AdaptiveLimit, FixedLimit, Refused
+from hermes_trio.listener.capacity import (
     FILES_PER_CONNECTION,
     FILES_PER_TURN,
     FILES_RESERVED,
     connection_room,
 )
+from hermes_trio.server.errors import APIError
+from hermes_trio.server.turn_slots import AUTO_START, TurnSlots, _Entry
 from hermes_trio.testing import TextReply
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hi"}]}

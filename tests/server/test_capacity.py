@@ -19,7 +19,7 @@ from support import clean_env, start_serve
 from test_connections import eof, request_bytes
 
 from hermes_trio.config import ConfigError, load_config
-from hermes_trio.serving.capacity import (
+from hermes_trio.listener.capacity import (
     FILES_PER_CONNECTION,
     FILES_PER_TURN,
     FILES_RESERVED,
@@ -203,8 +203,8 @@ async def test_one_client_address_cannot_hold_every_connection(tmp_path: Path) -
 def test_clients_already_gone_are_not_counted_as_one_client() -> None:
     """A connection whose peer reset before it was served has no address:
     many such ones must not make the cap refuse anybody else's."""
-    from hermes_trio.serving.lifetime import ConnectionLimits
-    from hermes_trio.serving.listener import _Connections
+    from hermes_trio.listener.lifetime import ConnectionLimits
+    from hermes_trio.listener.listener import _Connections
 
     connections = _Connections(100, ConnectionLimits(), None, per_client=2)
     connections.by_address[""] += 5

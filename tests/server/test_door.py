@@ -1,4 +1,4 @@
-"""The listener's door (``serving/door.py``, ``TurnSlots.knock``): a turn
+"""The listener's door (``listener/door.py``, ``TurnSlots.knock``): a turn
 request whose whole body came with its head is judged before hypercorn
 starts the app for it. Refused there, it is answered by the listener (no
 request id, no request log line: the app never saw it); let in, it holds
@@ -19,10 +19,10 @@ import trio
 import trio.testing
 from support import api_stack
 
+from hermes_trio.listener.admission import FixedLimit
+from hermes_trio.listener.door import DoorRefusal, Knock
 from hermes_trio.server.errors import APIError
 from hermes_trio.server.turn_slots import TurnSlots, _Entry
-from hermes_trio.serving.admission import FixedLimit
-from hermes_trio.serving.door import DoorRefusal, Knock
 from hermes_trio.testing import TextReply
 
 JSON = {"Content-Type": "application/json"}

@@ -18,14 +18,14 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.utils import wrap_app
 
-from hermes_trio.serving.lifetime import (
+from hermes_trio.listener.lifetime import (
     ConnectionLifetime,
     ConnectionLimits,
     Expiry,
     Phase,
     raw_error_response,
 )
-from hermes_trio.serving.listener import _Connection, _Connections
+from hermes_trio.listener.listener import _Connection, _Connections
 
 LIMITS = ConnectionLimits(header_timeout=10.0, idle_timeout=30.0, linger=2.0)
 

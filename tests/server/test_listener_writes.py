@@ -15,7 +15,7 @@ from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
-from hermes_trio.serving import listening_socket, serve_hypercorn
+from hermes_trio.listener import listening_socket, serve_hypercorn
 
 PIECE = bytes(range(256)) * 256  # 64 KiB
 PIECES = 64  # 4 MiB: far more than the socket buffers hold

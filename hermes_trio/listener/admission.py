@@ -1,7 +1,7 @@
 """Whether the server takes one more turn: a fixed number
 (``api_server.max_concurrent: 8``) or a limit that follows how well the
 server keeps up (``max_concurrent: auto``). Pure: the trio shell
-(:mod:`hermes_trio.server.turn_slots`) passes the clock's time and the turns
+(:mod:`hermes_trio.server.admission.turn_slots`) passes the clock's time and the turns
 running, and a task of the server's reports its event loop's lag.
 
 Why the event loop's lag: a turn's stream costs the server CPU on every

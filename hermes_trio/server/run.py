@@ -30,13 +30,13 @@ from ..listener import ConnectionLimits, listening_socket, serve_hypercorn
 from ..listener.capacity import per_client_limit
 from ..llm import NO_MODEL_SERVER
 from ..store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
+from .admission.keys import KeyRing, keys_of
+from .admission.turn_slots import TurnSlots, turn_limit
 from .app import asgi_app
-from .approvals import RemoteApprovals
-from .gate import is_loopback
-from .keys import KeyRing, keys_of
-from .sessions import SESSION_INTERRUPTED, SessionStore
+from .approvals.route import RemoteApprovals
+from .conversations.sessions import SESSION_INTERRUPTED, SessionStore
+from .edge.gate import is_loopback
 from .state import ServerState
-from .turn_slots import TurnSlots, turn_limit
 
 __all__ = [
     "SHUTDOWN_GRACE",

@@ -30,8 +30,8 @@ from hermes_trio.listener.capacity import (
     FILES_RESERVED,
     connection_room,
 )
-from hermes_trio.server.errors import APIError
-from hermes_trio.server.turn_slots import AUTO_START, TurnSlots, _Entry
+from hermes_trio.server.admission.turn_slots import AUTO_START, TurnSlots, _Entry
+from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.testing import TextReply
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hi"}]}

@@ -13,10 +13,10 @@ import pytest
 import trio
 import trio.testing
 
-from hermes_trio.server.errors import APIError
-from hermes_trio.server.gate import GateSettings
-from hermes_trio.server.middleware import _EARLY_BODY, Front
-from hermes_trio.server.turn_slots import TurnSlots, _Entry
+from hermes_trio.server.admission.turn_slots import TurnSlots, _Entry
+from hermes_trio.server.edge.gate import GateSettings
+from hermes_trio.server.edge.middleware import _EARLY_BODY, Front
+from hermes_trio.server.parsing.errors import APIError
 
 HEADERS = [(b"host", b"127.0.0.1:8642"), (b"content-type", b"application/json")]
 

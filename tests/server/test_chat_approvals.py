@@ -32,8 +32,8 @@ from support import (
 )
 
 from hermes_trio.llm.http_body import open_body
-from hermes_trio.server.approvals import Answer, parse_answer
-from hermes_trio.server.errors import APIError
+from hermes_trio.server.approvals.route import Answer, parse_answer
+from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.store.sqlite import DB_FILENAME
 from hermes_trio.testing import (
     ScriptedModelServer,

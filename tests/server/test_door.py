@@ -21,8 +21,8 @@ from support import api_stack
 
 from hermes_trio.listener.admission import FixedLimit
 from hermes_trio.listener.door import DoorRefusal, Knock
-from hermes_trio.server.errors import APIError
-from hermes_trio.server.turn_slots import TurnSlots, _Entry
+from hermes_trio.server.admission.turn_slots import TurnSlots, _Entry
+from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.testing import TextReply
 
 JSON = {"Content-Type": "application/json"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_trio.server.errors import error_status
+from hermes_trio.server.parsing.errors import error_status
 
 
 @pytest.mark.parametrize(

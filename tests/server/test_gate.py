@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_trio.server.gate import (
+from hermes_trio.server.edge.gate import (
     SDK_HEADERS,
     Allow,
     Answer,

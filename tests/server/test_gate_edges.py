@@ -19,8 +19,8 @@ from support import api_stack
 
 from hermes_trio.config import Config
 from hermes_trio.server.app import create_app
-from hermes_trio.server.bodies import read_json_body
-from hermes_trio.server.errors import APIError
+from hermes_trio.server.edge.bodies import read_json_body
+from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.server.run import startup_problem
 from hermes_trio.testing import TextReply
 

@@ -14,8 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import clean_env, start_serve
 
-from hermes_trio.server.errors import APIError
-from hermes_trio.server.keys import (
+from hermes_trio.server.admission.keys import (
     WINDOW,
     Budget,
     KeyRing,
@@ -24,7 +23,8 @@ from hermes_trio.server.keys import (
     Reservation,
     current_key,
 )
-from hermes_trio.server.turn_slots import TurnHold, TurnSlots
+from hermes_trio.server.admission.turn_slots import TurnHold, TurnSlots
+from hermes_trio.server.parsing.errors import APIError
 
 
 def test_requests_per_minute_slide() -> None:

@@ -13,8 +13,8 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_trio.server.gate import GateRequest, GateSettings, Refuse, decide
-from hermes_trio.server.middleware import BodyDeadline, Front
+from hermes_trio.server.edge.gate import GateRequest, GateSettings, Refuse, decide
+from hermes_trio.server.edge.middleware import BodyDeadline, Front
 
 
 def test_a_body_deadline_moves_with_each_arrival_up_to_the_total() -> None:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hermes_trio.server.errors import APIError
-from hermes_trio.server.request_json import (
+from hermes_trio.server.parsing.errors import APIError
+from hermes_trio.server.parsing.request_json import (
     MAX_DEPTH,
     field_path,
     parse_request_json,

@@ -15,7 +15,7 @@ import pytest
 import trio
 from support import api_stack, clean_env, start_serve
 
-from hermes_trio.server.request_log import RequestRecord, request_id, session_hash
+from hermes_trio.server.edge.request_log import RequestRecord, request_id, session_hash
 from hermes_trio.testing import TextReply
 
 KEY = "log-key"

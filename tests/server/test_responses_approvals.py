@@ -128,7 +128,7 @@ async def test_refused_answers_and_a_conversation_that_goes_on_without_one(
 
 
 def test_approval_items_in_the_input_are_checked_and_kept() -> None:
-    from hermes_trio.server.errors import APIError
+    from hermes_trio.server.parsing.errors import APIError
     from hermes_trio.server.responses.input import approval_answers, parse_input
 
     given = [

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hermes_trio.server.errors import APIError
+from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.server.responses.input import item_references, resolve_references
 from hermes_trio.store import DB_FILENAME, SQLiteStore, StoredResponse, owner_scope
 

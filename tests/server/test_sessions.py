@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import api_stack
 
-from hermes_trio.server.sessions import message_size, turns_to_drop
+from hermes_trio.server.conversations.sessions import message_size, turns_to_drop
 from hermes_trio.testing import TextReply, ToolCallReply
 
 # -- the trimming decision (pure) -------------------------------------------
@@ -185,7 +185,7 @@ async def test_a_session_taken_over_is_logged_without_its_id(tmp_path: Any, capl
     shows only a keyed hash of it, and no other line shows it at all."""
     import logging
 
-    from hermes_trio.server.sessions import SessionStore
+    from hermes_trio.server.conversations.sessions import SessionStore
     from hermes_trio.store import SQLiteStore, owner_scope
 
     store = SQLiteStore(tmp_path / "s.sqlite3")
@@ -209,7 +209,7 @@ async def test_a_turn_that_cannot_start_lets_its_session_go(monkeypatch: Any) ->
     its turn fails to start: no process holds the conversation then (it
     used to stay this process's, so another worker's request on the session
     waited for it and ended 409 ``session_busy``)."""
-    import hermes_trio.server.turn_slots as turn_slots
+    import hermes_trio.server.admission.turn_slots as turn_slots
 
     started = turn_slots.start_turn
     failures = iter([RuntimeError("the server's nursery is closing")])

@@ -1,4 +1,4 @@
-"""Release unless handed off (server/turn_reservation.py): what a request
+"""Release unless handed off (server/admission/turn_reservation.py): what a request
 reserves for its turn is given back once — by the request's block when the
 turn never starts, by the turn's end once it started. In process, on
 trio's MockClock."""
@@ -13,9 +13,9 @@ import trio.testing
 
 from hermes_trio.config import Config
 from hermes_trio.events import StreamEvent, Usage
-from hermes_trio.server.errors import APIError
-from hermes_trio.server.turn_reservation import TurnReservation
-from hermes_trio.server.turn_slots import TurnSlots
+from hermes_trio.server.admission.turn_reservation import TurnReservation
+from hermes_trio.server.admission.turn_slots import TurnSlots
+from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.turn import TurnResult
 
 TURN_TAKES = 5.0

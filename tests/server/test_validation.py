@@ -316,7 +316,7 @@ async def test_big_bodies_are_parsed_off_the_event_loop(monkeypatch) -> None:
     measures the stall)."""
     import threading
 
-    from hermes_trio.server import bodies
+    from hermes_trio.server.edge import bodies
 
     where: list[bool] = []
     parse = bodies.parse_request_json

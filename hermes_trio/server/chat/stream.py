@@ -13,7 +13,7 @@ import trio
 from ...consumers.sse import LastPiece, PreStreamError, WriterOutput
 from ...turn import Turn
 from ...wire.chat_out import ChatStreamFrames
-from ..bodies import StreamedBody
+from ..edge.bodies import StreamedBody
 
 __all__ = ["ChatStreamBody", "untold_failure"]
 

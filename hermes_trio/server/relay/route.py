@@ -30,21 +30,21 @@ import orjson
 import trio
 from quart import Response
 
-from ..llm import ModelError
-from ..redaction import shown_url
-from ..wire.chat_types import ChatModel
-from ..wire.relay import (
+from ...llm import ModelError
+from ...redaction import shown_url
+from ...wire.chat_types import ChatModel
+from ...wire.relay import (
     CUT_CODE,
     RelayedStream,
     completion_tokens,
     error_message,
     redacted_json,
 )
-from ..wire.sse import SSEError
-from .bodies import StreamedBody, json_response, sse_response
-from .errors import APIError
-from .state import ServerState
-from .turn_reservation import TurnReservation
+from ...wire.sse import SSEError
+from ..admission.turn_reservation import TurnReservation
+from ..edge.bodies import StreamedBody, json_response, sse_response
+from ..parsing.errors import APIError
+from ..state import ServerState
 
 __all__ = ["PlainModels", "relay"]
 

@@ -19,10 +19,10 @@ from types import TracebackType
 
 import trio
 
-from ..agent import Agent
-from ..turn import Consumer, Turn, TurnAround, TurnOptions
-from ..wire.messages import Message
-from .request_log import current_record
+from ...agent import Agent
+from ...turn import Consumer, Turn, TurnAround, TurnOptions
+from ...wire.messages import Message
+from ..edge.request_log import current_record
 from .turn_slots import TurnHold, TurnSlots
 
 __all__ = ["TurnReservation"]

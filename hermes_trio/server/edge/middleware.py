@@ -34,11 +34,11 @@ from hypercorn.typing import (
     WWWScope,
 )
 
-from ..listener.door import Knock
-from ..listener.errors import ErrorBody, error_body
-from ..redaction import request_secrets_scope
+from ...listener.door import Knock
+from ...listener.errors import ErrorBody, error_body
+from ...redaction import request_secrets_scope
+from ..parsing.errors import APIError
 from . import request_log
-from .errors import APIError
 from .gate import Answer, GateRequest, GateSettings, Refuse, decide
 from .request_log import (
     ACCESS_LOG,

@@ -25,7 +25,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-from ..escapes import escape_controls
+from ...escapes import escape_controls
 
 __all__ = [
     "ACCESS_LOG",

@@ -26,7 +26,7 @@ from collections import deque
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from ..config import ApiKeyConfig, ApiServerConfig, ConfigError, load_keys_file
+from ...config import ApiKeyConfig, ApiServerConfig, ConfigError, load_keys_file
 
 __all__ = [
     "WINDOW",

@@ -33,7 +33,7 @@ import trio
 from quart import Response
 from quart_trio import QuartTrio
 
-from ..approvals import (
+from ...approvals import (
     ApprovalQuestion,
     Decision,
     Outcome,
@@ -41,11 +41,11 @@ from ..approvals import (
     RefusedCode,
     answer_approval,
 )
-from ..store import Signal, Store, StoreError, wall_clock
-from .bodies import json_response, read_json_body
-from .errors import APIError
-from .keys import current_key
-from .validation import bad, optional_str, request_object
+from ...store import Signal, Store, StoreError, wall_clock
+from ..admission.keys import current_key
+from ..edge.bodies import json_response, read_json_body
+from ..parsing.errors import APIError
+from ..parsing.validation import bad, optional_str, request_object
 
 __all__ = [
     "ANONYMOUS",

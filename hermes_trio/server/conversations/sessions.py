@@ -21,11 +21,11 @@ from typing import Any
 import orjson
 import trio
 
-from ..store import Signal, Store, StoreError, kept_messages
-from ..tools import ToolContext
-from ..turn import Turn
-from ..wire.messages import Message
-from .errors import APIError
+from ...store import Signal, Store, StoreError, kept_messages
+from ...tools import ToolContext
+from ...turn import Turn
+from ...wire.messages import Message
+from ..parsing.errors import APIError
 
 __all__ = [
     "SESSION_INTERRUPTED",

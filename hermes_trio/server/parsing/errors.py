@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..listener.errors import ErrorBody, error_body
-from ..llm.errors import request_refused
-from ..store import StoreError
+from ...listener.errors import ErrorBody, error_body
+from ...llm.errors import request_refused
+from ...store import StoreError
 
 __all__ = ["APIError", "error_status", "store_refused"]
 

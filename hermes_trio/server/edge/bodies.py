@@ -16,12 +16,12 @@ import trio
 from quart import Response, request
 from quart.wrappers.response import ResponseBody
 
-from .. import metrics
-from ..consumers.sse import parse_extensions
-from ..store import owner_scope
-from .errors import APIError
+from ... import metrics
+from ...consumers.sse import parse_extensions
+from ...store import owner_scope
+from ..parsing.errors import APIError
+from ..parsing.request_json import parse_request_json
 from .gate import content_type_refusal
-from .request_json import parse_request_json
 
 __all__ = [
     "JsonBody",

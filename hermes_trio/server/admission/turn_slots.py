@@ -31,14 +31,14 @@ from typing import Any, Protocol
 import trio
 from hypercorn.typing import WWWScope
 
-from .. import metrics
-from ..agent import Agent
-from ..config import ApiServerConfig
-from ..listener.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
-from ..listener.door import DoorRefusal, Knock
-from ..turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
-from ..wire.messages import ChatTool, Message
-from .errors import APIError
+from ... import metrics
+from ...agent import Agent
+from ...config import ApiServerConfig
+from ...listener.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
+from ...listener.door import DoorRefusal, Knock
+from ...turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
+from ...wire.messages import ChatTool, Message
+from ..parsing.errors import APIError
 from .keys import Refusal, Reservation, current_key, retry_after_header
 
 __all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_limit", "turn_options"]

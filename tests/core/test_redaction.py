@@ -295,7 +295,7 @@ async def test_a_password_in_the_model_url_reaches_no_api_client_and_no_log(
 
 async def test_a_platform_error_echoing_part_of_its_token_is_redacted() -> None:
     from hermes_trio.consumers.messenger import PlatformError
-    from hermes_trio.platforms.homeassistant import HomeAssistantAdapter
+    from hermes_trio.platforms.homeassistant.adapter import HomeAssistantAdapter
     from hermes_trio.testing.fake_homeassistant import open_fake_homeassistant
 
     token = "ha-echoed-long-lived-token-0123456789"

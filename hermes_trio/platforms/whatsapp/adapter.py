@@ -48,15 +48,15 @@ import trio
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from ..config import WhatsAppConfig
-from ..consumers.messenger import Button, ButtonsRefused, PlatformError, RateLimited
-from ..redaction import redact
-from ..retry import parse_retry_after
-from .base import Attachment, ButtonPress, CredentialsRejected, InboundMessage
-from .http import allow_list, download, send_request, user_allowed
-from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
-from .webhook import check_then_serve, webhook_app
-from .whatsapp_types import (
+from ...config import WhatsAppConfig
+from ...consumers.messenger import Button, ButtonsRefused, PlatformError, RateLimited
+from ...redaction import redact
+from ...retry import parse_retry_after
+from ..base import Attachment, ButtonPress, CredentialsRejected, InboundMessage
+from ..http import allow_list, download, send_request, user_allowed
+from ..send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
+from ..webhook import check_then_serve, webhook_app
+from .api_types import (
     GraphError,
     MediaInfo,
     OutboundMessage,

@@ -6,7 +6,7 @@ button, interactive, location…), the send-message body and its answer
 (``GET /{media id}``), the phone number fields read at start, and the Graph
 API's error answer.
 
-Each TypedDict declares the fields the adapter (``whatsapp.py``) or the fake
+Each TypedDict declares the fields the adapter (``adapter.py``) or the fake
 (``testing/fake_whatsapp.py``) uses; Meta sends more, and a TypedDict lets
 the rest through. A webhook body is checked field by field where it is read:
 the types say what Meta promises, not what a payload proves.

@@ -3,9 +3,9 @@ the REST API's (developers.home-assistant.io, ``docs/api/rest``: ``GET
 /api/``, ``POST /api/events/<event_type>``, ``POST
 /api/services/<domain>/<service>``) as the adapter uses them, and the
 adapter's own webhook contract, which HA's ``rest_command`` calls
-(``homeassistant.py`` documents it).
+(``adapter.py`` documents it).
 
-Shared by the adapter (``homeassistant.py``) and the fake
+Shared by the adapter (``adapter.py``) and the fake
 (``testing/fake_homeassistant.py``). A webhook body is checked field by
 field where it is read: the types say what the contract promises, not what
 a body proves.

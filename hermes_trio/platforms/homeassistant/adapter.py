@@ -51,15 +51,15 @@ import trio
 from quart import request
 from quart_trio import QuartTrio
 
-from ..config import HomeAssistantConfig
-from ..consumers.messenger import PlatformError, RateLimited
-from ..redaction import redact
-from ..retry import parse_retry_after
-from .base import CredentialsRejected, InboundMessage
-from .homeassistant_types import NotifyData, ReplyEvent, WebhookAnswer, WebhookMessage
-from .http import allow_list, send_request, user_allowed
-from .send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
-from .webhook import check_then_serve, webhook_app
+from ...config import HomeAssistantConfig
+from ...consumers.messenger import PlatformError, RateLimited
+from ...redaction import redact
+from ...retry import parse_retry_after
+from ..base import CredentialsRejected, InboundMessage
+from ..http import allow_list, send_request, user_allowed
+from ..send_only import SEND_ONLY_CAPABILITIES, SendOnlyMessenger
+from ..webhook import check_then_serve, webhook_app
+from .api_types import NotifyData, ReplyEvent, WebhookAnswer, WebhookMessage
 
 __all__ = [
     "HOMEASSISTANT_CAPABILITIES",

@@ -82,7 +82,7 @@ _WARN_EVERY = 10.0
 # ``_H11`` overrides or calls (an override of a renamed method is silently
 # never called) and the internal modules and names it builds connections
 # from. pyproject.toml caps hypercorn below its next minor version, and
-# tests/core/test_hypercorn_reliance.py checks each name is still there.
+# tests/listener/test_hypercorn_reliance.py checks each name is still there.
 HYPERCORN_INTERNALS = {
     "hypercorn.protocol.h11.H11Protocol": (
         "_send_error_response",  # overridden: the JSON error body

@@ -12,9 +12,9 @@ import trio
 from support import api_stack
 
 from hermes_trio.testing import TextReply, ToolCallReply
-from tests.server.test_chat_approvals import flagged
+from tests.server.approvals.test_chat_approvals import flagged
 
-README = Path(__file__).resolve().parents[2] / "docs" / "responses.md"
+README = Path(__file__).resolve().parents[3] / "docs" / "responses.md"
 SECTION = "## Approving commands in the Responses API"
 
 

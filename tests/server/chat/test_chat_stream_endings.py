@@ -11,7 +11,6 @@ import pytest
 import trio
 import trio.testing
 from support import api_stack, http_for
-from test_responses_helpers import parse_sse
 
 from hermes_trio.consumers.sse import SSEOptions, write_chat_sse
 from hermes_trio.events import MessageChunk, StreamEvent, TurnFinished, Usage
@@ -21,6 +20,7 @@ from hermes_trio.testing import TextReply
 from hermes_trio.turn import Turn, TurnResult
 from hermes_trio.wire.chat_out import ChatStreamFrames
 from hermes_trio.wire.sse import KEEPALIVE
+from tests.server.responses.test_responses_helpers import parse_sse
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 

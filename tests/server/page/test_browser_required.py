@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGE_TESTS = "tests/server/test_chat_page.py"
+ROOT = Path(__file__).resolve().parents[3]
+PAGE_TESTS = "tests/server/page/test_chat_page.py"
 
 
 def run_page_tests(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

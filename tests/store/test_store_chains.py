@@ -12,7 +12,6 @@ from typing import Any
 import psycopg
 import trio
 from support import http_for, make_config
-from test_responses_helpers import parse_sse, payloads
 from test_store_backends import OWNER, Stores, backend, pg_url, stores  # noqa: F401
 
 from hermes_trio.config import StoreConfig
@@ -22,6 +21,7 @@ from hermes_trio.store import StoredResponse, owner_scope, schema, wall_clock
 from hermes_trio.store.shared import SQLStore
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.responses_out import ResponseEvent
+from tests.server.responses.test_responses_helpers import parse_sse, payloads
 
 BIG = 50_000
 CHAIN = 20

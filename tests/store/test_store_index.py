@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import trio
 from support import api_stack, http_for, make_config
-from test_responses_crash import _hold_write_lock
 
 from hermes_trio.config import StoreConfig
 from hermes_trio.server.responses import routes as responses_routes
@@ -29,6 +28,7 @@ from hermes_trio.store import (
 from hermes_trio.store import sqlite as sqlite_module
 from hermes_trio.store import statements as store_module
 from hermes_trio.testing import TextReply
+from tests.server.responses.test_responses_crash import _hold_write_lock
 
 # The schema of a store written before the item index existed.
 _OLD_SCHEMA = """

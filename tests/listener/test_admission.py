@@ -20,7 +20,6 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 from support import api_stack
-from test_metrics import figures, moved
 
 from hermes_trio.config import ConfigError, load_config
 from hermes_trio.listener.admission import AdaptiveLimit, FixedLimit, Refused
@@ -33,6 +32,7 @@ from hermes_trio.listener.capacity import (
 from hermes_trio.server.admission.turn_slots import AUTO_START, TurnSlots, _Entry
 from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.testing import TextReply
+from tests.server.test_metrics import figures, moved
 
 CHAT = {"model": "hermes-agent", "messages": [{"role": "user", "content": "hi"}]}
 

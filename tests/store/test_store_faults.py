@@ -24,14 +24,14 @@ from support import (
     run_cli,
     start_serve,
 )
-from test_responses_crash import _hold_write_lock
-from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.config import StoreConfig
 from hermes_trio.server.run import open_api_server
 from hermes_trio.store import DB_FILENAME, SQLiteStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+from tests.server.responses.test_responses_crash import _hold_write_lock
+from tests.server.responses.test_responses_helpers import parse_sse, payloads
 
 KEY = "test-client-key"
 HEADERS = {"Authorization": f"Bearer {KEY}"}

@@ -21,7 +21,7 @@ from pathlib import Path
 from browser import missing_outside_tool
 
 HERE = Path(__file__).resolve().parent
-RENDERER = HERE.parents[1] / "hermes_trio" / "server" / "page" / "markdown.js"
+RENDERER = HERE.parents[2] / "hermes_trio" / "server" / "page" / "markdown.js"
 COUNTER = HERE / "markdown_work.mjs"
 
 # Texts that made some search start over at every character.

@@ -215,7 +215,7 @@ async def test_query_error_exits_1_and_no_server_exits_2(tmp_path: Path) -> None
     async with open_scripted_server([Stall(seconds=0)]) as server:
         base_url = server.base_url
     # The server is gone: the request cannot connect (and is not retried:
-    # retry timing is tested on the clock, in tests/core/test_agent_timing.py).
+    # retry timing is tested on the clock, in tests/agent/test_agent_timing.py).
     config = tmp_path / "config.yaml"
     config.write_text("model:\n  max_retries: 0\n")
     done = await run_cli(base_url, tmp_path, "-q", "question")

@@ -96,25 +96,28 @@ def test_the_pool_reaches_httpx_through_its_public_transport_api() -> None:
 # Third-party private name → (the reliance test that checks it, the
 # distribution pyproject.toml caps for it).
 KNOWN_PRIVATE = {
-    "httpcore._backends.trio": ("test_httpcore_reliance.py", "httpcore"),
-    "httpcore._backends.trio.TrioStream._stream": ("test_httpcore_reliance.py", "httpcore"),
-    "mcp.client.stdio._get_executable_command": ("test_mcp_stdio_reliance.py", "mcp"),
-    "mcp.client.stdio._create_platform_compatible_process": ("test_mcp_stdio_reliance.py", "mcp"),
-    "mcp.client.stdio._parse_line": ("test_mcp_stdio_reliance.py", "mcp"),
-    "mcp.client.stdio._drain_stdout": ("test_mcp_stdio_reliance.py", "mcp"),
-    "mcp.client.stdio._stop_server_process": ("test_mcp_stdio_reliance.py", "mcp"),
-    "mcp.client.stdio._aclose_all": ("test_mcp_stdio_reliance.py", "mcp"),
-    "mcp.client.stdio._WRITER_FLUSH_TIMEOUT": ("test_mcp_stdio_reliance.py", "mcp"),
+    "httpcore._backends.trio": ("llm/test_httpcore_reliance.py", "httpcore"),
+    "httpcore._backends.trio.TrioStream._stream": ("llm/test_httpcore_reliance.py", "httpcore"),
+    "mcp.client.stdio._get_executable_command": ("mcp/test_mcp_stdio_reliance.py", "mcp"),
+    "mcp.client.stdio._create_platform_compatible_process": (
+        "mcp/test_mcp_stdio_reliance.py",
+        "mcp",
+    ),
+    "mcp.client.stdio._parse_line": ("mcp/test_mcp_stdio_reliance.py", "mcp"),
+    "mcp.client.stdio._drain_stdout": ("mcp/test_mcp_stdio_reliance.py", "mcp"),
+    "mcp.client.stdio._stop_server_process": ("mcp/test_mcp_stdio_reliance.py", "mcp"),
+    "mcp.client.stdio._aclose_all": ("mcp/test_mcp_stdio_reliance.py", "mcp"),
+    "mcp.client.stdio._WRITER_FLUSH_TIMEOUT": ("mcp/test_mcp_stdio_reliance.py", "mcp"),
     "hypercorn.protocol.h11.H11Protocol._send_error_response": (
-        "test_hypercorn_reliance.py",
+        "listener/test_hypercorn_reliance.py",
         "hypercorn",
     ),
     "hypercorn.protocol.h11.H11Protocol._check_protocol": (
-        "test_hypercorn_reliance.py",
+        "listener/test_hypercorn_reliance.py",
         "hypercorn",
     ),
     "hypercorn.protocol.h11.H11Protocol._send_h11_event": (
-        "test_hypercorn_reliance.py",
+        "listener/test_hypercorn_reliance.py",
         "hypercorn",
     ),
 }
@@ -244,7 +247,7 @@ def test_every_third_party_private_name_is_known_capped_and_guarded() -> None:
     for private in used:
         test, distribution = KNOWN_PRIVATE[private]
         attr = private.rpartition(".")[2]
-        guard = (Path(__file__).parent / test).read_text()
+        guard = (Path(__file__).parents[1] / test).read_text()
         guarded = attr in guard or private in guard
         if not guarded and "mcp" in private:
             guarded = "SDK_INTERNALS" in guard

@@ -21,7 +21,7 @@ from support import client_on
 
 from hermes_trio.testing import TextReply, ToolCallReply
 from tests.openai_spec import assert_valid
-from tests.server.test_chat_approvals import flagged, serving
+from tests.server.approvals.test_chat_approvals import flagged, serving
 
 
 @asynccontextmanager

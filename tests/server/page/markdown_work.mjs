@@ -2,7 +2,7 @@
 // rather than timed: V8's block coverage counts every JavaScript block the
 // renderer runs (a loop's body once per turn), and the string and RegExp
 // built-ins it calls count the characters they scan or copy. Run by
-// tests/server/test_markdown_work.py:
+// tests/server/page/test_markdown_work.py:
 //   node markdown_work.mjs RENDERER.js < cases.json   (prints JSON)
 // cases.json: [[name, text], ...]; prints {name: {blocks, characters}, ...}.
 import { readFileSync } from "node:fs";

@@ -16,7 +16,7 @@ from pathlib import Path
 
 # A public module of python-dotenv, though not in its __all__: its
 # ``dotenv_values`` warns of a bad line without naming the file.
-# tests/core/test_dotenv_reliance.py checks what is used here.
+# tests/dotenv_files/test_dotenv_reliance.py checks what is used here.
 from dotenv.parser import parse_stream
 
 __all__ = ["DOTENV_NAME", "EnvFileError", "parse_env_text", "read_env_file"]

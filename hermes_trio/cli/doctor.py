@@ -26,7 +26,7 @@ from ..gateway import build_adapters
 from ..llm import NO_MODEL_SERVER, ModelClient, ModelError, make_http_client
 from ..platforms.http import NETWORK_ERRORS, SharedClient, shared_client
 from ..redaction import shown_url
-from ..server.keys import keys_of
+from ..server.admission.keys import keys_of
 from ..server.run import startup_problem
 from ..store import StoreOpenError, open_store, store_path
 from ..tools.registry import ToolRegistry

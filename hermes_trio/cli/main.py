@@ -198,7 +198,7 @@ def _request_ids(args: argparse.Namespace) -> None:
     load the server anyway; the others leave the field empty)."""
     if args.command in ("serve", "gateway"):
         # Imported here: the other commands never load the web stack.
-        from ..server import request_log
+        from ..server.edge import request_log
 
         request_log.JSON_LINES = args.log_format == "json"
         id_filter: logging.Filter = request_log.RequestIdFilter()

@@ -5,7 +5,7 @@ seconds; a second one stops waiting for anyone.
 
 At start the soft limit on open files is raised to the hard one (logged
 once), and ``api_server.max_connections`` is lowered to what that limit
-holds (:mod:`hermes_trio.serving.capacity`, logged once): past it a
+holds (:mod:`hermes_trio.listener.capacity`, logged once): past it a
 connection already accepted would fail mid-answer (``EMFILE``) where a new
 one should get a 503.
 """
@@ -20,8 +20,8 @@ import resource
 import trio
 
 from ..config import Config
+from ..listener.capacity import connection_room
 from ..server.run import open_api_server, startup_problem
-from ..serving.capacity import connection_room
 from .demo import agent_for
 from .serve_shared import (
     STOP_GRACE,

@@ -18,7 +18,7 @@ from ..agent import Agent
 from ..config import Config, ConfigError, load_config
 from ..llm import ModelError
 from ..redaction import shown_url
-from ..server.keys import KeyRing, keys_of
+from ..server.admission.keys import KeyRing, keys_of
 from ..server.run import keyless_problem
 from ..store import StoreOpenError
 from .demo import DEMO_BANNER, is_demo

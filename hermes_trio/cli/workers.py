@@ -59,8 +59,8 @@ import trio
 
 from .. import metrics
 from ..config import Config
+from ..listener import listening_socket
 from ..server.run import open_api_server, startup_problem
-from ..serving import listening_socket
 from ..store import open_store
 from .demo import agent_for
 from .process import Failure, Shell

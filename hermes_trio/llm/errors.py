@@ -22,7 +22,7 @@ NO_MODEL_SERVER = (
 # lacks a permission, a fault that is ours, not the caller's), 404 (our base
 # URL or configured model name), 405/407/408/415 (how we talk to the model
 # server). Which HTTP status an API client then sees is the server's
-# business (``hermes_trio.server.errors.error_status``).
+# business (``hermes_trio.server.parsing.errors.error_status``).
 REQUEST_FAULTS = frozenset({400, 413, 422, 429})
 
 

@@ -13,7 +13,7 @@ that answers nothing we can name is dropped with a warning.
 This follows ``mcp.client.stdio.stdio_client`` of mcp 2.3.0 step for step
 but for ``_read_stdout``, and calls the SDK's own helpers for the rest
 (spawning, shutdown); :data:`SDK_INTERNALS` names the private ones, and
-tests/core/test_mcp_stdio_reliance.py checks them and that the SDK's
+tests/mcp/test_mcp_stdio_reliance.py checks them and that the SDK's
 function is still the one this follows.
 """
 

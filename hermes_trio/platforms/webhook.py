@@ -4,7 +4,7 @@ for its platform to push messages to.
 The adapter adds its routes to ``webhook_app`` and serves it with
 ``serve_webhook`` (or ``check_then_serve``, which first checks its
 credentials). It runs on the same listener as ``hermes-trio serve``
-(:mod:`hermes_trio.serving`): a connection ends when HTTP says it ends,
+(:mod:`hermes_trio.listener`): a connection ends when HTTP says it ends,
 slow and idle clients are dropped, and at most ``max_connections`` are open
 at once. hypercorn stays quiet (no access log: query strings can hold
 verify tokens) and reports its errors to the adapter's own logger.
@@ -23,7 +23,7 @@ from hypercorn.utils import wrap_app
 from quart_trio import QuartTrio
 
 from ..consumers.messenger import PlatformError
-from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
+from ..listener import ConnectionLimits, listening_socket, serve_hypercorn
 from .base import CredentialsRejected
 
 __all__ = ["WEBHOOK_MAX_CONNECTIONS", "check_then_serve", "serve_webhook", "webhook_app"]

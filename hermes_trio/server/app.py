@@ -19,20 +19,20 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from .. import metrics
-from ..serving.errors import error_body
+from ..listener.errors import error_body
 from ..store import StoreError
 from ..turn import INTERNAL_ERROR
 from ..wire.chat_types import ChatModel
-from .approvals import register_approval_routes
-from .bodies import bearer_token, json_response
+from .admission.keys import current_key, retry_after_header
+from .approvals.route import register_approval_routes
 from .chat.route import register_chat_routes
-from .errors import APIError, store_refused
-from .gate import GateSettings
-from .keys import current_key, retry_after_header
-from .middleware import Front
+from .edge.bodies import bearer_token, json_response
+from .edge.gate import GateSettings
+from .edge.middleware import Front
+from .edge.request_log import current_record
 from .page.route import register_page_routes
-from .plain_models import PlainModels, relay
-from .request_log import current_record
+from .parsing.errors import APIError, store_refused
+from .relay.route import PlainModels, relay
 from .responses.routes import register_responses_routes
 from .state import ServerState
 

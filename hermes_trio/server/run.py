@@ -1,5 +1,5 @@
 """The API server: the app (behind its gate) on the listener of
-:mod:`hermes_trio.serving`, which drives hypercorn's HTTP/1.1 protocol.
+:mod:`hermes_trio.listener`, which drives hypercorn's HTTP/1.1 protocol.
 
 ``open_api_server`` runs it for the life of a block: ``hermes-trio serve``
 (:mod:`hermes_trio.cli.serve`), the gateway, tests and trio programs that
@@ -27,17 +27,17 @@ from ..agent import Agent, open_agent
 from ..approvals import PENDING
 from ..config import ApiServerConfig, Config, ConfigError
 from ..endings import CancelCause
+from ..listener import ConnectionLimits, listening_socket, serve_hypercorn
+from ..listener.capacity import per_client_limit
 from ..llm import NO_MODEL_SERVER
-from ..serving import ConnectionLimits, listening_socket, serve_hypercorn
-from ..serving.capacity import per_client_limit
 from ..store import SignalHandlers, Store, install_secret, keep_store, open_store, wall_clock
+from .admission.keys import KeyRing, keys_of
+from .admission.turn_slots import TurnSlots, turn_limit
 from .app import asgi_app
-from .approvals import RemoteApprovals
-from .gate import is_loopback
-from .keys import KeyRing, keys_of
-from .sessions import SESSION_INTERRUPTED, SessionStore
+from .approvals.route import RemoteApprovals
+from .conversations.sessions import SESSION_INTERRUPTED, SessionStore
+from .edge.gate import is_loopback
 from .state import ServerState
-from .turn_slots import TurnSlots, turn_limit
 
 __all__ = [
     "SHUTDOWN_GRACE",

@@ -21,10 +21,10 @@ from ..config import ApiServerConfig
 from ..endings import CancelCause
 from ..store import SignalHandlers, Store
 from ..turn import Turn
-from .approvals import RemoteApprovals
-from .keys import KeyRing
-from .sessions import SessionStore
-from .turn_slots import TurnSlots
+from .admission.keys import KeyRing
+from .admission.turn_slots import TurnSlots
+from .approvals.route import RemoteApprovals
+from .conversations.sessions import SessionStore
 
 __all__ = ["ServerState"]
 

@@ -168,7 +168,7 @@ class Signal:
     """A request from another process to this one: ``stop`` the turn of a
     conversation, ``cancel`` a running response; ``approval`` (an answer to
     a pending approval, JSON) and its ``approval_reply`` (how it was taken,
-    JSON) travel between workers (``hermes_trio.server.approvals``)."""
+    JSON) travel between workers (``hermes_trio.server.approvals.route``)."""
 
     kind: str
     target: str

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import trio
 
-from ..platforms.homeassistant_types import ApiMessage, WebhookMessage
+from ..platforms.homeassistant.api_types import ApiMessage, WebhookMessage
 from .fake_http import FakeRequest, FakeResponse, serve_http
 
 __all__ = ["FakeHomeAssistant", "HAEvent", "HAServiceCall", "open_fake_homeassistant"]

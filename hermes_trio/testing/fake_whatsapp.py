@@ -44,7 +44,7 @@ from typing import Any, cast
 import httpx
 import trio
 
-from ..platforms import whatsapp_types as wa
+from ..platforms.whatsapp import api_types as wa
 from .fake_http import FakeRequest, FakeResponse, serve_http
 
 __all__ = [

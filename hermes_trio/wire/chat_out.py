@@ -30,8 +30,8 @@ from .sse import encode_event
 from .tool_events import ToolEventFields
 
 if TYPE_CHECKING:
-    # The type only: importing ``serving`` at run time would load trio.
-    from ..serving.errors import ErrorBody
+    # The type only: importing ``listener`` at run time would load trio.
+    from ..listener.errors import ErrorBody
 
 __all__ = [
     "ChatStreamFrames",

@@ -2,7 +2,7 @@
 OpenAI's OpenAPI spec (``CreateChatCompletionResponse``,
 ``CreateChatCompletionStreamResponse``, ``CompletionUsage``, ``Model``;
 ``tests/spec/openai_schemas.json`` holds the schemas, ``tests/openai_spec.py``
-checks the objects against them). Errors are :mod:`hermes_trio.serving.errors`'
+checks the objects against them). Errors are :mod:`hermes_trio.listener.errors`'
 ``ErrorBody``.
 
 TypedDicts are plain dicts at run time: building one costs what building

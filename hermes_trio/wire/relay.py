@@ -1,5 +1,5 @@
 """What the plain model relay passes on from the model server, decided
-without IO (the relay itself is ``hermes_trio.server.plain_models``).
+without IO (the relay itself is ``hermes_trio.server.relay.route``).
 
 A relayed Chat Completions stream goes through :class:`RelayedStream` one
 read at a time: events are passed on whole (a frame is never cut between

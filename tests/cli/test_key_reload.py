@@ -11,7 +11,7 @@ import trio
 
 from hermes_trio.cli.serve_shared import reload_keys_on_sighup
 from hermes_trio.config import load_config
-from hermes_trio.server.keys import KeyRing, keys_of
+from hermes_trio.server.admission.keys import KeyRing, keys_of
 
 
 class _Said(logging.Handler):

@@ -26,7 +26,7 @@ RECORDING = Path(__file__).resolve().parents[1] / "recording" / "tool_call_turn.
 
 MCP = ("mcp", "mcp_types", "hermes_trio.mcp")
 POSTGRES = ("psycopg", "psycopg_pool")
-WEB = ("quart", "quart_trio", "hypercorn", "hermes_trio.server", "hermes_trio.serving")
+WEB = ("quart", "quart_trio", "hypercorn", "hermes_trio.server", "hermes_trio.listener")
 ADAPTERS = tuple(
     f"hermes_trio.platforms.{name}"
     for name in ("telegram", "discord", "slack", "whatsapp", "homeassistant")

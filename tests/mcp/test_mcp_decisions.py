@@ -22,7 +22,7 @@ from hermes_trio.mcp.naming import (
 )
 from hermes_trio.redaction import redact
 from hermes_trio.retry import Backoff
-from hermes_trio.server.errors import APIError
+from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.server.responses.request import parse_responses_request
 from hermes_trio.tools import ToolContext, ToolRegistry, ToolResult
 from hermes_trio.wire.tool_events import tool_event

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hermes_trio.config import ConfigError, load_config
-from hermes_trio.server.errors import APIError
+from hermes_trio.server.parsing.errors import APIError
 from hermes_trio.server.responses.request import parse_responses_request
 from hermes_trio.url_allowlist import UrlRefused, check_url, parse_prefix
 

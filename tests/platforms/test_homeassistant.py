@@ -12,7 +12,7 @@ import trio
 from hermes_trio.config import HomeAssistantConfig
 from hermes_trio.consumers.messenger import PlatformError
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.homeassistant import HomeAssistantAdapter, TokenRejected
+from hermes_trio.platforms.homeassistant.adapter import HomeAssistantAdapter, TokenRejected
 from hermes_trio.testing.fake_homeassistant import FakeHomeAssistant, open_fake_homeassistant
 
 

@@ -17,10 +17,10 @@ import trio
 from quart import request
 
 from hermes_trio.config import HomeAssistantConfig
+from hermes_trio.listener import ConnectionLimits
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.homeassistant import HomeAssistantAdapter
+from hermes_trio.platforms.homeassistant.adapter import HomeAssistantAdapter
 from hermes_trio.platforms.webhook import serve_webhook, webhook_app
-from hermes_trio.serving import ConnectionLimits
 from hermes_trio.testing.fake_homeassistant import open_fake_homeassistant
 
 

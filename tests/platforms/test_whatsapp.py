@@ -13,7 +13,7 @@ import trio
 from hermes_trio.config import WhatsAppConfig
 from hermes_trio.consumers.messenger import PlatformError, RateLimited
 from hermes_trio.platforms.base import InboundMessage
-from hermes_trio.platforms.whatsapp import TokenRejected, WhatsAppAdapter
+from hermes_trio.platforms.whatsapp.adapter import TokenRejected, WhatsAppAdapter
 from hermes_trio.testing.fake_whatsapp import (
     FakeWhatsApp,
     open_fake_whatsapp,

@@ -14,11 +14,11 @@ import httpx
 import pytest
 import trio
 from support import clean_env, start_serve
-from test_responses_helpers import parse_sse, payloads
-from test_store_backends import pg_url  # noqa: F401 (a fixture)
 
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+from tests.server.responses.test_responses_helpers import parse_sse, payloads
+from tests.store.test_store_backends import pg_url  # noqa: F401 (a fixture)
 
 KEY = "cross-key"
 HEADERS = {"Authorization": f"Bearer {KEY}"}

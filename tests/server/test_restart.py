@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import trio
 from support import clean_env, start_serve
-from test_responses_crash import _hold_write_lock
-from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+from tests.server.responses.test_responses_crash import _hold_write_lock
+from tests.server.responses.test_responses_helpers import parse_sse, payloads
 
 KEY = "restart-key"
 HEADERS = {"Authorization": f"Bearer {KEY}"}

@@ -25,13 +25,13 @@ from support import (
     run_cli,
     start_serve,
 )
-from test_connections import Reader, eof, request_bytes
 
 from hermes_trio.cli.serve_shared import STOP_GRACE
 from hermes_trio.config import ApiServerConfig
+from hermes_trio.listener import listening_socket
 from hermes_trio.server.run import open_api_server
-from hermes_trio.serving import listening_socket
 from hermes_trio.testing import ScriptedModelServer, TextReply, open_scripted_server
+from tests.listener.test_connections import Reader, eof, request_bytes
 
 WORDS = [f"w{i} " for i in range(20)]
 CHAT = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "go"}]}

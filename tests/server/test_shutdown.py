@@ -11,10 +11,10 @@ from typing import Any
 import h11
 import trio
 from support import clean_env, make_config, start_serve
-from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.server.run import open_api_server
 from hermes_trio.testing import TextReply, open_scripted_server
+from tests.server.responses.test_responses_helpers import parse_sse, payloads
 
 SHORT = [f"s{i} " for i in range(10)]
 LONG = [f"l{i} " for i in range(400)]

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import trio
 from support import api_stack, http_for
-from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.testing import TextReply, ToolCallReply
+from tests.server.responses.test_responses_helpers import parse_sse, payloads
 
 WEATHER = {
     "name": "get_weather",

@@ -1,7 +1,7 @@
 """A turn that crashes (a bug, not a model failure) on the real server: one
 error with code ``internal_error``, logged once, and the server and the
 session keep working. The primitive's own tests are in
-``tests/core/test_turn.py``."""
+``tests/turn/test_turn.py``."""
 
 from __future__ import annotations
 

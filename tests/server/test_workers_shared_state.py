@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import trio
 from support import ServeProcess, clean_env, client_on, start_serve
-from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+from tests.server.responses.test_responses_helpers import parse_sse, payloads
 
 KEY = "workers-key"
 HEADERS = {"Authorization": f"Bearer {KEY}"}

@@ -1,5 +1,5 @@
 """The Chat Completions TypedDicts (hermes_trio/wire/chat_types.py and the
-error body in serving/errors.py) name the fields OpenAI's spec gives the
+error body in listener/errors.py) name the fields OpenAI's spec gives the
 same objects: none the spec lacks (but the documented ``reasoning_content``
 extension) and every one it requires."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hermes_trio.serving.errors import ErrorBody, ErrorObject
+from hermes_trio.listener.errors import ErrorBody, ErrorObject
 from hermes_trio.wire.chat_types import (
     ChatChunkDelta,
     ChatChunkToolCall,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...wire.messages import ChatAssistantMessage, ChatTool, Message
-from ..forwarded import FORWARDED
-from ..validation import (
+from ..parsing.forwarded import FORWARDED
+from ..parsing.validation import (
     ExtraParams,
     a_bool,
     a_string,

@@ -27,8 +27,16 @@ from ...store import wall_clock
 from ...turn import Turn, TurnAround, TurnEvents, TurnOptions
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from ...wire.messages import Message
-from ..approvals import approval_identity
-from ..bodies import (
+from ..admission.turn_reservation import TurnReservation
+from ..admission.turn_slots import turn_options
+from ..approvals.route import approval_identity
+from ..conversations.sessions import (
+    SESSION_INTERRUPTED,
+    SessionStore,
+    new_turn_id,
+    validate_session_id,
+)
+from ..edge.bodies import (
     json_response,
     read_json,
     read_json_body,
@@ -37,11 +45,8 @@ from ..bodies import (
     stream_extensions,
     validate_body,
 )
-from ..errors import APIError, error_status
-from ..sessions import SESSION_INTERRUPTED, SessionStore, new_turn_id, validate_session_id
+from ..parsing.errors import APIError, error_status
 from ..state import ServerState
-from ..turn_reservation import TurnReservation
-from ..turn_slots import turn_options
 from .request import ChatRequest, parse_chat_request
 from .stream import ChatStreamBody, untold_failure
 

@@ -14,7 +14,7 @@ from ...consumers.sse import LastPiece, PreStreamError, WriterOutput
 from ...endings import CancelCause
 from ...turn import Turn
 from ...wire.chat_out import ChatStreamFrames
-from ..bodies import StreamedBody
+from ..edge.bodies import StreamedBody
 
 __all__ = ["ChatStreamBody", "untold_failure"]
 

@@ -293,7 +293,7 @@ function table(parent, lines, start, depth) {
 // Every search below starts at the current position and either consumes
 // what it scanned or remembers its answer (misses, pairs), so the work is
 // linear in the text: a run of 2 MB of `<`, `[` or `http://[/` renders in
-// one pass (tests/server/test_markdown_work.py counts it).
+// one pass (tests/server/page/test_markdown_work.py counts it).
 function inline(parent, text, depth) {
   // Where a search for each closing delimiter already failed: a later
   // search for it fails too, so text full of unmatched * or ` stays linear.

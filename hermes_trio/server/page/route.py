@@ -5,7 +5,7 @@ again each time and gets a 304 while nothing changed, so a server that was
 upgraded never runs an old script against its new API).
 
 No route here asks for the API key: the page must load before it can ask
-for one. The gate in front (:mod:`hermes_trio.server.gate`) still checks
+for one. The gate in front (:mod:`hermes_trio.server.edge.gate`) still checks
 ``Host`` and ``Origin`` on these requests as on every other.
 """
 

@@ -28,8 +28,8 @@ from ...wire.messages import Message
 from ...wire.responses_out import new_item_id, new_response_id, response_usage
 from ...wire.responses_types import CompactionItem, ResponseUsage
 from ...wire.sealed import Sealer, compaction_item
-from ..errors import APIError, error_status
-from ..validation import bad, optional_str, request_object
+from ..parsing.errors import APIError, error_status
+from ..parsing.validation import bad, optional_str, request_object
 from .input import SealedInput, parse_input_items
 
 __all__ = ["CompactRequest", "compact_conversation", "parse_compact_request"]

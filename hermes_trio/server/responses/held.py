@@ -25,8 +25,8 @@ from ...turn import HeldCall, HeldCalls
 from ...wire.chat_chunks import ToolCall
 from ...wire.messages import Message
 from ...wire.responses_types import McpApprovalResponse, OutputItem
-from ..errors import APIError
-from ..validation import bad
+from ..parsing.errors import APIError
+from ..parsing.validation import bad
 
 __all__ = ["PARAM", "answered_twice", "check_answer", "held_ids", "open_calls", "settle"]
 

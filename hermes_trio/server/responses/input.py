@@ -29,8 +29,8 @@ from ...wire.responses_types import (
     ReasoningItem,
 )
 from ...wire.sealed import Sealer
-from ..errors import APIError
-from ..validation import bad, role_of
+from ..parsing.errors import APIError
+from ..parsing.validation import bad, role_of
 
 __all__ = [
     "MAX_ITEM_REFERENCES",

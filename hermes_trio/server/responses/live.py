@@ -52,10 +52,10 @@ from ...turn import INTERNAL_ERROR, HeldCalls, Turn, TurnResult
 from ...wire.messages import Message
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ...wire.sealed import Sealer
-from ..bodies import StreamedBody
+from ..admission.turn_reservation import TurnReservation
+from ..admission.turn_slots import turn_options
+from ..edge.bodies import StreamedBody
 from ..state import ServerState
-from ..turn_reservation import TurnReservation
-from ..turn_slots import turn_options
 from .request import ResponsesRequest
 from .request_tools import turn_registry
 

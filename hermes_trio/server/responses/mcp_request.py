@@ -21,7 +21,7 @@ from typing import Any, Literal
 from ...redaction import Secrets, register_request_secret, register_request_url
 from ...url_allowlist import UrlPrefix, UrlRefused, check_url, parse_prefix
 from ...wire.responses_types import McpToolEcho, McpToolFilter, McpToolNames
-from ..validation import a_bool, a_string, bad
+from ..parsing.validation import a_bool, a_string, bad
 
 __all__ = ["McpRequestTool", "parse_mcp_tool"]
 

@@ -22,7 +22,7 @@ from ...consumers.responses_sse import PAGE_EVENTS
 from ...store import Signal, Store, StoredResponse
 from ...wire.responses_out import TERMINAL_TYPES
 from ...wire.sse import KEEPALIVE
-from ..bodies import StreamedBody
+from ..edge.bodies import StreamedBody
 
 __all__ = ["FOLLOW_POLL", "StoredFollowBody", "stop_elsewhere"]
 

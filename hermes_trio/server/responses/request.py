@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ...wire.context import ContextPolicy
 from ...wire.messages import ChatTool, ChatToolFunction, Message
 from ...wire.responses_types import EchoedTool, InputItem, ResponseEcho
-from ..forwarded import FORWARDED
-from ..validation import (
+from ..parsing.forwarded import FORWARDED
+from ..parsing.validation import (
     DOCUMENTED_EXTRAS,
     ExtraParams,
     a_bool,
@@ -34,7 +34,7 @@ from ..validation import (
     request_object,
     stream_options,
 )
-from ..validation import metadata as check_metadata
+from ..parsing.validation import metadata as check_metadata
 from .input import SealedInput, parse_input_items
 from .mcp_request import McpRequestTool, parse_mcp_tool
 

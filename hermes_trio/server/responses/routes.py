@@ -40,7 +40,7 @@ from ...turn import HeldCalls
 from ...wire.messages import Message
 from ...wire.responses_out import new_response_id
 from ...wire.responses_types import McpApprovalResponse, OutputItem
-from ..bodies import (
+from ..edge.bodies import (
     JsonBody,
     json_response,
     read_json,
@@ -49,9 +49,9 @@ from ..bodies import (
     stream_extensions,
     validate_body,
 )
-from ..errors import APIError, error_status
+from ..parsing.errors import APIError, error_status
+from ..parsing.validation import bad
 from ..state import ServerState
-from ..validation import bad
 from .compact import compact_conversation, parse_compact_request
 from .held import answered_twice, check_answer, held_ids, open_calls, settle
 from .input import (

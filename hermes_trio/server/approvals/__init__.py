@@ -1,0 +1,2 @@
+"""``POST /v1/approvals/{id}``, a client's answer to a streamed chat
+turn's question: :mod:`.route`."""

@@ -1,0 +1,1 @@
+"""Server-side conversations for ``X-Session-ID``: :mod:`.sessions`."""

@@ -63,7 +63,9 @@ async def test_a_storm_is_refused_at_the_budgets_pace_while_the_admitted_stream_
     (tmp_path / "config.yaml").write_text(
         "api_server: {max_concurrent: 1, max_connections_per_client: 256}\n"
     )
-    patches = {"hermes_trio.listener.holding": {"REFUSALS_PER_SECOND": PACE, "REFUSAL_BURST": BURST}}
+    patches = {
+        "hermes_trio.listener.holding": {"REFUSALS_PER_SECOND": PACE, "REFUSAL_BURST": BURST}
+    }
     refusals: list[tuple[float, int, dict[str, str], bytes]] = []
     async with open_scripted_server(
         default=TextReply(tokens=TOKENS, delay=0.1), record=False

@@ -57,6 +57,9 @@ def _test_directories() -> list[Path]:
         for path in sorted(TESTS.rglob("*"))
         if path.is_dir()
         and not any(part.startswith((".", "__")) for part in path.relative_to(TESTS).parts)
+        # A directory left with only bytecode caches (a checkout from before
+        # a move) holds no test.
+        and any(path.glob("*.py"))
     ]
 
 

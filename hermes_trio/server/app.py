@@ -128,7 +128,7 @@ def _install_key_check(app: QuartTrio, state: ServerState) -> None:
                 headers={"Retry-After": retry_after_header(refusal.retry_after)},
             )
         # The work the request starts (a turn, a relay) reserves the key's
-        # place and is charged its tokens when it ends (turns.TurnHold).
+        # place and is charged its tokens when it ends (admission.turn_place.TurnPlace).
         current_key.set((state.keys, key))
 
 

@@ -11,11 +11,9 @@ slot until it has ended, and sits in the server's registry of running turns,
 which a shutdown cancels with its reason, so ``max_concurrent``,
 ``/health``, the shutdown grace and the shutdown's last words cover both.
 
-The slot and the request key's place (:class:`~.keys.Reservation`) travel
-together as a :class:`TurnHold`: taken by the request before it starts the
-work, given back by the work's end with the tokens it spent — a turn's
-``on_exit``, a relay's last line — never by the HTTP reply, which a
-background response or a stream whose client left outlives.
+A turn's slot and the request key's place (:class:`~.keys.Reservation`)
+are held by its :class:`~.turn_place.TurnPlace`, from the request's
+admission to the work's end.
 """
 
 from __future__ import annotations
@@ -23,9 +21,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, MutableSet
+from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import replace
 from typing import Any, Protocol
 
 import trio
@@ -36,12 +33,11 @@ from ...agent import Agent
 from ...config import ApiServerConfig
 from ...listener.admission import AdaptiveLimit, FixedLimit, Refused, TurnLimit
 from ...listener.door import DoorRefusal, Knock
-from ...turn import Consumer, TokenMeter, Turn, TurnAround, TurnOptions, start_turn
-from ...wire.messages import ChatTool, Message
+from ...turn import TurnOptions
+from ...wire.messages import ChatTool
 from ..parsing.errors import APIError
-from .keys import Refusal, Reservation, current_key, retry_after_header
 
-__all__ = ["TurnHold", "TurnRequest", "TurnSlots", "turn_limit", "turn_options"]
+__all__ = ["TurnRequest", "TurnSlots", "turn_limit", "turn_options"]
 
 log = logging.getLogger("hermes_trio.server")
 
@@ -329,92 +325,6 @@ def _refusal(refused: Refused) -> APIError:
         code="rate_limit_exceeded",
         headers=headers,
     )
-
-
-class TurnHold:
-    """What one turn or relay holds until it ends: a slot of the server's
-    and, for a request with a named key, a place in that key's concurrency.
-    Given back once, with the tokens the work spent: by the turn's end
-    (:meth:`start` makes :meth:`release` its ``on_exit``), by the relay's,
-    or by the request itself when the work never started."""
-
-    def __init__(self, slots: TurnSlots, reservation: Reservation | None) -> None:
-        self.slots = slots
-        self.reservation = reservation
-        self.meter = TokenMeter()
-        """Counts the turn's model deltas (the agent's ``meter=``)."""
-        self.turn: Turn | None = None
-        """The turn holding it, once started."""
-        self._held = True
-
-    @classmethod
-    def take(cls, slots: TurnSlots) -> TurnHold:
-        """The request key's place first (a key at its limit takes no slot
-        of the server's), then a slot; 429 with ``Retry-After`` for either."""
-        reservation = None
-        given = current_key.get()
-        if given is not None:
-            ring, key = given
-            got = ring.reserve(key)
-            if isinstance(got, Refusal):
-                raise APIError(
-                    429,
-                    got.message,
-                    code=got.code,
-                    headers={"Retry-After": retry_after_header(got.retry_after)},
-                )
-            reservation = got
-        try:
-            slots.acquire()
-        except BaseException:
-            if reservation is not None:
-                reservation.release(trio.current_time(), 0)
-            raise
-        return cls(slots, reservation)
-
-    def release(self, tokens: int = 0) -> None:
-        """Give both back, charging ``tokens`` to the key; only the first
-        call counts. The key's first: once ``/health`` shows the slot free,
-        its budget is charged."""
-        if not self._held:
-            return
-        self._held = False
-        if self.reservation is not None:
-            self.reservation.release(trio.current_time(), self.spent(tokens))
-        self.slots.release()
-
-    def spent(self, tokens: int = 0) -> int:
-        """What the work cost: ``tokens``, or what its turn's result and
-        meter say, whichever is more."""
-        result = self.turn.result if self.turn is not None else None
-        counted = self.meter.spent(result.usage if result is not None else None)
-        return max(tokens, counted)
-
-    def start(
-        self,
-        nursery: trio.Nursery,
-        agent: Agent,
-        messages: list[Message],
-        consumer: Consumer,
-        options: TurnOptions | None = None,
-        *,
-        registry: MutableSet[Turn] | None = None,
-        around: TurnAround | None = None,
-    ) -> Turn:
-        """Start the turn that holds this from now on (``start_turn``'s
-        ``registry`` and ``around``); its end gives the hold back, charging
-        what it spent."""
-        self.turn = start_turn(
-            nursery,
-            agent,
-            messages,
-            consumer,
-            registry=registry,
-            around=around,
-            on_exit=self.release,
-            options=replace(options or TurnOptions(), meter=self.meter),
-        )
-        return self.turn
 
 
 class TurnRequest(Protocol):

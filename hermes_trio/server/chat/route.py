@@ -27,7 +27,7 @@ from ...store import wall_clock
 from ...turn import Turn, TurnAround, TurnEvents, TurnOptions
 from ...wire.chat_out import ChatStreamFrames, completion_body, new_completion_id
 from ...wire.messages import Message
-from ..admission.turn_reservation import TurnReservation
+from ..admission.turn_place import TurnPlace
 from ..admission.turn_slots import turn_options
 from ..approvals.route import approval_identity
 from ..conversations.sessions import (
@@ -93,9 +93,9 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         opts = replace(opts, approvals=agent.approval_channel("api_server", approval_identity()))
     session_id = request.headers.get("X-Session-ID")
     if session_id is None:
-        async with TurnReservation() as reserved:
-            reserved.take_hold(state.slots)
-            run.begin(list(chat.messages), opts, reserved)
+        async with TurnPlace() as place:
+            place.take(state.slots)
+            run.begin(list(chat.messages), opts, place)
         return await run.respond()
     validate_session_id(session_id)
     key = SessionStore.key(request_owner(), session_id)
@@ -106,12 +106,12 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
         if session.running is not None:
             await session.running.stop(SESSION_INTERRUPTED)
         holder = new_turn_id()
-        async with TurnReservation() as reserved:
+        async with TurnPlace() as place:
             history = await sessions.claim(key, holder)
             # A request refused (a 429) leaves the history as it was; once
             # the turn runs, its end stores the history it made.
-            reserved.on_release(partial(sessions.release, key, holder, history, claimed=history))
-            reserved.take_hold(state.slots)
+            place.on_release(partial(sessions.release, key, holder, history, claimed=history))
+            place.take(state.slots)
             dropped = sessions.add(session, history, chat.messages)
             opts = replace(opts, tool_context=session.tool_context)
             messages = session.messages
@@ -126,7 +126,7 @@ async def _run_chat(state: ServerState, chat: ChatRequest) -> Response:
                         key, holder, messages, claimed=history, dropped=dropped, compacted=compacted
                     )
 
-            session.running = run.begin(messages, opts, reserved, around=around)
+            session.running = run.begin(messages, opts, place, around=around)
     return await run.respond()
 
 
@@ -159,11 +159,11 @@ class _ChatRun:
         self,
         messages: list[Message],
         opts: TurnOptions,
-        reserved: TurnReservation,
+        place: TurnPlace,
         *,
         around: TurnAround | None = None,
     ) -> Turn:
-        """Start the turn in what the caller reserved (the turn gives it
+        """Start the turn in the caller's place (the turn gives it
         back as it ends; the caller's block when it cannot start)."""
         state = self.state
         if self.chat.stream:
@@ -190,7 +190,7 @@ class _ChatRun:
                     async for _ in TurnEvents(receive):
                         pass
 
-        self.turn = reserved.start(
+        self.turn = place.start(
             state.nursery,
             state.agent,
             messages,

@@ -110,7 +110,7 @@ class RequestRecord:
     def settle(self) -> None:
         """What the turn said, as the request ends. (A key's budget is the
         turn's business: it is charged when the turn ends, which may be
-        later; see ``turns.TurnHold``.)"""
+        later; see ``admission.turn_place.TurnPlace``.)"""
         result = getattr(self.turn, "result", None)
         if result is not None:
             self.tokens = self.tokens or result.usage.completion_tokens or None

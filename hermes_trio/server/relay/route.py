@@ -11,7 +11,7 @@ upstream read feeds a small channel the response body reads, so a slow
 client slows the upstream read, and a client that goes away cancels the
 relay, which closes the upstream request at once. Like a turn it holds the
 request key's place until it ends, and its end charges the key the tokens
-the answer cost (:class:`~.turn_slots.TurnHold`).
+the answer cost (:class:`~hermes_trio.server.admission.turn_place.TurnPlace`).
 
 The model server's key is this server's, never the client's: its errors
 and error frames are redacted on their way (:mod:`hermes_trio.wire.relay`),
@@ -41,7 +41,7 @@ from ...wire.relay import (
     redacted_json,
 )
 from ...wire.sse import SSEError
-from ..admission.turn_reservation import TurnReservation
+from ..admission.turn_place import TurnPlace
 from ..edge.bodies import StreamedBody, json_response, sse_response
 from ..parsing.errors import APIError
 from ..state import ServerState
@@ -146,12 +146,12 @@ _KEY_REFUSED = frozenset({401, 403})
 
 async def relay(state: ServerState, body: dict[str, Any]) -> Response:
     """Pass one chat request to the model server and its answer back."""
-    # The relay's hold (a slot, the key's place) is the relay task's as it
+    # The relay's place (a slot, the key's concurrency) is the relay task's as it
     # starts: given back as it ends, with the tokens the answer cost (or as
     # this block ends, for a task that never ran).
-    async with TurnReservation() as reserved:
-        reserved.take_hold(state.slots)
-        head, pieces, scope = await state.nursery.start(_relay_task, state, body, reserved)
+    async with TurnPlace() as place:
+        place.take(state.slots)
+        head, pieces, scope = await state.nursery.start(_relay_task, state, body, place)
     if head.whole:
         # The task read it all and ended.
         return _whole(head, _where(state))
@@ -197,7 +197,7 @@ def _json(raw: bytes) -> Any | None:
 async def _relay_task(
     state: ServerState,
     body: dict[str, Any],
-    reserved: TurnReservation,
+    place: TurnPlace,
     *,
     task_status: trio.TaskStatus[tuple[_Head, trio.MemoryReceiveChannel[bytes], trio.CancelScope]],
 ) -> None:
@@ -210,7 +210,7 @@ async def _relay_task(
     stream: RelayedStream | None = None
     tail = b""
     # Given back by this task's end from here on.
-    hold = reserved.hand_off()
+    place.hand_off()
     try:
         with trio.CancelScope() as scope, send:
             try:
@@ -281,7 +281,7 @@ async def _relay_task(
     finally:
         if stream is not None:
             spent = stream.spent
-        hold.release(spent)
+        place.release(spent)
 
 
 def _timed_out(exc: Exception) -> bool:

@@ -52,7 +52,7 @@ from ...turn import INTERNAL_ERROR, HeldCalls, Turn, TurnResult
 from ...wire.messages import Message
 from ...wire.responses_out import TERMINAL_TYPES, ResponseBuilder, ResponseEvent, new_response_id
 from ...wire.sealed import Sealer
-from ..admission.turn_reservation import TurnReservation
+from ..admission.turn_place import TurnPlace
 from ..admission.turn_slots import turn_options
 from ..edge.bodies import StreamedBody
 from ..state import ServerState
@@ -215,11 +215,11 @@ class LiveResponses:
             previous=req.previous_response_id if inherited else None,
         )
         live.log.extend(builder.start())
-        # The hold (a slot, the key's place) is the turn's once it starts:
+        # The turn's place (a slot, the key's concurrency) is its own once it starts:
         # given back when it ends, however long after this reply (or as
         # this block ends when it never starts).
-        async with TurnReservation() as reserved:
-            reserved.take_hold(state.slots)
+        async with TurnPlace() as place:
+            place.take(state.slots)
             if req.store:
                 record = StoredResponse(
                     id=builder.id,
@@ -242,7 +242,7 @@ class LiveResponses:
                 live.log.publish(live.persisted)
                 self.running[live.id] = live
             agent, around = self._runner(live, req, mcp_listed)
-            live.turn = reserved.start(
+            live.turn = place.start(
                 state.nursery,
                 agent,
                 live.conversation,

@@ -23,7 +23,8 @@ from hermes_trio.server.admission.keys import (
     Reservation,
     current_key,
 )
-from hermes_trio.server.admission.turn_slots import TurnHold, TurnSlots
+from hermes_trio.server.admission.turn_place import TurnPlace
+from hermes_trio.server.admission.turn_slots import TurnSlots
 from hermes_trio.server.parsing.errors import APIError
 
 
@@ -95,33 +96,33 @@ def test_the_ring_finds_keys_and_counts_work_in_flight() -> None:
     assert refusal.retry_after == WINDOW - 0.5
 
 
-async def test_a_hold_takes_the_keys_place_first_and_gives_back_once() -> None:
+async def test_a_turns_place_takes_the_keys_place_first_and_gives_back_once() -> None:
     ring = KeyRing([NamedKey("a", b"key-a", max_concurrent=1, tokens_per_minute=5)])
     (key,) = ring.keys
     slots = TurnSlots(4)
     given = current_key.set((ring, key))
     try:
-        hold = TurnHold.take(slots)
+        place = TurnPlace().take(slots)
         with pytest.raises(APIError) as refused:
-            TurnHold.take(slots)
+            TurnPlace().take(slots)
         assert refused.value.status == 429 and refused.value.code == "key_concurrency_exceeded"
         assert refused.value.headers == {"Retry-After": "1"}
         # The refused request took no slot of the server's.
         assert slots.in_use == 1
-        hold.meter.tokens = 7
-        hold.release()
-        hold.release()
+        place.meter.tokens = 7
+        place.release()
+        place.release()
         assert slots.in_use == 0 and ring.in_flight["a"] == 0
         spent = ring.admit(key, trio.current_time())
         assert spent is not None and spent.code == "tokens_per_minute_exceeded"
         # A server with no slot free gives the key's place back at once.
         with pytest.raises(APIError) as full:
-            TurnHold.take(TurnSlots(0))
+            TurnPlace().take(TurnSlots(0))
         assert full.value.code == "rate_limit_exceeded" and ring.in_flight["a"] == 0
     finally:
         current_key.reset(given)
     # A request without a named key holds a slot only.
-    alone = TurnHold.take(slots)
+    alone = TurnPlace().take(slots)
     assert alone.reservation is None and slots.in_use == 1
     alone.release()
 

@@ -209,9 +209,9 @@ async def test_a_turn_that_cannot_start_lets_its_session_go(monkeypatch: Any) ->
     its turn fails to start: no process holds the conversation then (it
     used to stay this process's, so another worker's request on the session
     waited for it and ended 409 ``session_busy``)."""
-    import hermes_trio.server.admission.turn_slots as turn_slots
+    import hermes_trio.server.admission.turn_place as turn_place
 
-    started = turn_slots.start_turn
+    started = turn_place.start_turn
     failures = iter([RuntimeError("the server's nursery is closing")])
 
     def start_once_failing(*args: Any, **kwargs: Any) -> Any:
@@ -220,7 +220,7 @@ async def test_a_turn_that_cannot_start_lets_its_session_go(monkeypatch: Any) ->
             raise failure
         return started(*args, **kwargs)
 
-    monkeypatch.setattr(turn_slots, "start_turn", start_once_failing)
+    monkeypatch.setattr(turn_place, "start_turn", start_once_failing)
     body = {"messages": [{"role": "user", "content": "hi"}]}
     headers = {"X-Session-ID": "unlucky"}
     async with api_stack([TextReply("hello")]) as (api, _), _client(api) as http:

@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import trio
 from support import clean_env, client_for, http_for, make_config, start_serve
-from test_responses_helpers import parse_sse, payloads
 
 from hermes_trio.config import StoreConfig
 from hermes_trio.llm.http_body import open_body
@@ -20,6 +19,7 @@ from hermes_trio.server.run import open_api_server
 from hermes_trio.store import DB_FILENAME, SQLiteStore, owner_scope
 from hermes_trio.testing import TextReply, open_scripted_server
 from hermes_trio.wire.sse import SSEDecoder, SSEEvent
+from tests.server.responses.test_responses_helpers import parse_sse, payloads
 
 TOKENS = [f"w{i} " for i in range(200)]
 TOKENS_TEXT = "".join(TOKENS)

@@ -19,6 +19,8 @@ DEMO_URL = "http://demo.hermes-trio.invalid/v1"
 DEMO_MODEL = "demo"
 WORD_DELAY = 0.03
 """Seconds between the canned answer's words: a readable stream."""
+DEMO_WINDOW = 32768
+"""The demo model's context window, as its model card says it."""
 DEMO_BANNER = (
     "DEMO MODE: answers are canned by the built-in scripted model, not a language model "
     "(run with a model server for real answers: see `hermes-trio init`)"
@@ -56,6 +58,8 @@ async def agent_for(config: Config) -> AsyncIterator[Agent]:
     words = [f"{word} " for word in _ANSWER.split(" ")]
     words[-1] = words[-1].rstrip()
     reply = TextReply(tokens=words, delay=WORD_DELAY)
-    model = ModelDouble(default=reply, model=DEMO_MODEL, record=False)
+    # Its card says its window, so a new user's first turn is not told that
+    # a window is assumed.
+    model = ModelDouble(default=reply, model=DEMO_MODEL, record=False, context_window=DEMO_WINDOW)
     async with open_agent(config, transport=model) as agent:
         yield agent

@@ -70,6 +70,8 @@ async def test_with_nothing_found_serve_refuses_in_one_line(tmp_path: Path) -> N
 @pytest.mark.parametrize("flag", ["--demo", "--demo=auto"])
 async def test_serve_demo_streams_a_canned_answer(tmp_path: Path, flag: str) -> None:
     env = clean_env(HERMES_DATA_DIR=str(tmp_path / "data"))
+    # As a new user has it: nothing says the window but the model server.
+    del env["HERMES_CONTEXT_WINDOW"]
     async with trio.open_nursery() as nursery:
         served = await start_serve(nursery, env, tmp_path, args=[flag])
         async with httpx.AsyncClient(base_url=served.base_url, timeout=15) as http:
@@ -88,6 +90,8 @@ async def test_serve_demo_streams_a_canned_answer(tmp_path: Path, flag: str) -> 
     assert len([p for p in pieces if p]) > 10
     said = "\n".join(served.output)
     assert "DEMO MODE: answers are canned" in said
+    # The demo model says its window: no warning that one is assumed.
+    assert "assuming" not in said and "WARNING" not in said
     said_lines = [line for line in served.output if line.startswith("hermes-trio serve:")]
     assert said_lines[-1].startswith("hermes-trio serve: chat page: http://127.0.0.1:")
 

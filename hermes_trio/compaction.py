@@ -268,25 +268,30 @@ class ContextKeeper:
         cut = choose_cut(messages, sizes.messages, room=room, keep_recent=keep)
         if cut is None:
             raise _too_big(sizes, window, limit)
-        reason = ""
-        with trio.move_on_after(cfg.summary_timeout) as scope:
-            try:
-                text = await summarize(
-                    self.client,
-                    self.config,
-                    messages[:cut],
-                    window=window,
-                    ratio=self.calibration.ratio,
-                    model=model,
-                )
-            except ModelError as exc:
-                reason = f"the summary request failed: {exc.message}"
-        if scope.cancelled_caught:
-            reason = f"the summary took longer than {cfg.summary_timeout:g} s"
-        if reason:
+        try:
+            text = await self._summary(messages[:cut], window, model)
+        except ModelError as exc:
+            reason = f"the summary request failed: {exc.message}"
+            if exc.code == ErrorCode.TIMEOUT:
+                reason = exc.message
             log.warning("compaction: %s; dropping the oldest messages instead", reason)
             return self._truncate(messages, sizes, window, limit, reason=reason, note=True)
         return self._summarised(messages, sizes, window, cut, text)
+
+    async def _summary(self, folded: list[Message], window: int, model: str | None) -> str:
+        """The summary of ``folded`` within ``compaction.summary_timeout``;
+        :class:`ModelError` (code ``timeout`` past it) when there is none."""
+        timeout = self.config.compaction.summary_timeout
+        with trio.move_on_after(timeout):
+            return await summarize(
+                self.client,
+                self.config,
+                folded,
+                window=window,
+                ratio=self.calibration.ratio,
+                model=model,
+            )
+        raise ModelError(f"the summary took longer than {timeout:g} s", code=ErrorCode.TIMEOUT)
 
     def _summarised(
         self, messages: list[Message], sizes: _Sizes, window: int, cut: int, text: str
@@ -305,19 +310,7 @@ class ContextKeeper:
         cut = max(exchange_starts(messages), default=0)
         if cut <= 0 or (cut == 1 and is_summary(messages[0])):
             return None  # nothing before the newest exchange but a summary
-        timeout = self.config.compaction.summary_timeout
-        text: str | None = None
-        with trio.move_on_after(timeout):
-            text = await summarize(
-                self.client,
-                self.config,
-                messages[:cut],
-                window=window,
-                ratio=self.calibration.ratio,
-                model=model,
-            )
-        if text is None:
-            raise ModelError(f"the summary took longer than {timeout:g} s", code=ErrorCode.TIMEOUT)
+        text = await self._summary(messages[:cut], window, model)
         return self._summarised(messages, sizes, window, cut, text)
 
     def _truncate(
